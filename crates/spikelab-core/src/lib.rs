@@ -1,0 +1,17 @@
+//! Engine primitives shared by every spikelab crate.
+//!
+//! * [`SimTime`] / [`SimDuration`]: integer nanoseconds; floats appear only inside formulas.
+//! * [`EventQueue`]: a min-heap ordered by (time, insertion sequence), so ties run in FIFO order.
+//! * [`Rng`]: a xoshiro256** stream derived from (master seed, label), so adding a component
+//!   never changes another component's random numbers.
+//! * [`Arena`]: a slab with a free list; events carry [`ArenaId`]s instead of owned packets.
+
+mod arena;
+mod queue;
+mod rng;
+mod time;
+
+pub use arena::{Arena, ArenaId};
+pub use queue::EventQueue;
+pub use rng::Rng;
+pub use time::{SimDuration, SimTime};
