@@ -1,0 +1,1089 @@
+//! The scenario file: TOML, deserialised into these types, validated, defaults filled.
+//!
+//! Every error is a [`ScenarioError`] naming the offending field by its path in the file
+//! (`flow[0].tcp.rto.min: must be > 0, got 0ms`). The format is documented in
+//! `docs/scenario.md`.
+
+use crate::units::{Bytes, Duration, Rate};
+use serde::{Deserialize, Serialize};
+use spikelab_core::{SimDuration, SimTime};
+use spikelab_net::{Profile, ProfileRow};
+use spikelab_tcp::{RtoAlgorithm, RtoConfig, TcpConfig, Variant};
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+/// A problem with a scenario, with the path of the field it concerns.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ScenarioError {
+    pub field: String,
+    pub message: String,
+}
+
+impl ScenarioError {
+    pub fn new(field: impl Into<String>, message: impl Into<String>) -> ScenarioError {
+        ScenarioError {
+            field: field.into(),
+            message: message.into(),
+        }
+    }
+}
+
+impl fmt::Display for ScenarioError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.field.is_empty() {
+            write!(f, "{}", self.message)
+        } else {
+            write!(f, "{}: {}", self.field, self.message)
+        }
+    }
+}
+
+impl std::error::Error for ScenarioError {}
+
+type Result<T> = std::result::Result<T, ScenarioError>;
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TraceLevel {
+    /// Only the per-flow summary (`runs`).
+    Summary,
+    /// Summary and the time series.
+    Timeseries,
+    /// Everything, packet events included.
+    Packets,
+}
+
+impl TraceLevel {
+    pub fn parse(s: &str) -> Result<TraceLevel> {
+        match s {
+            "summary" => Ok(TraceLevel::Summary),
+            "timeseries" => Ok(TraceLevel::Timeseries),
+            "packets" => Ok(TraceLevel::Packets),
+            _ => Err(ScenarioError::new(
+                "trace",
+                format!("unknown trace level {s:?} (use summary, timeseries or packets)"),
+            )),
+        }
+    }
+}
+
+fn default_duration() -> Duration {
+    Duration(SimDuration::from_secs(20))
+}
+fn default_seed() -> u64 {
+    1
+}
+fn default_trace() -> TraceLevel {
+    TraceLevel::Packets
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SimSpec {
+    /// Simulated time.
+    #[serde(default = "default_duration")]
+    pub duration: Duration,
+    #[serde(default = "default_seed")]
+    pub seed: u64,
+    #[serde(default = "default_trace")]
+    pub trace: TraceLevel,
+}
+
+impl Default for SimSpec {
+    fn default() -> Self {
+        SimSpec {
+            duration: default_duration(),
+            seed: default_seed(),
+            trace: default_trace(),
+        }
+    }
+}
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum StageKind {
+    Rate,
+    Delay,
+    Loss,
+}
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LossKind {
+    Bernoulli,
+    GilbertElliott,
+    Profile,
+    Deterministic,
+}
+
+/// One stage; which fields apply depends on `type`.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StageSpec {
+    #[serde(rename = "type")]
+    pub kind: StageKind,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    // rate
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate: Option<Rate>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub queue: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub queue_bytes: Option<Bytes>,
+    // delay
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delay: Option<Duration>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile: Option<Vec<Vec<f64>>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reorder: Option<bool>,
+    // loss
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<LossKind>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub p: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub r: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub h: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub k: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nth: Option<Vec<u64>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seqs: Option<Vec<u64>>,
+}
+
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PathSpec {
+    #[serde(default)]
+    pub stage: Vec<StageSpec>,
+}
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum AppKind {
+    Bulk,
+    File,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AppSpec {
+    #[serde(rename = "type")]
+    pub kind: AppKind,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub size: Option<Bytes>,
+}
+
+impl Default for AppSpec {
+    fn default() -> Self {
+        AppSpec {
+            kind: AppKind::Bulk,
+            size: None,
+        }
+    }
+}
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum VariantSpec {
+    Reno,
+    NewReno,
+    Sack,
+}
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum EstimatorSpec {
+    Rfc6298,
+    Linux,
+}
+
+fn d_ms(ms: u64) -> Duration {
+    Duration(SimDuration::from_millis(ms))
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RtoSpec {
+    #[serde(default = "RtoSpec::default_estimator")]
+    pub estimator: EstimatorSpec,
+    #[serde(default = "RtoSpec::default_alpha")]
+    pub alpha: f64,
+    #[serde(default = "RtoSpec::default_beta")]
+    pub beta: f64,
+    #[serde(default = "RtoSpec::default_k")]
+    pub k: f64,
+    #[serde(default = "RtoSpec::default_granularity")]
+    pub granularity: Duration,
+    /// Default: 1 s (rfc6298) or 200 ms (linux).
+    #[serde(default)]
+    pub min: Option<Duration>,
+    /// Default: 60 s (rfc6298) or 120 s (linux).
+    #[serde(default)]
+    pub max: Option<Duration>,
+    #[serde(default = "RtoSpec::default_initial")]
+    pub initial: Duration,
+}
+
+impl RtoSpec {
+    fn default_estimator() -> EstimatorSpec {
+        EstimatorSpec::Rfc6298
+    }
+    fn default_alpha() -> f64 {
+        0.125
+    }
+    fn default_beta() -> f64 {
+        0.25
+    }
+    fn default_k() -> f64 {
+        4.0
+    }
+    fn default_granularity() -> Duration {
+        d_ms(1)
+    }
+    fn default_initial() -> Duration {
+        d_ms(1000)
+    }
+}
+
+impl Default for RtoSpec {
+    fn default() -> Self {
+        RtoSpec {
+            estimator: Self::default_estimator(),
+            alpha: Self::default_alpha(),
+            beta: Self::default_beta(),
+            k: Self::default_k(),
+            granularity: Self::default_granularity(),
+            min: None,
+            max: None,
+            initial: Self::default_initial(),
+        }
+    }
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct TcpSpec {
+    pub variant: VariantSpec,
+    pub mss: i64,
+    pub initial_window: i64,
+    pub initial_ssthresh: Option<Bytes>,
+    pub rwnd: Bytes,
+    pub abc: bool,
+    pub abc_limit: i64,
+    pub dupthresh: i64,
+    pub limited_transmit: bool,
+    /// Default: false for reno, true for newreno and sack.
+    pub block_fr_after_rto: Option<bool>,
+    pub timestamps: bool,
+    pub ts_tick: Duration,
+    pub sack: bool,
+    pub dsack: bool,
+    pub clear_sack_on_rto: bool,
+    pub delayed_ack: bool,
+    pub delack_timeout: Duration,
+    pub delack_segments: i64,
+    pub rto: RtoSpec,
+}
+
+impl Default for TcpSpec {
+    fn default() -> Self {
+        let c = TcpConfig::default();
+        TcpSpec {
+            variant: VariantSpec::NewReno,
+            mss: c.mss as i64,
+            initial_window: c.initial_window as i64,
+            initial_ssthresh: None,
+            rwnd: Bytes(c.rwnd),
+            abc: c.abc,
+            abc_limit: c.abc_limit as i64,
+            dupthresh: c.dupthresh as i64,
+            limited_transmit: c.limited_transmit,
+            block_fr_after_rto: None,
+            timestamps: c.timestamps,
+            ts_tick: Duration(c.ts_tick),
+            sack: c.sack,
+            dsack: c.dsack,
+            clear_sack_on_rto: c.clear_sack_on_rto,
+            delayed_ack: c.delayed_ack,
+            delack_timeout: Duration(c.delack_timeout),
+            delack_segments: c.delack_segments as i64,
+            rto: RtoSpec::default(),
+        }
+    }
+}
+
+fn default_fwd() -> String {
+    "fwd".into()
+}
+fn default_rev() -> String {
+    "rev".into()
+}
+fn default_cc() -> String {
+    "reno".into()
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FlowSpec {
+    #[serde(default = "default_fwd")]
+    pub fwd: String,
+    #[serde(default = "default_rev")]
+    pub rev: String,
+    #[serde(default)]
+    pub start: Duration,
+    #[serde(default)]
+    pub app: AppSpec,
+    #[serde(default = "default_cc")]
+    pub cc: String,
+    #[serde(default)]
+    pub tcp: TcpSpec,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Scenario {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    #[serde(default)]
+    pub sim: SimSpec,
+    #[serde(default)]
+    pub path: BTreeMap<String, PathSpec>,
+    #[serde(default)]
+    pub flow: Vec<FlowSpec>,
+}
+
+impl Default for Duration {
+    fn default() -> Self {
+        Duration(SimDuration::ZERO)
+    }
+}
+
+/// Congestion controls the simulator knows.
+pub const CONGESTION_CONTROLS: &[&str] = &["reno"];
+
+// ---- parsing ---------------------------------------------------------------------------------
+
+/// Parses `text`, applies `overrides` (`key=value`), validates and fills defaults.
+/// `base_dir` resolves relative trace-file paths.
+pub fn parse(text: &str, overrides: &[String], base_dir: &Path) -> Result<Scenario> {
+    let mut value: toml::Value = toml::from_str(text).map_err(|e| toml_error(&e))?;
+    for o in overrides {
+        apply_override(&mut value, o)?;
+    }
+    let mut sc: Scenario = serde_path_to_error::deserialize(value).map_err(|e| {
+        let field = e.path().to_string();
+        let field = if field == "." { String::new() } else { field };
+        let msg = e.inner().to_string().replace('\n', " ");
+        // toml appends " in `a.b.c`"; the field path is already in front.
+        let msg = match msg.rfind(" in `") {
+            Some(i) => msg[..i].to_string(),
+            None => msg,
+        };
+        ScenarioError::new(field, msg.trim().to_string())
+    })?;
+    sc.resolve(base_dir)?;
+    Ok(sc)
+}
+
+fn toml_error(e: &toml::de::Error) -> ScenarioError {
+    let msg = e.message().replace('\n', " ");
+    let loc = e
+        .span()
+        .map(|s| format!(" (at byte {})", s.start))
+        .unwrap_or_default();
+    ScenarioError::new("", format!("not valid TOML: {msg}{loc}"))
+}
+
+/// Applies one `key=value` override to the TOML tree. A key is a dotted path; `name[i]` picks
+/// one element of an array of tables, and a bare array name applies to every element.
+pub fn apply_override(root: &mut toml::Value, spec: &str) -> Result<()> {
+    let Some((key, raw)) = spec.split_once('=') else {
+        return Err(ScenarioError::new(
+            format!("--set {spec}"),
+            "expected key=value",
+        ));
+    };
+    let key = key.trim();
+    let raw = raw.trim();
+    if key.is_empty() {
+        return Err(ScenarioError::new(format!("--set {spec}"), "empty key"));
+    }
+    let value = match toml::from_str::<toml::Table>(&format!("v = {raw}")) {
+        Ok(mut t) => t.remove("v").unwrap_or(toml::Value::String(raw.into())),
+        Err(_) => toml::Value::String(raw.to_string()),
+    };
+    let mut parts = Vec::new();
+    for seg in key.split('.') {
+        let (name, index) = match seg.split_once('[') {
+            Some((n, rest)) => {
+                let idx = rest
+                    .strip_suffix(']')
+                    .and_then(|i| i.parse::<usize>().ok())
+                    .ok_or_else(|| ScenarioError::new(key, format!("bad index in {seg:?}")))?;
+                (n, Some(idx))
+            }
+            None => (seg, None),
+        };
+        if name.is_empty() {
+            return Err(ScenarioError::new(key, "empty key segment"));
+        }
+        parts.push((name.to_string(), index));
+    }
+    set_path(root, &parts, value, key)
+}
+
+fn set_path(
+    node: &mut toml::Value,
+    parts: &[(String, Option<usize>)],
+    value: toml::Value,
+    key: &str,
+) -> Result<()> {
+    let toml::Value::Table(table) = node else {
+        return Err(ScenarioError::new(
+            key,
+            "cannot set a key inside a non-table value",
+        ));
+    };
+    let (name, index) = &parts[0];
+    let rest = &parts[1..];
+    if rest.is_empty() && index.is_none() {
+        table.insert(name.clone(), value);
+        return Ok(());
+    }
+    let child = table
+        .entry(name.clone())
+        .or_insert_with(|| toml::Value::Table(Default::default()));
+    match (child, index) {
+        (toml::Value::Array(items), Some(i)) => {
+            let n = items.len();
+            let item = items.get_mut(*i).ok_or_else(|| {
+                ScenarioError::new(
+                    key,
+                    format!("index {i} out of range ({name} has {n} entries)"),
+                )
+            })?;
+            if rest.is_empty() {
+                *item = value;
+                Ok(())
+            } else {
+                set_path(item, rest, value, key)
+            }
+        }
+        (toml::Value::Array(items), None) => {
+            for item in items.iter_mut() {
+                set_path(item, rest, value.clone(), key)?;
+            }
+            Ok(())
+        }
+        (_, Some(_)) => Err(ScenarioError::new(key, format!("{name} is not an array"))),
+        (child, None) => set_path(child, rest, value, key),
+    }
+}
+
+// ---- validation ------------------------------------------------------------------------------
+
+fn check(ok: bool, field: impl Into<String>, msg: impl Into<String>) -> Result<()> {
+    if ok {
+        Ok(())
+    } else {
+        Err(ScenarioError::new(field, msg))
+    }
+}
+
+fn positive_int(v: i64, field: &str, max: i64) -> Result<()> {
+    check(v >= 1, field, format!("must be >= 1, got {v}"))?;
+    check(v <= max, field, format!("must be <= {max}, got {v}"))
+}
+
+fn probability(v: f64, field: &str) -> Result<()> {
+    check(
+        (0.0..=1.0).contains(&v),
+        field,
+        format!("must be a probability in [0, 1], got {v}"),
+    )
+}
+
+impl Scenario {
+    fn resolve(&mut self, base_dir: &Path) -> Result<()> {
+        check(
+            self.sim.duration.0 > SimDuration::ZERO,
+            "sim.duration",
+            "must be > 0",
+        )?;
+        check(
+            !self.flow.is_empty(),
+            "flow",
+            "at least one [[flow]] is required",
+        )?;
+        for (name, path) in self.path.iter_mut() {
+            for (i, st) in path.stage.iter_mut().enumerate() {
+                st.validate(&format!("path.{name}.stage[{i}]"), base_dir)?;
+            }
+            let mut seen = std::collections::BTreeSet::new();
+            for (i, st) in path.stage.iter_mut().enumerate() {
+                let base = st
+                    .name
+                    .clone()
+                    .unwrap_or_else(|| st.kind_name().to_string());
+                let mut n = base.clone();
+                let mut k = 2;
+                while seen.contains(&n) {
+                    if st.name.is_some() {
+                        return Err(ScenarioError::new(
+                            format!("path.{name}.stage[{i}].name"),
+                            format!("duplicate stage name {base:?} in path {name:?}"),
+                        ));
+                    }
+                    n = format!("{base}{k}");
+                    k += 1;
+                }
+                seen.insert(n.clone());
+                st.name = Some(n);
+            }
+        }
+        for (i, f) in self.flow.iter_mut().enumerate() {
+            for (which, p) in [("fwd", &f.fwd), ("rev", &f.rev)] {
+                if !self.path.contains_key(p) {
+                    if p == which {
+                        // The default path names may be left out: an ideal path.
+                        continue;
+                    }
+                    let known: Vec<&str> = self.path.keys().map(|s| s.as_str()).collect();
+                    return Err(ScenarioError::new(
+                        format!("flow[{i}].{which}"),
+                        format!("no path named {p:?} (defined: {})", known.join(", ")),
+                    ));
+                }
+            }
+            f.validate(&format!("flow[{i}]"))?;
+        }
+        for f in &self.flow {
+            for p in [&f.fwd, &f.rev] {
+                self.path.entry(p.clone()).or_default();
+            }
+        }
+        Ok(())
+    }
+}
+
+impl StageSpec {
+    pub fn kind_name(&self) -> &'static str {
+        match self.kind {
+            StageKind::Rate => "rate",
+            StageKind::Delay => "delay",
+            StageKind::Loss => "loss",
+        }
+    }
+
+    fn present_fields(&self) -> Vec<&'static str> {
+        let mut v = Vec::new();
+        macro_rules! has {
+            ($($f:ident),*) => { $( if self.$f.is_some() { v.push(stringify!($f)); } )* };
+        }
+        has!(
+            rate,
+            queue,
+            queue_bytes,
+            delay,
+            profile,
+            trace,
+            reorder,
+            model,
+            p,
+            r,
+            h,
+            k,
+            nth,
+            seqs
+        );
+        v
+    }
+
+    fn validate(&mut self, at: &str, base_dir: &Path) -> Result<()> {
+        let allowed: &[&str] = match self.kind {
+            StageKind::Rate => &["rate", "queue", "queue_bytes"],
+            StageKind::Delay => &["delay", "profile", "trace", "reorder"],
+            StageKind::Loss => &["model", "p", "r", "h", "k", "profile", "nth", "seqs"],
+        };
+        for f in self.present_fields() {
+            check(
+                allowed.contains(&f),
+                format!("{at}.{f}"),
+                format!(
+                    "not a field of a {} stage (allowed: {})",
+                    self.kind_name(),
+                    allowed.join(", ")
+                ),
+            )?;
+        }
+        match self.kind {
+            StageKind::Rate => {
+                check(
+                    self.rate.is_some(),
+                    format!("{at}.rate"),
+                    "a rate stage needs a rate",
+                )?;
+                check(
+                    !(self.queue.is_some() && self.queue_bytes.is_some()),
+                    format!("{at}.queue_bytes"),
+                    "give queue (packets) or queue_bytes, not both",
+                )?;
+                if let Some(q) = self.queue {
+                    check(
+                        q >= 1,
+                        format!("{at}.queue"),
+                        format!("must be >= 1 packet, got {q}"),
+                    )?;
+                }
+                if self.queue.is_none() && self.queue_bytes.is_none() {
+                    self.queue = Some(1000);
+                }
+            }
+            StageKind::Delay => {
+                let n = [
+                    self.delay.is_some(),
+                    self.profile.is_some(),
+                    self.trace.is_some(),
+                ]
+                .iter()
+                .filter(|x| **x)
+                .count();
+                check(
+                    n == 1,
+                    at.to_string(),
+                    "a delay stage needs exactly one of delay, profile, trace",
+                )?;
+                if let Some(rows) = &self.profile {
+                    delay_profile(rows, &format!("{at}.profile"))?;
+                }
+                if let Some(file) = &self.trace {
+                    let full = resolve_path(base_dir, file);
+                    let rows = read_trace(&full, &format!("{at}.trace"))?;
+                    delay_profile(&rows, &format!("{at}.trace"))?;
+                    self.trace = Some(full.to_string_lossy().into_owned());
+                }
+                self.reorder.get_or_insert(false);
+            }
+            StageKind::Loss => {
+                let model = match self.model {
+                    Some(m) => m,
+                    None if self.nth.is_some() || self.seqs.is_some() => LossKind::Deterministic,
+                    None if self.profile.is_some() => LossKind::Profile,
+                    None if self.p.is_some() => LossKind::Bernoulli,
+                    None => {
+                        return Err(ScenarioError::new(
+                            format!("{at}.model"),
+                            "a loss stage needs a model (bernoulli, gilbert_elliott, profile, deterministic) or p, profile, nth or seqs",
+                        ))
+                    }
+                };
+                self.model = Some(model);
+                let need = |f: Option<f64>, name: &str| -> Result<()> {
+                    let v = f.ok_or_else(|| {
+                        ScenarioError::new(
+                            format!("{at}.{name}"),
+                            format!("required by the {model:?} loss model"),
+                        )
+                    })?;
+                    probability(v, &format!("{at}.{name}"))
+                };
+                match model {
+                    LossKind::Bernoulli => need(self.p, "p")?,
+                    LossKind::GilbertElliott => {
+                        need(self.p, "p")?;
+                        need(self.r, "r")?;
+                        self.h.get_or_insert(0.0);
+                        self.k.get_or_insert(1.0);
+                        need(self.h, "h")?;
+                        need(self.k, "k")?;
+                    }
+                    LossKind::Profile => {
+                        let rows = self.profile.as_ref().ok_or_else(|| {
+                            ScenarioError::new(
+                                format!("{at}.profile"),
+                                "required by the profile loss model",
+                            )
+                        })?;
+                        loss_profile(rows, &format!("{at}.profile"))?;
+                    }
+                    LossKind::Deterministic => {
+                        check(
+                            self.nth.is_some() || self.seqs.is_some(),
+                            format!("{at}.nth"),
+                            "the deterministic loss model needs nth or seqs",
+                        )?;
+                        if let Some(n) = &self.nth {
+                            check(
+                                n.iter().all(|&x| x >= 1),
+                                format!("{at}.nth"),
+                                "packet indices count from 1",
+                            )?;
+                        }
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+fn resolve_path(base_dir: &Path, file: &str) -> PathBuf {
+    let p = PathBuf::from(file);
+    if p.is_absolute() {
+        p
+    } else {
+        base_dir.join(p)
+    }
+}
+
+/// Reads a CSV trace with the header `time_ms,delay_ms,loss`.
+pub fn read_trace(path: &Path, field: &str) -> Result<Vec<Vec<f64>>> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| ScenarioError::new(field, format!("cannot read {}: {e}", path.display())))?;
+    let mut rows = Vec::new();
+    let mut lines = text
+        .lines()
+        .enumerate()
+        .filter(|(_, l)| !l.trim().is_empty() && !l.trim_start().starts_with('#'));
+    let header = lines
+        .next()
+        .map(|(_, l)| l.replace(' ', ""))
+        .unwrap_or_default();
+    check(
+        header == "time_ms,delay_ms,loss",
+        field,
+        format!(
+            "{}: the first line must be the header time_ms,delay_ms,loss, got {header:?}",
+            path.display()
+        ),
+    )?;
+    for (no, line) in lines {
+        let vals: std::result::Result<Vec<f64>, _> =
+            line.split(',').map(|c| c.trim().parse::<f64>()).collect();
+        match vals {
+            Ok(v) if v.len() == 3 => rows.push(v),
+            _ => {
+                return Err(ScenarioError::new(
+                    field,
+                    format!(
+                        "{} line {}: expected three numbers, got {line:?}",
+                        path.display(),
+                        no + 1
+                    ),
+                ))
+            }
+        }
+    }
+    Ok(rows)
+}
+
+fn profile_rows(rows: &[Vec<f64>], field: &str, with_delay: bool) -> Result<Vec<ProfileRow>> {
+    let arity = if with_delay { 3 } else { 2 };
+    let shape = if with_delay {
+        "[time_ms, delay_ms, loss]"
+    } else {
+        "[time_ms, loss]"
+    };
+    let mut out = Vec::with_capacity(rows.len());
+    for (i, r) in rows.iter().enumerate() {
+        check(
+            r.len() == arity,
+            format!("{field}[{i}]"),
+            format!("a row is {shape}, got {} values", r.len()),
+        )?;
+        let t = r[0];
+        let (d, loss) = if with_delay {
+            (r[1], r[2])
+        } else {
+            (0.0, r[1])
+        };
+        check(
+            t.is_finite() && t >= 0.0,
+            format!("{field}[{i}]"),
+            format!("time must be >= 0, got {t}"),
+        )?;
+        check(
+            d.is_finite() && d >= 0.0,
+            format!("{field}[{i}]"),
+            format!("delay must be >= 0, got {d}"),
+        )?;
+        out.push(ProfileRow {
+            t: SimTime::from_secs_f64(t / 1000.0),
+            delay: SimDuration::from_secs_f64(d / 1000.0),
+            loss,
+        });
+    }
+    Profile::new(out.clone()).map_err(|e| ScenarioError::new(field, e.to_string()))?;
+    Ok(out)
+}
+
+pub fn delay_profile(rows: &[Vec<f64>], field: &str) -> Result<Profile> {
+    Ok(Profile::new(profile_rows(rows, field, true)?).expect("validated"))
+}
+
+pub fn loss_profile(rows: &[Vec<f64>], field: &str) -> Result<Profile> {
+    Ok(Profile::new(profile_rows(rows, field, false)?).expect("validated"))
+}
+
+impl FlowSpec {
+    fn validate(&mut self, at: &str) -> Result<()> {
+        check(
+            CONGESTION_CONTROLS.contains(&self.cc.as_str()),
+            format!("{at}.cc"),
+            format!(
+                "unknown congestion control {:?} (available: {})",
+                self.cc,
+                CONGESTION_CONTROLS.join(", ")
+            ),
+        )?;
+        match self.app.kind {
+            AppKind::Bulk => check(
+                self.app.size.is_none(),
+                format!("{at}.app.size"),
+                "a bulk app sends without end; use type = \"file\" for a size",
+            )?,
+            AppKind::File => {
+                let s = self.app.size.ok_or_else(|| {
+                    ScenarioError::new(format!("{at}.app.size"), "a file app needs a size in bytes")
+                })?;
+                check(s.0 > 0, format!("{at}.app.size"), "must be > 0")?;
+            }
+        }
+        let t = &mut self.tcp;
+        let at = format!("{at}.tcp");
+        positive_int(t.mss, &format!("{at}.mss"), 65_495)?;
+        positive_int(t.initial_window, &format!("{at}.initial_window"), 100_000)?;
+        positive_int(t.abc_limit, &format!("{at}.abc_limit"), 1000)?;
+        positive_int(t.dupthresh, &format!("{at}.dupthresh"), 1000)?;
+        positive_int(t.delack_segments, &format!("{at}.delack_segments"), 1000)?;
+        check(
+            t.rwnd.0 >= t.mss as u64,
+            format!("{at}.rwnd"),
+            format!(
+                "must be at least one MSS ({} bytes), got {}",
+                t.mss, t.rwnd.0
+            ),
+        )?;
+        if let Some(s) = t.initial_ssthresh {
+            check(
+                s.0 >= 2 * t.mss as u64,
+                format!("{at}.initial_ssthresh"),
+                "must be at least 2 MSS",
+            )?;
+        }
+        check(
+            t.ts_tick.0 > SimDuration::ZERO,
+            format!("{at}.ts_tick"),
+            "must be > 0",
+        )?;
+        check(
+            t.delack_timeout.0 > SimDuration::ZERO,
+            format!("{at}.delack_timeout"),
+            "must be > 0",
+        )?;
+        if t.variant == VariantSpec::Sack {
+            check(
+                t.sack,
+                format!("{at}.sack"),
+                "the sack variant needs sack = true",
+            )?;
+        }
+        if t.dsack {
+            t.dsack = t.sack;
+        }
+        t.block_fr_after_rto
+            .get_or_insert(t.variant != VariantSpec::Reno);
+        let r = &mut t.rto;
+        let at = format!("{at}.rto");
+        let (min, max) = match r.estimator {
+            EstimatorSpec::Rfc6298 => (d_ms(1000), d_ms(60_000)),
+            EstimatorSpec::Linux => (d_ms(200), d_ms(120_000)),
+        };
+        let min = *r.min.get_or_insert(min);
+        let max = *r.max.get_or_insert(max);
+        check(
+            min.0 > SimDuration::ZERO,
+            format!("{at}.min"),
+            format!("must be > 0, got {min}"),
+        )?;
+        check(
+            max >= min,
+            format!("{at}.max"),
+            format!("must be >= min ({min}), got {max}"),
+        )?;
+        check(
+            r.initial.0 > SimDuration::ZERO,
+            format!("{at}.initial"),
+            format!("must be > 0, got {}", r.initial),
+        )?;
+        check(
+            r.alpha > 0.0 && r.alpha <= 1.0,
+            format!("{at}.alpha"),
+            format!("must be in (0, 1], got {}", r.alpha),
+        )?;
+        check(
+            r.beta > 0.0 && r.beta <= 1.0,
+            format!("{at}.beta"),
+            format!("must be in (0, 1], got {}", r.beta),
+        )?;
+        check(
+            r.k > 0.0,
+            format!("{at}.k"),
+            format!("must be > 0, got {}", r.k),
+        )?;
+        Ok(())
+    }
+
+    /// The TCP configuration this flow runs with.
+    pub fn tcp_config(&self) -> TcpConfig {
+        let t = &self.tcp;
+        let r = &t.rto;
+        let algorithm = match r.estimator {
+            EstimatorSpec::Rfc6298 => RtoAlgorithm::Rfc6298 {
+                alpha: r.alpha,
+                beta: r.beta,
+                k: r.k,
+                granularity: r.granularity.0,
+            },
+            EstimatorSpec::Linux => RtoAlgorithm::Linux,
+        };
+        TcpConfig {
+            variant: match t.variant {
+                VariantSpec::Reno => Variant::Reno,
+                VariantSpec::NewReno => Variant::NewReno,
+                VariantSpec::Sack => Variant::Sack,
+            },
+            mss: t.mss as u32,
+            initial_window: t.initial_window as u32,
+            initial_ssthresh: t.initial_ssthresh.map(|b| b.0),
+            rwnd: t.rwnd.0,
+            abc: t.abc,
+            abc_limit: t.abc_limit as u32,
+            dupthresh: t.dupthresh as u32,
+            limited_transmit: t.limited_transmit,
+            block_fr_after_rto: t.block_fr_after_rto.unwrap_or(true),
+            rto: RtoConfig {
+                algorithm,
+                min: r.min.map(|d| d.0).unwrap_or(SimDuration::from_secs(1)),
+                max: r.max.map(|d| d.0).unwrap_or(SimDuration::from_secs(60)),
+                initial: r.initial.0,
+            },
+            timestamps: t.timestamps,
+            ts_tick: t.ts_tick.0,
+            sack: t.sack,
+            dsack: t.dsack,
+            clear_sack_on_rto: t.clear_sack_on_rto,
+            delayed_ack: t.delayed_ack,
+            delack_timeout: t.delack_timeout.0,
+            delack_segments: t.delack_segments as u32,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn err(text: &str) -> String {
+        parse(text, &[], Path::new(".")).unwrap_err().to_string()
+    }
+
+    const MIN: &str = "[[flow]]\n";
+
+    #[test]
+    fn minimal_scenario_gets_defaults() {
+        let sc = parse(MIN, &[], Path::new(".")).unwrap();
+        assert_eq!(sc.flow.len(), 1);
+        assert_eq!(sc.flow[0].tcp.variant, VariantSpec::NewReno);
+        assert_eq!(sc.flow[0].tcp.rto.min, Some(d_ms(1000)));
+        assert_eq!(sc.flow[0].tcp.block_fr_after_rto, Some(true));
+        assert!(sc.path.contains_key("fwd") && sc.path.contains_key("rev"));
+    }
+
+    #[test]
+    fn errors_name_the_field() {
+        assert_eq!(
+            err("[[flow]]\n[flow.tcp.rto]\nmin = -1\n"),
+            "flow[0].tcp.rto.min: must be >= 0, got -1"
+        );
+        assert_eq!(
+            err("[[flow]]\n[flow.tcp.rto]\nmin = 0\n"),
+            "flow[0].tcp.rto.min: must be > 0, got 0ms"
+        );
+        let e = err("[[flow]]\n[flow.tcp]\nmsss = 1\n");
+        assert!(e.starts_with("flow[0].tcp"), "{e}");
+        assert!(e.contains("unknown field `msss`"), "{e}");
+        let e = err("[[flow]]\n[flow.tcp]\nmss = \"big\"\n");
+        assert!(e.starts_with("flow[0].tcp.mss: invalid type"), "{e}");
+        assert_eq!(
+            err("[path.fwd]\n[[path.fwd.stage]]\ntype = \"rate\"\nrate = \"-10Mbps\"\n[[flow]]\n"),
+            "path.fwd.stage[0].rate: must be a positive rate of at least 1 bps, got -10Mbps"
+        );
+        assert_eq!(
+            err("[path.fwd]\n[[path.fwd.stage]]\ntype = \"delay\"\nprofile = [[10, 5, 0], [5, 5, 0]]\n[[flow]]\n"),
+            "path.fwd.stage[0].profile: row 1: times must be non-decreasing"
+        );
+        let e = err(
+            "[path.fwd]\n[[path.fwd.stage]]\ntype = \"delay\"\ntrace = \"nope.csv\"\n[[flow]]\n",
+        );
+        assert!(e.starts_with("path.fwd.stage[0].trace: cannot read"), "{e}");
+        assert_eq!(
+            err("[[flow]]\ncc = \"cubic\"\n"),
+            "flow[0].cc: unknown congestion control \"cubic\" (available: reno)"
+        );
+        assert_eq!(
+            err("[[flow]]\nfwd = \"uplink\"\n"),
+            "flow[0].fwd: no path named \"uplink\" (defined: )"
+        );
+        assert_eq!(
+            err("[sim]\nduration = 5\n"),
+            "flow: at least one [[flow]] is required"
+        );
+        assert!(err("[[flow]\n").starts_with("not valid TOML"));
+    }
+
+    #[test]
+    fn overrides_reach_every_flow_or_one() {
+        let text = "[[flow]]\n[[flow]]\n";
+        let sc = parse(text, &["flow.tcp.variant=\"reno\"".into()], Path::new(".")).unwrap();
+        assert!(sc.flow.iter().all(|f| f.tcp.variant == VariantSpec::Reno));
+        let sc = parse(
+            text,
+            &["flow[1].tcp.mss=1000".into(), "sim.duration=3s".into()],
+            Path::new("."),
+        )
+        .unwrap();
+        assert_eq!(sc.flow[0].tcp.mss, 1448);
+        assert_eq!(sc.flow[1].tcp.mss, 1000);
+        assert_eq!(sc.sim.duration, d_ms(3000));
+        let e = parse(text, &["flow[5].tcp.mss=1".into()], Path::new(".")).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "flow[5].tcp.mss: index 5 out of range (flow has 2 entries)"
+        );
+        let e = parse(text, &["nonsense".into()], Path::new(".")).unwrap_err();
+        assert_eq!(e.to_string(), "--set nonsense: expected key=value");
+    }
+
+    #[test]
+    fn resolved_scenario_round_trips() {
+        let text = "[path.fwd]\n[[path.fwd.stage]]\ntype = \"delay\"\ndelay = \"25ms\"\n[[flow]]\n";
+        let sc = parse(text, &[], Path::new(".")).unwrap();
+        let back = toml::to_string(&sc).unwrap();
+        let sc2 = parse(&back, &[], Path::new(".")).unwrap();
+        assert_eq!(
+            serde_json::to_string(&sc).unwrap(),
+            serde_json::to_string(&sc2).unwrap()
+        );
+    }
+}

@@ -1,0 +1,225 @@
+//! Scenario value types with units: durations, bit rates, byte counts.
+//!
+//! Each accepts a number (seconds, bits per second, bytes) or a string with a unit, and
+//! serialises back to a string the parser accepts, so a resolved scenario can be run again.
+
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use spikelab_core::SimDuration;
+
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum NumOrStr {
+    Int(i64),
+    Float(f64),
+    Str(String),
+}
+
+fn split_unit(s: &str) -> (&str, &str) {
+    let s = s.trim();
+    let idx = s
+        .find(|c: char| {
+            !(c.is_ascii_digit() || c == '.' || c == '-' || c == '+' || c == 'e' || c == 'E')
+        })
+        .unwrap_or(s.len());
+    // "1e3ms": an 'e' followed by a letter belongs to the unit, not the exponent.
+    let (num, unit) = s.split_at(idx);
+    (num.trim(), unit.trim())
+}
+
+fn parse_number(num: &str, original: &str) -> Result<f64, String> {
+    num.parse::<f64>()
+        .map_err(|_| format!("expected a number with a unit, got {original:?}"))
+}
+
+/// A non-negative duration: a number of seconds or a string like `"40ms"`, `"1.5s"`, `"200us"`.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Duration(pub SimDuration);
+
+impl Duration {
+    pub fn parse(s: &str) -> Result<Duration, String> {
+        let (num, unit) = split_unit(s);
+        let v = parse_number(num, s)?;
+        let scale = match unit {
+            "ns" => 1e-9,
+            "us" | "µs" => 1e-6,
+            "ms" => 1e-3,
+            "s" | "" => 1.0,
+            "min" => 60.0,
+            "h" => 3600.0,
+            _ => {
+                return Err(format!(
+                    "unknown time unit {unit:?} in {s:?} (use ns, us, ms, s, min, h)"
+                ))
+            }
+        };
+        Self::from_secs(v * scale, s)
+    }
+    fn from_secs(v: f64, shown: &str) -> Result<Duration, String> {
+        if !v.is_finite() || v < 0.0 {
+            return Err(format!("must be >= 0, got {shown}"));
+        }
+        Ok(Duration(SimDuration::from_secs_f64(v)))
+    }
+    pub fn as_sim(self) -> SimDuration {
+        self.0
+    }
+}
+
+impl std::fmt::Display for Duration {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let ns = self.0.as_nanos();
+        if ns.is_multiple_of(1_000_000) {
+            write!(f, "{}ms", ns / 1_000_000)
+        } else if ns.is_multiple_of(1_000) {
+            write!(f, "{}us", ns / 1_000)
+        } else {
+            write!(f, "{ns}ns")
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Duration {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let r = match NumOrStr::deserialize(d)? {
+            NumOrStr::Int(i) => Duration::from_secs(i as f64, &i.to_string()),
+            NumOrStr::Float(x) => Duration::from_secs(x, &x.to_string()),
+            NumOrStr::Str(s) => Duration::parse(&s),
+        };
+        r.map_err(serde::de::Error::custom)
+    }
+}
+impl Serialize for Duration {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.to_string())
+    }
+}
+
+/// A positive bit rate: bits per second, or a string like `"10Mbps"`, `"64kbps"`, `"1Gbps"`.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct Rate(pub u64);
+
+impl Rate {
+    pub fn parse(s: &str) -> Result<Rate, String> {
+        let (num, unit) = split_unit(s);
+        let v = parse_number(num, s)?;
+        let scale = match unit {
+            "bps" | "bit/s" | "" => 1.0,
+            "kbps" | "Kbps" | "kbit/s" => 1e3,
+            "Mbps" | "mbps" | "Mbit/s" => 1e6,
+            "Gbps" | "gbps" | "Gbit/s" => 1e9,
+            _ => {
+                return Err(format!(
+                    "unknown rate unit {unit:?} in {s:?} (use bps, kbps, Mbps, Gbps)"
+                ))
+            }
+        };
+        Self::from_bps(v * scale, s)
+    }
+    fn from_bps(v: f64, shown: &str) -> Result<Rate, String> {
+        if !v.is_finite() || v < 1.0 {
+            return Err(format!(
+                "must be a positive rate of at least 1 bps, got {shown}"
+            ));
+        }
+        Ok(Rate(v.round() as u64))
+    }
+}
+impl std::fmt::Display for Rate {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}bps", self.0)
+    }
+}
+impl<'de> Deserialize<'de> for Rate {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let r = match NumOrStr::deserialize(d)? {
+            NumOrStr::Int(i) => Rate::from_bps(i as f64, &i.to_string()),
+            NumOrStr::Float(x) => Rate::from_bps(x, &x.to_string()),
+            NumOrStr::Str(s) => Rate::parse(&s),
+        };
+        r.map_err(serde::de::Error::custom)
+    }
+}
+impl Serialize for Rate {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.to_string())
+    }
+}
+
+/// A byte count: an integer, or a string like `"64KiB"`, `"1MB"` (KB = 1000, KiB = 1024).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct Bytes(pub u64);
+
+impl Bytes {
+    pub fn parse(s: &str) -> Result<Bytes, String> {
+        let (num, unit) = split_unit(s);
+        let v = parse_number(num, s)?;
+        let scale = match unit {
+            "B" | "" => 1.0,
+            "KB" | "kB" => 1e3,
+            "MB" => 1e6,
+            "GB" => 1e9,
+            "KiB" => 1024.0,
+            "MiB" => 1024.0 * 1024.0,
+            "GiB" => 1024.0 * 1024.0 * 1024.0,
+            _ => {
+                return Err(format!(
+                    "unknown size unit {unit:?} in {s:?} (use B, KB, MB, GB, KiB, MiB, GiB)"
+                ))
+            }
+        };
+        Self::from_f64(v * scale, s)
+    }
+    fn from_f64(v: f64, shown: &str) -> Result<Bytes, String> {
+        if !v.is_finite() || v < 0.0 {
+            return Err(format!("must be >= 0, got {shown}"));
+        }
+        Ok(Bytes(v.round() as u64))
+    }
+}
+impl<'de> Deserialize<'de> for Bytes {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let r = match NumOrStr::deserialize(d)? {
+            NumOrStr::Int(i) => Bytes::from_f64(i as f64, &i.to_string()),
+            NumOrStr::Float(x) => Bytes::from_f64(x, &x.to_string()),
+            NumOrStr::Str(s) => Bytes::parse(&s),
+        };
+        r.map_err(serde::de::Error::custom)
+    }
+}
+impl Serialize for Bytes {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_u64(self.0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn units_parse() {
+        assert_eq!(
+            Duration::parse("40ms").unwrap().0,
+            SimDuration::from_millis(40)
+        );
+        assert_eq!(
+            Duration::parse("1.5s").unwrap().0,
+            SimDuration::from_millis(1500)
+        );
+        assert_eq!(
+            Duration::parse("250us").unwrap().0,
+            SimDuration::from_micros(250)
+        );
+        assert!(Duration::parse("-1").unwrap_err().contains("must be >= 0"));
+        assert!(Duration::parse("3 fortnights").is_err());
+        assert_eq!(Rate::parse("10Mbps").unwrap().0, 10_000_000);
+        assert_eq!(Rate::parse("64kbps").unwrap().0, 64_000);
+        assert!(Rate::parse("-5Mbps").unwrap_err().contains("positive"));
+        assert_eq!(Bytes::parse("64KiB").unwrap().0, 65_536);
+        assert_eq!(Bytes::parse("1MB").unwrap().0, 1_000_000);
+        assert_eq!(
+            Duration(SimDuration::from_millis(1500)).to_string(),
+            "1500ms"
+        );
+    }
+}

@@ -1,0 +1,845 @@
+//! The simulated world: paths, flows, the event loop, ground truth, metrics and traces.
+
+use crate::scenario::{AppKind, LossKind, Scenario, StageKind, StageSpec, TraceLevel};
+use crate::table::{ColumnData, Table};
+use spikelab_core::{Arena, ArenaId, EventQueue, Rng, SimDuration, SimTime};
+use spikelab_net::{
+    DelayStage, DropCause, LossModel, LossStage, Outcome, PacketInfo, QueueLimit, RateStage, Stage,
+};
+use spikelab_tcp::{Segment, TcpReceiver, TcpSender, TxKind};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// Tables and counters of one run.
+#[derive(Debug, Default)]
+pub struct RunResult {
+    pub runs: Table,
+    pub timeseries: Table,
+    pub packets: Table,
+    /// Events processed.
+    pub events: u64,
+    /// Simulated time reached.
+    pub end: SimTime,
+}
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+enum Dir {
+    Data,
+    Ack,
+}
+
+struct Pkt {
+    id: u64,
+    flow: u32,
+    dir: Dir,
+    path: u16,
+    seg: Segment,
+    /// Transmission number of these bytes (0 = original); -1 for ACKs.
+    tx: i32,
+    size: u32,
+}
+
+enum Ev {
+    Start(u32),
+    Exit {
+        pkt: ArenaId,
+        stage: u16,
+    },
+    DropAt {
+        pkt: ArenaId,
+        stage: u16,
+        cause: DropCause,
+    },
+    SndTimer(u32),
+    RcvTimer(u32),
+}
+
+struct PathRt {
+    stages: Vec<Stage>,
+    /// Dictionary code of each stage's name.
+    stage_code: Vec<i32>,
+    /// Index of the path's first stage in the flat list of all stages.
+    first_global: usize,
+}
+
+/// What the simulator knows about one segment (indexed by `seq / mss`).
+#[derive(Copy, Clone)]
+struct SegTruth {
+    tx_count: u16,
+    /// Lowest transmission number that reached the receiver (`u16::MAX`: none yet).
+    first_delivered: u16,
+}
+
+const NO_DELIVERY: u16 = u16::MAX;
+
+struct FlowRt {
+    fwd: u16,
+    rev: u16,
+    start: SimTime,
+    mss: u64,
+    snd: TcpSender,
+    rcv: TcpReceiver,
+    snd_timer: Option<SimTime>,
+    rcv_timer: Option<SimTime>,
+    truth: Vec<SegTruth>,
+    rto_events: Vec<(SimTime, usize, u16)>,
+    fr_events: Vec<(SimTime, usize, u16)>,
+    last_vars: [u64; N_VARS],
+    last_rcv_nxt: u64,
+    last_progress: SimTime,
+    longest_stall: SimDuration,
+    completed: Option<SimTime>,
+    drops: Vec<u64>,
+}
+
+const VAR_NAMES: [&str; 14] = [
+    "cwnd",
+    "ssthresh",
+    "srtt",
+    "rttvar",
+    "rto",
+    "snd_una",
+    "snd_nxt",
+    "inflight",
+    "ca_state",
+    "rtt_sample",
+    "rcv_nxt",
+    "rto_expiry",
+    "fast_retx",
+    "dupacks",
+];
+const N_VARS: usize = 9;
+const VAR_RTT_SAMPLE: i32 = 9;
+const VAR_RCV_NXT: i32 = 10;
+const VAR_RTO_EXPIRY: i32 = 11;
+const VAR_FAST_RETX: i32 = 12;
+
+const EVENT_NAMES: [&str; 7] = [
+    "send",
+    "retransmit",
+    "ack",
+    "stage_enter",
+    "stage_exit",
+    "drop",
+    "deliver",
+];
+const EV_SEND: i32 = 0;
+const EV_RETX: i32 = 1;
+const EV_ACK: i32 = 2;
+const EV_ENTER: i32 = 3;
+const EV_EXIT: i32 = 4;
+const EV_DROP: i32 = 5;
+const EV_DELIVER: i32 = 6;
+
+#[derive(Default)]
+struct PacketTrace {
+    t: Vec<i64>,
+    flow: Vec<i32>,
+    pkt: Vec<i64>,
+    event: Vec<i32>,
+    path: Vec<i32>,
+    stage: Vec<i32>,
+    kind: Vec<i32>,
+    seq: Vec<i64>,
+    ack: Vec<i64>,
+    len: Vec<i32>,
+    size: Vec<i32>,
+    tx: Vec<i32>,
+    cause: Vec<i32>,
+}
+
+#[derive(Default)]
+struct SeriesTrace {
+    t: Vec<i64>,
+    flow: Vec<i32>,
+    var: Vec<i32>,
+    value: Vec<f64>,
+}
+
+impl SeriesTrace {
+    fn push(&mut self, t: SimTime, flow: u32, var: i32, value: f64) {
+        self.t.push(t.as_nanos() as i64);
+        self.flow.push(flow as i32);
+        self.var.push(var);
+        self.value.push(value);
+    }
+}
+
+pub struct World {
+    now: SimTime,
+    end: SimTime,
+    level: TraceLevel,
+    queue: EventQueue<Ev>,
+    paths: Vec<PathRt>,
+    path_names: Vec<String>,
+    stage_names: Vec<String>,
+    /// (path name, stage name) of every stage, in flat order.
+    global_stages: Vec<(String, String)>,
+    flows: Vec<FlowRt>,
+    packets: Arena<Pkt>,
+    next_pkt: u64,
+    events: u64,
+    ptrace: PacketTrace,
+    series: SeriesTrace,
+}
+
+fn build_stage(spec: &StageSpec, rng: Rng) -> Stage {
+    match spec.kind {
+        StageKind::Rate => {
+            let limit = match (spec.queue, spec.queue_bytes) {
+                (_, Some(b)) => QueueLimit::Bytes(b.0),
+                (Some(q), None) => QueueLimit::Packets(q as u32),
+                (None, None) => QueueLimit::Packets(1000),
+            };
+            Stage::Rate(RateStage::new(spec.rate.expect("validated").0, limit))
+        }
+        StageKind::Delay => {
+            let reorder = spec.reorder.unwrap_or(false);
+            if let Some(d) = spec.delay {
+                Stage::Delay(DelayStage::fixed(d.0, reorder, rng))
+            } else {
+                let rows = match (&spec.profile, &spec.trace) {
+                    (Some(rows), _) => rows.clone(),
+                    (None, Some(file)) => {
+                        crate::scenario::read_trace(std::path::Path::new(file), "trace")
+                            .expect("validated when the scenario was parsed")
+                    }
+                    (None, None) => unreachable!("validated"),
+                };
+                let p = crate::scenario::delay_profile(&rows, "profile").expect("validated");
+                Stage::Delay(DelayStage::profile(p, reorder, rng))
+            }
+        }
+        StageKind::Loss => {
+            let model = match spec.model.expect("resolved") {
+                LossKind::Bernoulli => LossModel::Bernoulli {
+                    p: spec.p.unwrap_or(0.0),
+                },
+                LossKind::GilbertElliott => LossModel::GilbertElliott {
+                    p: spec.p.unwrap_or(0.0),
+                    r: spec.r.unwrap_or(1.0),
+                    h: spec.h.unwrap_or(0.0),
+                    k: spec.k.unwrap_or(1.0),
+                    bad: false,
+                },
+                LossKind::Profile => LossModel::Profile(
+                    crate::scenario::loss_profile(
+                        spec.profile.as_ref().expect("validated"),
+                        "profile",
+                    )
+                    .expect("validated"),
+                ),
+                LossKind::Deterministic => LossModel::Deterministic {
+                    nth: spec.nth.clone().unwrap_or_default(),
+                    seqs: spec.seqs.clone().unwrap_or_default(),
+                },
+            };
+            Stage::Loss(LossStage::new(model, rng))
+        }
+    }
+}
+
+impl World {
+    /// Builds the world for a validated scenario.
+    pub fn new(sc: &Scenario, seed: u64, level: TraceLevel) -> World {
+        let mut paths = Vec::new();
+        let mut path_names = Vec::new();
+        let mut stage_names: Vec<String> = Vec::new();
+        let mut global_stages = Vec::new();
+        for (name, spec) in &sc.path {
+            let first_global = global_stages.len();
+            let mut stages = Vec::new();
+            let mut stage_code = Vec::new();
+            for (i, st) in spec.stage.iter().enumerate() {
+                let sname = st.name.clone().unwrap_or_else(|| st.kind_name().into());
+                let rng = Rng::stream(seed, &format!("path/{name}/stage/{i}"));
+                stages.push(build_stage(st, rng));
+                let code = match stage_names.iter().position(|s| *s == sname) {
+                    Some(c) => c,
+                    None => {
+                        stage_names.push(sname.clone());
+                        stage_names.len() - 1
+                    }
+                };
+                stage_code.push(code as i32);
+                global_stages.push((name.clone(), sname));
+            }
+            paths.push(PathRt {
+                stages,
+                stage_code,
+                first_global,
+            });
+            path_names.push(name.clone());
+        }
+        let n_global = global_stages.len();
+        let mut queue = EventQueue::with_capacity(4096);
+        let flows = sc
+            .flow
+            .iter()
+            .enumerate()
+            .map(|(i, f)| {
+                let cfg = f.tcp_config();
+                let total = match f.app.kind {
+                    AppKind::Bulk => None,
+                    AppKind::File => f.app.size.map(|b| b.0),
+                };
+                let start = SimTime(f.start.0.as_nanos());
+                queue.push(start, Ev::Start(i as u32));
+                let idx =
+                    |p: &str| path_names.iter().position(|n| n == p).expect("resolved") as u16;
+                FlowRt {
+                    fwd: idx(&f.fwd),
+                    rev: idx(&f.rev),
+                    start,
+                    mss: cfg.mss as u64,
+                    snd: TcpSender::new(cfg.clone(), total),
+                    rcv: TcpReceiver::new(cfg),
+                    snd_timer: None,
+                    rcv_timer: None,
+                    truth: Vec::with_capacity(1024),
+                    rto_events: Vec::new(),
+                    fr_events: Vec::new(),
+                    last_vars: [u64::MAX; N_VARS],
+                    last_rcv_nxt: 0,
+                    last_progress: start,
+                    longest_stall: SimDuration::ZERO,
+                    completed: None,
+                    drops: vec![0; n_global],
+                }
+            })
+            .collect();
+        World {
+            now: SimTime::ZERO,
+            end: SimTime(sc.sim.duration.0.as_nanos()),
+            level,
+            queue,
+            paths,
+            path_names,
+            stage_names,
+            global_stages,
+            flows,
+            packets: Arena::with_capacity(4096),
+            next_pkt: 0,
+            events: 0,
+            ptrace: PacketTrace::default(),
+            series: SeriesTrace::default(),
+        }
+    }
+
+    /// Runs to the scenario's end; `progress` receives the simulated time (ns) now and then.
+    pub fn run(mut self, progress: Option<&AtomicU64>) -> RunResult {
+        while let Some(t) = self.queue.peek_time() {
+            if t > self.end {
+                break;
+            }
+            let (t, ev) = self.queue.pop().expect("peeked");
+            self.now = t;
+            self.events += 1;
+            if self.events & 0x3FFF == 0 {
+                if let Some(p) = progress {
+                    p.store(t.as_nanos(), Ordering::Relaxed);
+                }
+            }
+            match ev {
+                Ev::Start(f) => {
+                    self.flows[f as usize].last_progress = t;
+                    self.pump_sender(f);
+                }
+                Ev::Exit { pkt, stage } => {
+                    self.trace_pkt(pkt, EV_EXIT, stage as i32, -1);
+                    self.advance(pkt, stage as usize + 1);
+                }
+                Ev::DropAt { pkt, stage, cause } => self.drop_pkt(pkt, stage as usize, cause),
+                Ev::SndTimer(f) => {
+                    let fl = &mut self.flows[f as usize];
+                    if fl.snd_timer == Some(t) {
+                        fl.snd_timer = None;
+                    }
+                    fl.snd.on_timer(t);
+                    self.pump_sender(f);
+                }
+                Ev::RcvTimer(f) => {
+                    let fl = &mut self.flows[f as usize];
+                    if fl.rcv_timer == Some(t) {
+                        fl.rcv_timer = None;
+                    }
+                    fl.rcv.on_timer(t);
+                    self.pump_receiver(f);
+                }
+            }
+        }
+        if let Some(p) = progress {
+            p.store(self.end.as_nanos(), Ordering::Relaxed);
+        }
+        self.finish()
+    }
+
+    // ---- packets -----------------------------------------------------------------------------
+
+    fn trace_pkt(&mut self, id: ArenaId, event: i32, stage: i32, cause: i32) {
+        if self.level < TraceLevel::Packets {
+            return;
+        }
+        let p = self.packets.get(id);
+        let stage_code = if stage >= 0 {
+            self.paths[p.path as usize].stage_code[stage as usize]
+        } else {
+            -1
+        };
+        let tr = &mut self.ptrace;
+        tr.t.push(self.now.as_nanos() as i64);
+        tr.flow.push(p.flow as i32);
+        tr.pkt.push(p.id as i64);
+        tr.event.push(event);
+        tr.path.push(p.path as i32);
+        tr.stage.push(stage_code);
+        tr.kind.push((p.dir == Dir::Ack) as i32);
+        tr.seq.push(p.seg.seq as i64);
+        tr.ack.push(p.seg.ack as i64);
+        tr.len.push(p.seg.len as i32);
+        tr.size.push(p.size as i32);
+        tr.tx.push(p.tx);
+        tr.cause.push(cause);
+    }
+
+    fn launch(&mut self, flow: u32, dir: Dir, seg: Segment, tx: i32, event: i32) {
+        let f = &self.flows[flow as usize];
+        let path = if dir == Dir::Data { f.fwd } else { f.rev };
+        let id = self.packets.insert(Pkt {
+            id: self.next_pkt,
+            flow,
+            dir,
+            path,
+            size: seg.wire_size(),
+            seg,
+            tx,
+        });
+        self.next_pkt += 1;
+        self.trace_pkt(id, event, -1, -1);
+        self.advance(id, 0);
+    }
+
+    /// Moves a packet into stage `stage` of its path at `now` (or delivers it past the end).
+    fn advance(&mut self, id: ArenaId, mut stage: usize) {
+        loop {
+            let (path, info) = {
+                let p = self.packets.get(id);
+                (
+                    p.path as usize,
+                    PacketInfo {
+                        wire_size: p.size,
+                        data_seq: (p.dir == Dir::Data).then_some(p.seg.seq),
+                    },
+                )
+            };
+            if stage == self.paths[path].stages.len() {
+                self.deliver(id);
+                return;
+            }
+            self.trace_pkt(id, EV_ENTER, stage as i32, -1);
+            match self.paths[path].stages[stage].on_arrival(self.now, &info) {
+                Outcome::Pass(t) if t == self.now => {
+                    self.trace_pkt(id, EV_EXIT, stage as i32, -1);
+                    stage += 1;
+                }
+                Outcome::Pass(t) => {
+                    self.queue.push(
+                        t,
+                        Ev::Exit {
+                            pkt: id,
+                            stage: stage as u16,
+                        },
+                    );
+                    return;
+                }
+                Outcome::Drop(t, cause) if t == self.now => {
+                    self.drop_pkt(id, stage, cause);
+                    return;
+                }
+                Outcome::Drop(t, cause) => {
+                    self.queue.push(
+                        t,
+                        Ev::DropAt {
+                            pkt: id,
+                            stage: stage as u16,
+                            cause,
+                        },
+                    );
+                    return;
+                }
+            }
+        }
+    }
+
+    fn drop_pkt(&mut self, id: ArenaId, stage: usize, cause: DropCause) {
+        let code = DropCause::ALL.iter().position(|c| *c == cause).unwrap_or(0) as i32;
+        self.trace_pkt(id, EV_DROP, stage as i32, code);
+        let p = self.packets.remove(id);
+        let g = self.paths[p.path as usize].first_global + stage;
+        self.flows[p.flow as usize].drops[g] += 1;
+    }
+
+    fn deliver(&mut self, id: ArenaId) {
+        self.trace_pkt(id, EV_DELIVER, -1, -1);
+        let p = self.packets.remove(id);
+        let now = self.now;
+        let fi = p.flow;
+        let f = &mut self.flows[fi as usize];
+        match p.dir {
+            Dir::Data => {
+                let idx = (p.seg.seq / f.mss) as usize;
+                if let Some(t) = f.truth.get_mut(idx) {
+                    t.first_delivered = t.first_delivered.min(p.tx as u16);
+                }
+                f.rcv.on_segment(now, &p.seg);
+                let rcv_nxt = f.rcv.rcv_nxt();
+                if rcv_nxt > f.last_rcv_nxt {
+                    f.last_rcv_nxt = rcv_nxt;
+                    f.longest_stall = f.longest_stall.max(now - f.last_progress);
+                    f.last_progress = now;
+                    if self.level >= TraceLevel::Timeseries {
+                        self.series.push(now, fi, VAR_RCV_NXT, rcv_nxt as f64);
+                    }
+                }
+                self.pump_receiver(fi);
+            }
+            Dir::Ack => {
+                f.snd.on_ack(now, &p.seg);
+                if f.completed.is_none() && f.snd.is_done() {
+                    f.completed = Some(now);
+                }
+                if self.level >= TraceLevel::Timeseries {
+                    if let Some(r) = f.snd.last_rtt_sample() {
+                        self.series.push(now, fi, VAR_RTT_SAMPLE, r.as_secs_f64());
+                    }
+                }
+                self.pump_sender(fi);
+            }
+        }
+    }
+
+    // ---- endpoints ---------------------------------------------------------------------------
+
+    fn pump_sender(&mut self, fi: u32) {
+        let now = self.now;
+        loop {
+            let f = &mut self.flows[fi as usize];
+            let Some(tx) = f.snd.poll_transmit(now) else {
+                break;
+            };
+            let idx = (tx.seg.seq / f.mss) as usize;
+            if f.truth.len() <= idx {
+                f.truth.resize(
+                    idx + 1,
+                    SegTruth {
+                        tx_count: 0,
+                        first_delivered: NO_DELIVERY,
+                    },
+                );
+            }
+            let tn = f.truth[idx].tx_count;
+            f.truth[idx].tx_count = tn.saturating_add(1);
+            match tx.kind {
+                TxKind::RtoRetransmit => f.rto_events.push((now, idx, tn)),
+                TxKind::FastRetransmit => f.fr_events.push((now, idx, tn)),
+                _ => {}
+            }
+            let ev = if tx.kind == TxKind::New {
+                EV_SEND
+            } else {
+                EV_RETX
+            };
+            self.launch(fi, Dir::Data, tx.seg, tn as i32, ev);
+        }
+        if self.level >= TraceLevel::Timeseries {
+            self.record_vars(fi);
+        }
+        let f = &mut self.flows[fi as usize];
+        if let Some(want) = f.snd.next_timer() {
+            if f.snd_timer.is_none_or(|s| want < s) {
+                f.snd_timer = Some(want);
+                self.queue.push(want, Ev::SndTimer(fi));
+            }
+        }
+    }
+
+    fn pump_receiver(&mut self, fi: u32) {
+        let now = self.now;
+        while let Some(seg) = self.flows[fi as usize].rcv.poll_transmit(now) {
+            self.launch(fi, Dir::Ack, seg, -1, EV_ACK);
+        }
+        let f = &mut self.flows[fi as usize];
+        if let Some(want) = f.rcv.next_timer() {
+            if f.rcv_timer.is_none_or(|s| want < s) {
+                f.rcv_timer = Some(want);
+                self.queue.push(want, Ev::RcvTimer(fi));
+            }
+        }
+    }
+
+    fn record_vars(&mut self, fi: u32) {
+        let f = &mut self.flows[fi as usize];
+        let s = &f.snd;
+        let ssthresh = if s.ssthresh() == u64::MAX {
+            f64::INFINITY
+        } else {
+            s.ssthresh() as f64
+        };
+        let vals: [f64; N_VARS] = [
+            s.cwnd() as f64,
+            ssthresh,
+            s.rtt().srtt().map_or(f64::NAN, |d| d.as_secs_f64()),
+            s.rtt().rttvar().as_secs_f64(),
+            s.rto().as_secs_f64(),
+            s.snd_una() as f64,
+            s.snd_nxt() as f64,
+            s.inflight() as f64,
+            s.state() as u8 as f64,
+        ];
+        for (i, v) in vals.iter().enumerate() {
+            let bits = v.to_bits();
+            if f.last_vars[i] != bits {
+                f.last_vars[i] = bits;
+                if !v.is_nan() {
+                    self.series.push(self.now, fi, i as i32, *v);
+                }
+            }
+        }
+    }
+
+    // ---- results -----------------------------------------------------------------------------
+
+    fn finish(mut self) -> RunResult {
+        let end = self.end;
+        let mut runs = RunsBuilder::default();
+        let mut markers = SeriesTrace::default();
+        for (fi, f) in self.flows.iter_mut().enumerate() {
+            let stop = f.completed.unwrap_or(end);
+            if f.completed.is_none() && stop > f.last_progress {
+                f.longest_stall = f.longest_stall.max(stop - f.last_progress);
+            }
+            let spurious = |&(_, idx, tn): &(SimTime, usize, u16)| {
+                let fd = f.truth[idx].first_delivered;
+                fd != NO_DELIVERY && fd < tn
+            };
+            let rto_spurious = f.rto_events.iter().filter(|e| spurious(e)).count();
+            let fr_spurious = f.fr_events.iter().filter(|e| spurious(e)).count();
+            let spurious_retx: u64 = f
+                .truth
+                .iter()
+                .filter(|t| t.first_delivered != NO_DELIVERY && t.tx_count > 0)
+                .map(|t| (t.tx_count as u64 - 1).saturating_sub(t.first_delivered as u64))
+                .sum();
+            let mut ev: Vec<(SimTime, i32, bool)> = f
+                .rto_events
+                .iter()
+                .map(|e| (e.0, VAR_RTO_EXPIRY, spurious(e)))
+                .chain(
+                    f.fr_events
+                        .iter()
+                        .map(|e| (e.0, VAR_FAST_RETX, spurious(e))),
+                )
+                .collect();
+            ev.sort_by_key(|e| e.0);
+            for (t, var, sp) in ev {
+                markers.push(t, fi as u32, var, sp as u8 as f64);
+            }
+            let st = f.snd.stats();
+            let active = stop.since(f.start).as_secs_f64();
+            let delivered = f.rcv.rcv_nxt();
+            let n = st.rtt_samples as f64;
+            let (mean, sd) = if st.rtt_samples > 0 {
+                let m = st.rtt_sum_s / n;
+                let var = if st.rtt_samples > 1 {
+                    ((st.rtt_sumsq_s - n * m * m) / (n - 1.0)).max(0.0)
+                } else {
+                    0.0
+                };
+                (m, var.sqrt())
+            } else {
+                (f64::NAN, f64::NAN)
+            };
+            runs.row(RunRow {
+                flow: fi as i32,
+                goodput_bps: if active > 0.0 {
+                    delivered as f64 * 8.0 / active
+                } else {
+                    0.0
+                },
+                bytes_delivered: delivered as i64,
+                rto_count: st.rto_count as i64,
+                rto_spurious_true: rto_spurious as i64,
+                fast_retx_count: st.fast_retx_count as i64,
+                fast_retx_spurious_true: fr_spurious as i64,
+                retx_segments: st.retx_segments as i64,
+                spurious_retx_true: spurious_retx as i64,
+                dupacks_rcvd: st.dupacks_rcvd as i64,
+                dsacks_rcvd: st.dsacks_rcvd as i64,
+                segments_sent: st.segments_sent as i64,
+                rtt_mean_s: mean,
+                rtt_sd_s: sd,
+                rtt_samples: st.rtt_samples as i64,
+                longest_stall_s: f.longest_stall.as_secs_f64(),
+                completion_time_s: f
+                    .completed
+                    .map_or(f64::NAN, |c| c.since(f.start).as_secs_f64()),
+                mss: f.mss as i64,
+                drops: f.drops.clone(),
+            });
+        }
+        let runs = runs.build(&self.global_stages);
+        let timeseries = if self.level >= TraceLevel::Timeseries {
+            merge_series(std::mem::take(&mut self.series), markers)
+        } else {
+            SeriesTrace::default()
+        };
+        RunResult {
+            runs,
+            timeseries: series_table(timeseries),
+            packets: self.packets_table(),
+            events: self.events,
+            end: self.now.max(end).min(end),
+        }
+    }
+
+    fn packets_table(&mut self) -> Table {
+        let tr = std::mem::take(&mut self.ptrace);
+        let strings = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let mut t = Table::default();
+        t.push("t_ns", ColumnData::I64(tr.t));
+        t.push("flow", ColumnData::I32(tr.flow));
+        t.push("pkt", ColumnData::I64(tr.pkt));
+        t.push("event", ColumnData::Dict(tr.event, strings(&EVENT_NAMES)));
+        t.push("path", ColumnData::Dict(tr.path, self.path_names.clone()));
+        t.push(
+            "stage",
+            ColumnData::Dict(tr.stage, self.stage_names.clone()),
+        );
+        t.push("kind", ColumnData::Dict(tr.kind, strings(&["data", "ack"])));
+        t.push("seq", ColumnData::I64(tr.seq));
+        t.push("ack", ColumnData::I64(tr.ack));
+        t.push("len", ColumnData::I32(tr.len));
+        t.push("size", ColumnData::I32(tr.size));
+        t.push("tx", ColumnData::I32(tr.tx));
+        let causes: Vec<String> = DropCause::ALL
+            .iter()
+            .map(|c| c.as_str().to_string())
+            .collect();
+        t.push("cause", ColumnData::Dict(tr.cause, causes));
+        t
+    }
+}
+
+fn merge_series(a: SeriesTrace, b: SeriesTrace) -> SeriesTrace {
+    let mut out = SeriesTrace::default();
+    let (mut i, mut j) = (0, 0);
+    while i < a.t.len() || j < b.t.len() {
+        let take_a = j >= b.t.len() || (i < a.t.len() && a.t[i] <= b.t[j]);
+        let (src, k) = if take_a { (&a, &mut i) } else { (&b, &mut j) };
+        out.t.push(src.t[*k]);
+        out.flow.push(src.flow[*k]);
+        out.var.push(src.var[*k]);
+        out.value.push(src.value[*k]);
+        *k += 1;
+    }
+    out
+}
+
+fn series_table(s: SeriesTrace) -> Table {
+    let mut t = Table::default();
+    t.push("t_ns", ColumnData::I64(s.t));
+    t.push("flow", ColumnData::I32(s.flow));
+    t.push(
+        "var",
+        ColumnData::Dict(s.var, VAR_NAMES.iter().map(|v| v.to_string()).collect()),
+    );
+    t.push("value", ColumnData::F64(s.value));
+    t
+}
+
+struct RunRow {
+    flow: i32,
+    goodput_bps: f64,
+    bytes_delivered: i64,
+    rto_count: i64,
+    rto_spurious_true: i64,
+    fast_retx_count: i64,
+    fast_retx_spurious_true: i64,
+    retx_segments: i64,
+    spurious_retx_true: i64,
+    dupacks_rcvd: i64,
+    dsacks_rcvd: i64,
+    segments_sent: i64,
+    rtt_mean_s: f64,
+    rtt_sd_s: f64,
+    rtt_samples: i64,
+    longest_stall_s: f64,
+    completion_time_s: f64,
+    mss: i64,
+    drops: Vec<u64>,
+}
+
+#[derive(Default)]
+struct RunsBuilder {
+    rows: Vec<RunRow>,
+}
+
+impl RunsBuilder {
+    fn row(&mut self, r: RunRow) {
+        self.rows.push(r);
+    }
+
+    fn build(self, stages: &[(String, String)]) -> Table {
+        let rows = &self.rows;
+        let mut t = Table::default();
+        macro_rules! col {
+            (i64 $f:ident) => {
+                t.push(
+                    stringify!($f),
+                    ColumnData::I64(rows.iter().map(|r| r.$f).collect()),
+                )
+            };
+            (f64 $f:ident) => {
+                t.push(
+                    stringify!($f),
+                    ColumnData::F64(rows.iter().map(|r| r.$f).collect()),
+                )
+            };
+        }
+        t.push(
+            "flow",
+            ColumnData::I32(rows.iter().map(|r| r.flow).collect()),
+        );
+        col!(f64 goodput_bps);
+        col!(i64 bytes_delivered);
+        col!(i64 rto_count);
+        col!(i64 rto_spurious_true);
+        col!(i64 fast_retx_count);
+        col!(i64 fast_retx_spurious_true);
+        col!(i64 retx_segments);
+        col!(i64 spurious_retx_true);
+        col!(i64 dupacks_rcvd);
+        col!(i64 dsacks_rcvd);
+        col!(i64 segments_sent);
+        col!(f64 rtt_mean_s);
+        col!(f64 rtt_sd_s);
+        col!(i64 rtt_samples);
+        col!(f64 longest_stall_s);
+        col!(f64 completion_time_s);
+        col!(i64 mss);
+        for (g, (path, stage)) in stages.iter().enumerate() {
+            t.push(
+                &format!("drops_{path}_{stage}"),
+                ColumnData::I64(rows.iter().map(|r| r.drops[g] as i64).collect()),
+            );
+        }
+        t.push(
+            "drops_total",
+            ColumnData::I64(
+                rows.iter()
+                    .map(|r| r.drops.iter().sum::<u64>() as i64)
+                    .collect(),
+            ),
+        );
+        t
+    }
+}

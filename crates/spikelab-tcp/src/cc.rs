@@ -1,0 +1,149 @@
+//! Congestion control as Linux-like hooks.
+//!
+//! The sender owns `cwnd` and `ssthresh`; an algorithm answers what ssthresh should become on a
+//! congestion event (`ssthresh`) and how cwnd grows on an ACK (`cong_avoid`). Shared building
+//! blocks ([`slow_start`], [`cong_avoid_ai`]) are composed by the algorithms, as in Linux's
+//! `tcp_slow_start` / `tcp_cong_avoid_ai`.
+
+/// What the algorithm may read and change.
+#[derive(Clone, Copy, Debug)]
+pub struct Window {
+    /// Congestion window, bytes.
+    pub cwnd: u64,
+    /// Slow-start threshold, bytes.
+    pub ssthresh: u64,
+    /// Sender MSS, bytes.
+    pub mss: u64,
+}
+
+pub trait CongestionControl: Send {
+    fn name(&self) -> &'static str;
+    /// The new ssthresh after a congestion event with `flight_size` bytes outstanding.
+    fn ssthresh(&mut self, w: &Window, flight_size: u64) -> u64;
+    /// Grow cwnd for an ACK that newly acknowledged `acked` bytes.
+    fn cong_avoid(&mut self, w: &mut Window, acked: u64);
+}
+
+/// How slow start and congestion avoidance count ACKs.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum AckCounting {
+    /// RFC 5681: per ACK, `cwnd += min(N, SMSS)` in slow start and `SMSS·SMSS/cwnd` in CA.
+    PerAck,
+    /// RFC 3465: `cwnd += min(N, L·SMSS)` in slow start; in CA one SMSS per cwnd of bytes acked.
+    ByteCounting { limit_segments: u32 },
+}
+
+/// Slow start (RFC 5681 §3.1 / RFC 3465 §2.2). Returns the bytes it used.
+pub fn slow_start(w: &mut Window, acked: u64, counting: AckCounting) {
+    let inc = match counting {
+        AckCounting::PerAck => acked.min(w.mss),
+        AckCounting::ByteCounting { limit_segments } => acked.min(limit_segments as u64 * w.mss),
+    };
+    w.cwnd += inc;
+}
+
+/// Additive increase (RFC 5681 eq. 3 / RFC 3465 §2.1). `bytes_acked` is the byte counter of
+/// appropriate byte counting, kept by the caller between ACKs.
+pub fn cong_avoid_ai(w: &mut Window, acked: u64, counting: AckCounting, bytes_acked: &mut u64) {
+    match counting {
+        AckCounting::PerAck => {
+            let inc = (w.mss * w.mss / w.cwnd.max(1)).max(1);
+            w.cwnd += inc;
+        }
+        AckCounting::ByteCounting { .. } => {
+            *bytes_acked += acked;
+            if *bytes_acked >= w.cwnd {
+                *bytes_acked -= w.cwnd;
+                w.cwnd += w.mss;
+            }
+        }
+    }
+}
+
+/// Reno AIMD: halve on loss (RFC 5681 eq. 4), slow start below ssthresh, +1 MSS per RTT above.
+pub struct Reno {
+    counting: AckCounting,
+    bytes_acked: u64,
+}
+
+impl Reno {
+    pub fn new(counting: AckCounting) -> Reno {
+        Reno {
+            counting,
+            bytes_acked: 0,
+        }
+    }
+}
+
+impl CongestionControl for Reno {
+    fn name(&self) -> &'static str {
+        "reno"
+    }
+    fn ssthresh(&mut self, w: &Window, flight_size: u64) -> u64 {
+        self.bytes_acked = 0;
+        (flight_size / 2).max(2 * w.mss)
+    }
+    fn cong_avoid(&mut self, w: &mut Window, acked: u64) {
+        if w.cwnd < w.ssthresh {
+            slow_start(w, acked, self.counting);
+        } else {
+            cong_avoid_ai(w, acked, self.counting, &mut self.bytes_acked);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ssthresh_is_half_flight_but_at_least_two_segments() {
+        let mut r = Reno::new(AckCounting::PerAck);
+        let w = Window {
+            cwnd: 10_000,
+            ssthresh: u64::MAX,
+            mss: 1000,
+        };
+        assert_eq!(r.ssthresh(&w, 10_000), 5_000);
+        assert_eq!(r.ssthresh(&w, 3_000), 2_000);
+    }
+
+    #[test]
+    fn delayed_acks_halve_slow_start_growth_without_abc() {
+        // Each ACK covers two segments (delayed ACK).
+        let mut w = Window {
+            cwnd: 2000,
+            ssthresh: u64::MAX,
+            mss: 1000,
+        };
+        let mut per_ack = Reno::new(AckCounting::PerAck);
+        per_ack.cong_avoid(&mut w, 2000);
+        assert_eq!(w.cwnd, 3000, "RFC 5681: min(N, SMSS)");
+        let mut w2 = Window { cwnd: 2000, ..w };
+        let mut abc = Reno::new(AckCounting::ByteCounting { limit_segments: 2 });
+        abc.cong_avoid(&mut w2, 2000);
+        assert_eq!(w2.cwnd, 4000, "RFC 3465: min(N, L*SMSS), L = 2");
+    }
+
+    #[test]
+    fn congestion_avoidance_adds_one_mss_per_window() {
+        let mut w = Window {
+            cwnd: 10_000,
+            ssthresh: 5_000,
+            mss: 1000,
+        };
+        let mut abc = Reno::new(AckCounting::ByteCounting { limit_segments: 2 });
+        for _ in 0..10 {
+            abc.cong_avoid(&mut w, 1000);
+        }
+        assert_eq!(w.cwnd, 11_000);
+        let mut w = Window {
+            cwnd: 10_000,
+            ssthresh: 5_000,
+            mss: 1000,
+        };
+        let mut per_ack = Reno::new(AckCounting::PerAck);
+        per_ack.cong_avoid(&mut w, 1000);
+        assert_eq!(w.cwnd, 10_100, "MSS*MSS/cwnd");
+    }
+}

@@ -1,0 +1,134 @@
+//! Every knob of the TCP model. The scenario layer fills this from the TOML file.
+
+use spikelab_core::SimDuration;
+
+/// Loss-recovery variant.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Variant {
+    /// RFC 5681 fast retransmit / fast recovery: any new ACK ends recovery.
+    Reno,
+    /// RFC 6582: partial ACKs retransmit and keep the sender in recovery until `recover`.
+    NewReno,
+    /// RFC 6675 SACK-based loss recovery (requires SACK).
+    Sack,
+}
+
+/// The RTO estimator.
+#[derive(Copy, Clone, Debug, PartialEq)]
+pub enum RtoAlgorithm {
+    /// RFC 6298 §2: `RTO = SRTT + max(G, K·RTTVAR)`, gains alpha and beta.
+    Rfc6298 {
+        alpha: f64,
+        beta: f64,
+        k: f64,
+        /// Clock granularity G.
+        granularity: SimDuration,
+    },
+    /// The Linux kernel's estimator (`tcp_rtt_estimator`, `__tcp_set_rto`): srtt gain 1/8,
+    /// mdev gain 1/4 with the damped update for falling RTTs, `rttvar` tracks the per-window
+    /// maximum `mdev_max` and never falls below the RTO minimum; `RTO = srtt + rttvar`.
+    Linux,
+}
+
+#[derive(Copy, Clone, Debug, PartialEq)]
+pub struct RtoConfig {
+    pub algorithm: RtoAlgorithm,
+    /// Lower bound (RFC 6298 (2.4): 1 s; Linux `TCP_RTO_MIN`: 200 ms).
+    pub min: SimDuration,
+    /// Upper bound (RFC 6298 (2.5): at least 60 s; Linux `TCP_RTO_MAX`: 120 s).
+    pub max: SimDuration,
+    /// RTO before the first RTT sample (RFC 6298 (2.1): 1 s).
+    pub initial: SimDuration,
+}
+
+impl RtoConfig {
+    pub fn rfc6298() -> RtoConfig {
+        RtoConfig {
+            algorithm: RtoAlgorithm::Rfc6298 {
+                alpha: 0.125,
+                beta: 0.25,
+                k: 4.0,
+                granularity: SimDuration::from_millis(1),
+            },
+            min: SimDuration::from_secs(1),
+            max: SimDuration::from_secs(60),
+            initial: SimDuration::from_secs(1),
+        }
+    }
+    pub fn linux() -> RtoConfig {
+        RtoConfig {
+            algorithm: RtoAlgorithm::Linux,
+            min: SimDuration::from_millis(200),
+            max: SimDuration::from_secs(120),
+            initial: SimDuration::from_secs(1),
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct TcpConfig {
+    pub variant: Variant,
+    /// Sender maximum segment size, payload bytes.
+    pub mss: u32,
+    /// Initial congestion window, segments.
+    pub initial_window: u32,
+    /// Initial slow-start threshold, bytes (`None`: arbitrarily high, RFC 5681 §3.1).
+    pub initial_ssthresh: Option<u64>,
+    /// Receive window advertised by the receiver, bytes (the receiving app reads at once).
+    pub rwnd: u64,
+    /// Appropriate byte counting (RFC 3465) instead of per-ACK growth.
+    pub abc: bool,
+    /// ABC limit L, segments (RFC 3465 §2.2 allows L = 2).
+    pub abc_limit: u32,
+    /// Duplicate ACKs that trigger fast retransmit (RFC 5681: 3).
+    pub dupthresh: u32,
+    /// RFC 3042 limited transmit on the first two duplicate ACKs.
+    pub limited_transmit: bool,
+    /// After a timeout, no fast retransmit until the cumulative ACK passes `recover`
+    /// (RFC 6582 §3.2 step 2; "the bug fix" of paper 002).
+    pub block_fr_after_rto: bool,
+    pub rto: RtoConfig,
+    /// RFC 7323 timestamps on both ends.
+    pub timestamps: bool,
+    /// Timestamp clock tick (Linux: 1 ms).
+    pub ts_tick: SimDuration,
+    /// RFC 2018 SACK at the receiver (and SACK processing at the sender).
+    pub sack: bool,
+    /// RFC 2883 DSACK at the receiver.
+    pub dsack: bool,
+    /// RFC 2018 §8: clear the SACKed marks on a retransmission timeout (the receiver may have
+    /// reneged). Linux keeps them.
+    pub clear_sack_on_rto: bool,
+    /// Delayed ACK (RFC 5681 §4.2, RFC 1122 §4.2.3.2).
+    pub delayed_ack: bool,
+    /// Delayed-ACK timer.
+    pub delack_timeout: SimDuration,
+    /// Full-sized segments that force an ACK (RFC 5681: at least every second).
+    pub delack_segments: u32,
+}
+
+impl Default for TcpConfig {
+    fn default() -> Self {
+        TcpConfig {
+            variant: Variant::NewReno,
+            mss: 1448,
+            initial_window: 10,
+            initial_ssthresh: None,
+            rwnd: 3 * 1024 * 1024,
+            abc: false,
+            abc_limit: 2,
+            dupthresh: 3,
+            limited_transmit: false,
+            block_fr_after_rto: true,
+            rto: RtoConfig::rfc6298(),
+            timestamps: true,
+            ts_tick: SimDuration::from_millis(1),
+            sack: true,
+            dsack: true,
+            clear_sack_on_rto: true,
+            delayed_ack: true,
+            delack_timeout: SimDuration::from_millis(40),
+            delack_segments: 2,
+        }
+    }
+}

@@ -1,0 +1,215 @@
+//! The TCP data receiver.
+//!
+//! * Cumulative ACK of `rcv_nxt`; out-of-order data kept as disjoint ranges.
+//! * Delayed ACK (RFC 5681 §4.2, RFC 1122 §4.2.3.2): an ACK for at least every
+//!   `delack_segments`-th full-sized segment, or when the timer (default 40 ms) expires; an
+//!   immediate ACK for out-of-order data, for a segment that fills all or part of a gap, and for
+//!   a duplicate segment.
+//! * SACK (RFC 2018 §4): the first block holds the segment that triggered the ACK, the others
+//!   repeat the most recently reported blocks; at most 3 blocks with timestamps, 4 without.
+//! * DSACK (RFC 2883 §4): a duplicate segment is reported in the first block of the next ACK
+//!   (once); if it lies inside a SACKed block, that block follows it.
+//! * Timestamps (RFC 7323 §4.3): `TS.Recent = SEG.TSval` when `SEG.TSval >= TS.Recent` and
+//!   `SEG.SEQ <= Last.ACK.sent`, so a delayed ACK echoes the earliest unacknowledged segment and
+//!   an out-of-order segment does not move TS.Recent; every ACK echoes TS.Recent.
+//!
+//! The receive buffer is drained by the application at once, so the advertised window is the
+//! configured `rwnd`. Linux's quick-ACK mode at connection start is not modelled.
+
+use crate::{SackBlocks, Segment, TcpConfig, Timestamps};
+use spikelab_core::SimTime;
+
+#[derive(Clone, Debug, Default)]
+pub struct ReceiverStats {
+    pub segments_rcvd: u64,
+    pub duplicate_segments: u64,
+    pub acks_sent: u64,
+}
+
+pub struct TcpReceiver {
+    cfg: TcpConfig,
+    rcv_nxt: u64,
+    /// Out-of-order ranges `[start, end)`, sorted and disjoint, all above `rcv_nxt`.
+    ooo: Vec<(u64, u64)>,
+    /// A byte of each recently reported SACK block, most recent first.
+    recent: Vec<u64>,
+    dsack: Option<(u64, u64)>,
+    ts_recent: u32,
+    last_ack_sent: u64,
+    unacked_bytes: u64,
+    delack_deadline: Option<SimTime>,
+    ack_now: bool,
+    stats: ReceiverStats,
+}
+
+impl TcpReceiver {
+    pub fn new(cfg: TcpConfig) -> TcpReceiver {
+        TcpReceiver {
+            cfg,
+            rcv_nxt: 0,
+            ooo: Vec::with_capacity(16),
+            recent: Vec::with_capacity(8),
+            dsack: None,
+            ts_recent: 0,
+            last_ack_sent: 0,
+            unacked_bytes: 0,
+            delack_deadline: None,
+            ack_now: false,
+            stats: ReceiverStats::default(),
+        }
+    }
+
+    /// Bytes delivered in order to the application.
+    pub fn rcv_nxt(&self) -> u64 {
+        self.rcv_nxt
+    }
+    pub fn stats(&self) -> &ReceiverStats {
+        &self.stats
+    }
+    pub fn ooo_ranges(&self) -> &[(u64, u64)] {
+        &self.ooo
+    }
+    pub fn next_timer(&self) -> Option<SimTime> {
+        self.delack_deadline
+    }
+
+    /// Processes a data segment arriving at `now`.
+    pub fn on_segment(&mut self, now: SimTime, seg: &Segment) {
+        self.stats.segments_rcvd += 1;
+        if let Some(ts) = seg.ts {
+            if ts.val.wrapping_sub(self.ts_recent) as i32 >= 0 && seg.seq <= self.last_ack_sent {
+                self.ts_recent = ts.val;
+            }
+        }
+        let (mut start, end) = (seg.seq, seg.end());
+        if seg.len == 0 {
+            return;
+        }
+        if end <= self.rcv_nxt {
+            self.stats.duplicate_segments += 1;
+            self.dsack = Some((start, end));
+            self.ack_now = true;
+            return;
+        }
+        if start < self.rcv_nxt {
+            self.dsack = Some((start, self.rcv_nxt));
+            start = self.rcv_nxt;
+        }
+        if start == self.rcv_nxt {
+            let had_gap = !self.ooo.is_empty();
+            self.rcv_nxt = end;
+            while let Some(&(s, e)) = self.ooo.first() {
+                if s > self.rcv_nxt {
+                    break;
+                }
+                self.rcv_nxt = self.rcv_nxt.max(e);
+                self.ooo.remove(0);
+            }
+            let rcv_nxt = self.rcv_nxt;
+            self.recent.retain(|&b| b >= rcv_nxt);
+            if had_gap || self.dsack.is_some() || !self.cfg.delayed_ack {
+                self.ack_now = true;
+            } else {
+                self.unacked_bytes += seg.len as u64;
+                if self.unacked_bytes
+                    >= self.cfg.delack_segments.max(1) as u64 * self.cfg.mss as u64
+                {
+                    self.ack_now = true;
+                } else if self.delack_deadline.is_none() {
+                    self.delack_deadline = Some(now + self.cfg.delack_timeout);
+                }
+            }
+        } else {
+            // Out of order: store, remember for SACK, acknowledge at once.
+            if let Some(&(s, e)) = self.ooo.iter().find(|&&(s, e)| s <= start && end <= e) {
+                self.stats.duplicate_segments += 1;
+                self.dsack = Some((start, end));
+                self.recent.retain(|&b| !(s <= b && b < e));
+                self.recent.insert(0, s);
+            } else {
+                self.insert_ooo(start, end);
+                self.recent.retain(|&b| !(start <= b && b < end));
+                self.recent.insert(0, start);
+                self.recent.truncate(8);
+            }
+            self.ack_now = true;
+        }
+    }
+
+    fn insert_ooo(&mut self, start: u64, end: u64) {
+        let i = self.ooo.partition_point(|&(_, e)| e < start);
+        let mut s = start;
+        let mut e = end;
+        let mut j = i;
+        while j < self.ooo.len() && self.ooo[j].0 <= e {
+            s = s.min(self.ooo[j].0);
+            e = e.max(self.ooo[j].1);
+            j += 1;
+        }
+        self.ooo.splice(i..j, std::iter::once((s, e)));
+    }
+
+    /// Fires the delayed-ACK timer if due.
+    pub fn on_timer(&mut self, now: SimTime) {
+        if self.delack_deadline.is_some_and(|d| now >= d) {
+            self.delack_deadline = None;
+            self.ack_now = true;
+        }
+    }
+
+    fn ts_now(&self, now: SimTime) -> u32 {
+        (now.as_nanos() / self.cfg.ts_tick.as_nanos().max(1)) as u32
+    }
+
+    /// The ACK to send now, if one is due.
+    pub fn poll_transmit(&mut self, now: SimTime) -> Option<Segment> {
+        if !self.ack_now {
+            return None;
+        }
+        self.ack_now = false;
+        self.delack_deadline = None;
+        self.unacked_bytes = 0;
+        self.last_ack_sent = self.rcv_nxt;
+        self.stats.acks_sent += 1;
+        let mut sack = SackBlocks::default();
+        if self.cfg.sack {
+            let max = if self.cfg.timestamps { 3 } else { 4 };
+            let dsack = self.dsack.take().filter(|_| self.cfg.dsack);
+            if let Some((s, e)) = dsack {
+                sack.push(s, e);
+                let containing = self
+                    .ooo
+                    .iter()
+                    .copied()
+                    .find(|&(bs, be)| bs <= s && e <= be);
+                if let Some((bs, be)) = containing {
+                    sack.push(bs, be);
+                }
+            }
+            for &b in &self.recent {
+                if sack.len() >= max {
+                    break;
+                }
+                if let Some(&(bs, be)) = self.ooo.iter().find(|&&(s, e)| s <= b && b < e) {
+                    let listed = sack.as_slice()[dsack.is_some() as usize..].contains(&(bs, be));
+                    if !listed {
+                        sack.push(bs, be);
+                    }
+                }
+            }
+        } else {
+            self.dsack = None;
+        }
+        Some(Segment {
+            seq: 0,
+            len: 0,
+            ack: self.rcv_nxt,
+            window: self.cfg.rwnd,
+            ts: self.cfg.timestamps.then(|| Timestamps {
+                val: self.ts_now(now),
+                ecr: self.ts_recent,
+            }),
+            sack,
+        })
+    }
+}
