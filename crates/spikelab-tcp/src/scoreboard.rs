@@ -17,6 +17,8 @@ pub(crate) struct SegMeta {
 
 #[derive(Debug)]
 pub(crate) struct Scoreboard {
+    /// Segment size: every entry but possibly the last covers exactly `mss` bytes.
+    mss: u64,
     /// Sequence number of the first entry (= `snd_una`).
     base: u64,
     segs: VecDeque<SegMeta>,
@@ -25,8 +27,9 @@ pub(crate) struct Scoreboard {
 }
 
 impl Scoreboard {
-    pub fn new() -> Scoreboard {
+    pub fn new(mss: u64) -> Scoreboard {
         Scoreboard {
+            mss,
             base: 0,
             segs: VecDeque::with_capacity(1024),
             sacked_bytes: 0,
@@ -47,13 +50,14 @@ impl Scoreboard {
     }
 
     /// Entries iterate as (sequence number, meta).
+    /// Entries as (sequence number, meta). The sequence number is computed from the index, so
+    /// the iterator is correct in both directions.
     pub fn iter(&self) -> impl DoubleEndedIterator<Item = (u64, &SegMeta)> + '_ {
-        let mut seq = self.base;
-        self.segs.iter().map(move |m| {
-            let s = seq;
-            seq += m.len as u64;
-            (s, m)
-        })
+        let (base, mss) = (self.base, self.mss);
+        self.segs
+            .iter()
+            .enumerate()
+            .map(move |(i, m)| (base + i as u64 * mss, m))
     }
 
     /// The entry starting at `seq`. Only the last segment of a stream may be shorter than

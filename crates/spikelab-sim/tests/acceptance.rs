@@ -1,0 +1,358 @@
+//! Whole-run tests: the paper 000 example, determinism, trace levels, shared bottlenecks and the
+//! exactly-once delivery property over random paths.
+
+use spikelab_sim::{run_text, RunResult, Table, TraceLevel};
+use std::collections::HashMap;
+use std::path::Path;
+
+fn example(name: &str) -> String {
+    let p = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../examples")
+        .join(name);
+    std::fs::read_to_string(p).unwrap()
+}
+
+fn run(text: &str, overrides: &[&str], seed: Option<u64>, level: TraceLevel) -> RunResult {
+    let o: Vec<String> = overrides.iter().map(|s| s.to_string()).collect();
+    run_text(text, &o, Path::new("."), seed, Some(level)).unwrap()
+}
+
+fn i32s<'a>(t: &'a Table, name: &str) -> &'a [i32] {
+    match t.column(name) {
+        Some(spikelab_sim::ColumnData::I32(v)) => v,
+        _ => panic!("no int32 column {name}"),
+    }
+}
+
+const MS: i64 = 1_000_000;
+
+/// Acceptance: every data packet entering the forward delay stage between 10.000 s and
+/// 11.460 s leaves it between 11.500 s and 11.510 s (paper 000 §3.1 with the Fig. 2(a) table).
+#[test]
+fn spike_releases_packets_between_11500_and_11510_ms() {
+    for file in ["lte-handover.toml", "lte-handover-lossless.toml"] {
+        let r = run(&example(file), &[], None, TraceLevel::Packets);
+        let p = &r.packets;
+        let (t, pkt) = (p.i64s("t_ns"), p.i64s("pkt"));
+        let (ev, path, stage, kind) = (
+            p.strings("event"),
+            p.strings("path"),
+            p.strings("stage"),
+            p.strings("kind"),
+        );
+        let mut entered = HashMap::new();
+        let mut left = HashMap::new();
+        let mut dropped = HashMap::new();
+        for i in 0..p.num_rows() {
+            if path[i] != "fwd" || stage[i] != "delay" || kind[i] != "data" {
+                continue;
+            }
+            match ev[i] {
+                "stage_enter" => {
+                    entered.insert(pkt[i], t[i]);
+                }
+                "stage_exit" => {
+                    left.insert(pkt[i], t[i]);
+                }
+                "drop" => {
+                    dropped.insert(pkt[i], t[i]);
+                }
+                _ => {}
+            }
+        }
+        let in_spike: Vec<i64> = entered
+            .iter()
+            .filter(|(_, &t)| (10_000 * MS..=11_460 * MS).contains(&t))
+            .map(|(&k, _)| k)
+            .collect();
+        assert!(in_spike.len() > 20, "{file}: {} packets", in_spike.len());
+        for k in in_spike {
+            let out = left
+                .get(&k)
+                .or(dropped.get(&k))
+                .copied()
+                .expect("left or dropped");
+            assert!(
+                (11_500 * MS..=11_510 * MS).contains(&out),
+                "{file}: packet {k} left at {out}"
+            );
+        }
+    }
+}
+
+/// Acceptance: plain Reno times out spuriously during the spike, cwnd falls to one segment, and
+/// `rto_spurious_true` counts it.
+#[test]
+fn reno_times_out_spuriously_during_the_spike() {
+    for file in ["lte-handover.toml", "lte-handover-lossless.toml"] {
+        let r = run(&example(file), &[], None, TraceLevel::Timeseries);
+        let mss = r.runs.i64s("mss")[0] as f64;
+        assert!(r.runs.i64s("rto_spurious_true")[0] >= 1, "{file}");
+        let ts = &r.timeseries;
+        let (t, var, val) = (ts.i64s("t_ns"), ts.strings("var"), ts.f64s("value"));
+        let spurious_rto = (0..ts.num_rows())
+            .find(|&i| var[i] == "rto_expiry" && val[i] == 1.0)
+            .expect("a spurious RTO marker");
+        let when = t[spurious_rto];
+        assert!(
+            (10_000 * MS..11_500 * MS).contains(&when),
+            "{file}: RTO at {when}"
+        );
+        let cwnd_then = (0..ts.num_rows())
+            .filter(|&i| var[i] == "cwnd" && t[i] <= when)
+            .map(|i| val[i])
+            .next_back()
+            .unwrap();
+        assert_eq!(cwnd_then, mss, "{file}: cwnd after the timeout");
+        // Before the spike the window was large.
+        let cwnd_before = (0..ts.num_rows())
+            .filter(|&i| var[i] == "cwnd" && t[i] < 10_000 * MS)
+            .map(|i| val[i])
+            .next_back()
+            .unwrap();
+        assert!(cwnd_before > 20.0 * mss);
+    }
+}
+
+#[test]
+fn same_seed_gives_identical_tables_and_another_seed_changes_losses() {
+    let text = example("lte-handover.toml");
+    let over = ["path.fwd.stage[1].profile=[[0, 50, 0.02]]"];
+    let a = run(&text, &over, Some(7), TraceLevel::Packets);
+    let b = run(&text, &over, Some(7), TraceLevel::Packets);
+    assert_eq!(format!("{:?}", a.runs), format!("{:?}", b.runs));
+    assert_eq!(format!("{:?}", a.timeseries), format!("{:?}", b.timeseries));
+    assert_eq!(format!("{:?}", a.packets), format!("{:?}", b.packets));
+    let c = run(&text, &over, Some(8), TraceLevel::Packets);
+    let drops = |r: &RunResult| {
+        let p = &r.packets;
+        let ev = p.strings("event");
+        (0..p.num_rows())
+            .filter(|&i| ev[i] == "drop")
+            .map(|i| p.i64s("pkt")[i])
+            .collect::<Vec<_>>()
+    };
+    assert!(!drops(&a).is_empty());
+    assert_ne!(drops(&a), drops(&c));
+}
+
+#[test]
+fn summary_level_records_no_traces() {
+    let r = run(
+        &example("lte-handover.toml"),
+        &[],
+        None,
+        TraceLevel::Summary,
+    );
+    assert_eq!(r.packets.num_rows(), 0);
+    assert_eq!(r.timeseries.num_rows(), 0);
+    assert_eq!(r.runs.num_rows(), 1);
+    let full = run(
+        &example("lte-handover.toml"),
+        &[],
+        None,
+        TraceLevel::Packets,
+    );
+    // Tracing never changes what is simulated.
+    assert_eq!(format!("{:?}", r.runs), format!("{:?}", full.runs));
+}
+
+/// A deterministic drop of one sequence number: one fast retransmit, no timeout, and the
+/// retransmission is genuine.
+#[test]
+fn deterministic_seq_drop_is_repaired_by_one_fast_retransmit() {
+    let text = r#"
+[sim]
+duration = "5s"
+[path.fwd]
+[[path.fwd.stage]]
+type = "rate"
+rate = "10Mbps"
+queue = 1000
+[[path.fwd.stage]]
+type = "delay"
+delay = "20ms"
+[[path.fwd.stage]]
+type = "loss"
+seqs = [144800]
+[path.rev]
+[[path.rev.stage]]
+type = "delay"
+delay = "20ms"
+[[flow]]
+app = { type = "file", size = "1MB" }
+[flow.tcp]
+variant = "newreno"
+rwnd = "64KiB"
+"#;
+    for v in ["reno", "newreno", "sack"] {
+        let r = run(
+            text,
+            &[&format!("flow.tcp.variant=\"{v}\"")],
+            None,
+            TraceLevel::Packets,
+        );
+        let runs = &r.runs;
+        assert_eq!(runs.i64s("fast_retx_count")[0], 1, "{v}");
+        assert_eq!(runs.i64s("rto_count")[0], 0, "{v}");
+        assert_eq!(runs.i64s("retx_segments")[0], 1, "{v}");
+        assert_eq!(runs.i64s("spurious_retx_true")[0], 0, "{v}");
+        assert_eq!(runs.i64s("drops_fwd_loss")[0], 1, "{v}");
+        assert_eq!(runs.i64s("bytes_delivered")[0], 1_000_000, "{v}");
+        assert!(runs.f64s("completion_time_s")[0] > 0.0);
+        let p = &r.packets;
+        let (ev, seq) = (p.strings("event"), p.i64s("seq"));
+        let cause = p.strings("cause");
+        let dropped: Vec<usize> = (0..p.num_rows()).filter(|&i| ev[i] == "drop").collect();
+        assert_eq!(dropped.len(), 1);
+        assert_eq!(seq[dropped[0]], 144_800);
+        assert_eq!(cause[dropped[0]], "deterministic");
+        let retx: Vec<usize> = (0..p.num_rows())
+            .filter(|&i| ev[i] == "retransmit")
+            .collect();
+        assert_eq!(retx.len(), 1);
+        assert_eq!(seq[retx[0]], 144_800);
+        assert_eq!(i32s(p, "tx")[retx[0]], 1);
+    }
+}
+
+/// Two flows through one path share its queue: both progress, the link is not exceeded.
+#[test]
+fn flows_sharing_a_path_share_its_bottleneck() {
+    let text = r#"
+[sim]
+duration = "30s"
+[path.fwd]
+[[path.fwd.stage]]
+type = "rate"
+rate = "5Mbps"
+queue = 50
+[[path.fwd.stage]]
+type = "delay"
+delay = "30ms"
+[path.rev]
+[[path.rev.stage]]
+type = "delay"
+delay = "30ms"
+[[flow]]
+[[flow]]
+start = "2s"
+"#;
+    let r = run(text, &[], None, TraceLevel::Summary);
+    let g = r.runs.f64s("goodput_bps");
+    assert_eq!(g.len(), 2);
+    assert!(g[0] > 1.0e6 && g[1] > 1.0e6, "{g:?}");
+    // Payload goodput cannot exceed the 5 Mbit/s link (the second flow's time base is shorter).
+    let bytes: i64 = r.runs.i64s("bytes_delivered").iter().sum();
+    assert!((bytes as f64) * 8.0 / 30.0 < 5.0e6);
+    assert!(r.runs.i64s("drops_fwd_rate").iter().sum::<i64>() > 0);
+}
+
+/// Property: a finite transfer over a path with random loss, reordering and a delay spike
+/// delivers every byte exactly once and in order, for every variant and many seeds; cwnd never
+/// falls below one MSS.
+#[test]
+fn finite_transfers_deliver_every_byte_over_random_paths() {
+    let template = r#"
+[sim]
+duration = "600s"
+[path.fwd]
+[[path.fwd.stage]]
+type = "rate"
+rate = "RATE"
+queue = QUEUE
+[[path.fwd.stage]]
+type = "delay"
+reorder = REORDER
+profile = [[0, 20, 0], [SPIKE, 20, 0], [SPIKE, SPIKEDELAY, 0.05], [SPIKEEND, 20, 0.05], [SPIKEEND, JITTER, 0]]
+[[path.fwd.stage]]
+type = "loss"
+p = LOSS
+[path.rev]
+[[path.rev.stage]]
+type = "delay"
+delay = "20ms"
+[[path.rev.stage]]
+type = "loss"
+p = ACKLOSS
+[[flow]]
+app = { type = "file", size = SIZE }
+[flow.tcp]
+variant = "VARIANT"
+timestamps = TS
+delayed_ack = DELACK
+"#;
+    let mut rng = spikelab_core::Rng::stream(2024, "property");
+    let variants = ["reno", "newreno", "sack"];
+    for case in 0..60u64 {
+        let variant = variants[(case % 3) as usize];
+        let size = 50_000 + (rng.next_u64() % 400_000);
+        let spike = 200 + rng.next_u64() % 3000;
+        let text = template
+            .replace("RATE", &format!("{}kbps", 200 + rng.next_u64() % 20_000))
+            .replace("QUEUE", &format!("{}", 5 + rng.next_u64() % 100))
+            .replace("REORDER", if rng.chance(0.5) { "true" } else { "false" })
+            .replace("SPIKEDELAY", &format!("{}", 100 + rng.next_u64() % 3000))
+            .replace(
+                "SPIKEEND",
+                &format!("{}", spike + 100 + rng.next_u64() % 2000),
+            )
+            .replace("SPIKE", &format!("{spike}"))
+            .replace("JITTER", &format!("{}", 5 + rng.next_u64() % 60))
+            .replace("ACKLOSS", &format!("{:.3}", rng.next_f64() * 0.05))
+            .replace("LOSS", &format!("{:.3}", rng.next_f64() * 0.08))
+            .replace("SIZE", &format!("{size}"))
+            .replace("VARIANT", variant)
+            .replace("TS", if rng.chance(0.7) { "true" } else { "false" })
+            .replace("DELACK", if rng.chance(0.5) { "true" } else { "false" });
+        let r = run(&text, &[], Some(case), TraceLevel::Packets);
+        if std::env::var("SPIKELAB_DEBUG").is_ok() {
+            eprintln!(
+                "{case} {variant} size={size} rto={} fr={} retx={} drops={} t={}",
+                r.runs.i64s("rto_count")[0],
+                r.runs.i64s("fast_retx_count")[0],
+                r.runs.i64s("retx_segments")[0],
+                r.runs.i64s("drops_total")[0],
+                r.runs.f64s("completion_time_s")[0]
+            );
+        }
+        let ctx = format!("case {case} ({variant})\n{text}");
+        assert_eq!(r.runs.i64s("bytes_delivered")[0] as u64, size, "{ctx}");
+        assert!(r.runs.f64s("completion_time_s")[0].is_finite(), "{ctx}");
+        // Exactly once, in order: the receiver's in-order point only moves forward, by whole
+        // segments, and ends at the file size; the union of delivered segments covers the file.
+        let ts = &r.timeseries;
+        let (var, val) = (ts.strings("var"), ts.f64s("value"));
+        let mss = r.runs.i64s("mss")[0] as f64;
+        let mut last = 0.0;
+        for i in 0..ts.num_rows() {
+            match var[i] {
+                "rcv_nxt" => {
+                    assert!(val[i] > last, "{ctx}");
+                    last = val[i];
+                }
+                "cwnd" => assert!(val[i] >= mss, "cwnd {} < mss: {ctx}", val[i]),
+                _ => {}
+            }
+        }
+        assert_eq!(last as u64, size, "{ctx}");
+        let p = &r.packets;
+        let (ev, kind, seq, len) = (
+            p.strings("event"),
+            p.strings("kind"),
+            p.i64s("seq"),
+            i32s(p, "len"),
+        );
+        let mut got: Vec<(i64, i64)> = (0..p.num_rows())
+            .filter(|&i| ev[i] == "deliver" && kind[i] == "data")
+            .map(|i| (seq[i], seq[i] + len[i] as i64))
+            .collect();
+        got.sort_unstable();
+        let mut covered = 0;
+        for (s, e) in got {
+            assert!(s <= covered, "hole at {covered}: {ctx}");
+            covered = covered.max(e);
+        }
+        assert_eq!(covered as u64, size, "{ctx}");
+    }
+}
