@@ -167,7 +167,7 @@ impl TcpSender {
             rtt: RttEstimator::new(cfg.rto),
             rto_deadline: None,
             timed: None,
-            board: Scoreboard::new(),
+            board: Scoreboard::new(mss),
             high_rxt: 0,
             rescue_rxt: None,
             pipe: 0,
