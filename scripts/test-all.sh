@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Installs spikelab with its test dependencies and runs the whole test suite:
+# rustfmt, clippy (warnings are errors), the Rust tests, and pytest.
+# The README's second command and .ci/run both call this script.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+echo "== install (spikelab + test dependencies)"
+python3 -m pip install --disable-pip-version-check -q -e '.[test]'
+
+echo "== cargo fmt --check"
+cargo fmt --all --check
+
+echo "== cargo clippy -D warnings"
+cargo clippy --locked --workspace --all-targets -- -D warnings
+
+echo "== cargo test"
+cargo test --locked --workspace
+
+echo "== pytest"
+python3 -m pytest -q
