@@ -5,12 +5,12 @@
 //! lives in [`scenario_err`].
 
 use pyo3::create_exception;
-use pyo3::exceptions::{PyRuntimeError, PyValueError};
+use pyo3::exceptions::{PyKeyboardInterrupt, PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList};
-use spikelab_sim::{ColumnData, Scenario, ScenarioError, Table, TraceLevel};
+use spikelab_sim::{ColumnData, RunControl, Scenario, ScenarioError, Table, TraceLevel};
 use std::path::Path;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 
 create_exception!(
@@ -45,7 +45,7 @@ struct Simulation {
     scenario: Arc<Scenario>,
     seed: u64,
     level: TraceLevel,
-    progress: Arc<AtomicU64>,
+    ctl: Arc<RunControl>,
     used: Mutex<bool>,
 }
 
@@ -67,7 +67,7 @@ impl Simulation {
             seed: seed.unwrap_or(sc.sim.seed),
             level,
             scenario: Arc::new(sc),
-            progress: Arc::new(AtomicU64::new(0)),
+            ctl: Arc::new(RunControl::default()),
             used: Mutex::new(false),
         })
     }
@@ -99,7 +99,12 @@ impl Simulation {
     /// Fraction of simulated time done, 0..1; safe to call while `run()` executes.
     fn progress(&self) -> f64 {
         let d = self.scenario.sim.duration.0.as_nanos().max(1) as f64;
-        (self.progress.load(Ordering::Relaxed) as f64 / d).min(1.0)
+        (self.ctl.progress_ns.load(Ordering::Relaxed) as f64 / d).min(1.0)
+    }
+
+    /// Asks a running `run()` (in another thread) to stop; it then raises KeyboardInterrupt.
+    fn cancel(&self) {
+        self.ctl.cancel.store(true, Ordering::Relaxed);
     }
 
     /// Runs the simulation (once) and returns the result tables as columnar buffers.
@@ -115,12 +120,14 @@ impl Simulation {
             *used = true;
         }
         let sc = self.scenario.clone();
-        let progress = self.progress.clone();
+        let ctl = self.ctl.clone();
         let (seed, level) = (self.seed, self.level);
         let started = std::time::Instant::now();
-        let result = py.detach(move || {
-            spikelab_sim::run_scenario(&sc, Some(seed), Some(level), Some(&progress))
-        });
+        let result =
+            py.detach(move || spikelab_sim::run_scenario(&sc, Some(seed), Some(level), Some(&ctl)));
+        if result.cancelled {
+            return Err(PyKeyboardInterrupt::new_err("simulation cancelled"));
+        }
         let wall = started.elapsed().as_secs_f64();
         let out = PyDict::new(py);
         out.set_item("runs", table_to_py(py, &result.runs)?)?;

@@ -14,10 +14,9 @@ mod world;
 
 pub use scenario::{parse, Scenario, ScenarioError, TraceLevel};
 pub use table::{Column, ColumnData, Table};
-pub use world::{RunResult, World};
+pub use world::{RunControl, RunResult, World};
 
 use std::path::Path;
-use std::sync::atomic::AtomicU64;
 
 /// Parses and runs a scenario. `seed` overrides `sim.seed`, `trace` overrides `sim.trace`.
 pub fn run_text(
@@ -36,9 +35,9 @@ pub fn run_scenario(
     sc: &Scenario,
     seed: Option<u64>,
     trace: Option<TraceLevel>,
-    progress: Option<&AtomicU64>,
+    ctl: Option<&RunControl>,
 ) -> RunResult {
     let seed = seed.unwrap_or(sc.sim.seed);
     let level = trace.unwrap_or(sc.sim.trace);
-    World::new(sc, seed, level).run(progress)
+    World::new(sc, seed, level).run(ctl)
 }

@@ -68,7 +68,9 @@ impl Duration {
 impl std::fmt::Display for Duration {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let ns = self.0.as_nanos();
-        if ns.is_multiple_of(1_000_000) {
+        if ns.is_multiple_of(1_000_000_000) {
+            write!(f, "{}s", ns / 1_000_000_000)
+        } else if ns.is_multiple_of(1_000_000) {
             write!(f, "{}ms", ns / 1_000_000)
         } else if ns.is_multiple_of(1_000) {
             write!(f, "{}us", ns / 1_000)

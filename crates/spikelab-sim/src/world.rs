@@ -7,7 +7,16 @@ use spikelab_net::{
     DelayStage, DropCause, LossModel, LossStage, Outcome, PacketInfo, QueueLimit, RateStage, Stage,
 };
 use spikelab_tcp::{Segment, TcpReceiver, TcpSender, TxKind};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+/// Shared with another thread while a run executes: progress out, cancellation in.
+#[derive(Debug, Default)]
+pub struct RunControl {
+    /// Simulated time reached, ns (updated every few thousand events).
+    pub progress_ns: AtomicU64,
+    /// Set to stop the run at the next check; the result is then marked `cancelled`.
+    pub cancel: AtomicBool,
+}
 
 /// Tables and counters of one run.
 #[derive(Debug, Default)]
@@ -19,6 +28,8 @@ pub struct RunResult {
     pub events: u64,
     /// Simulated time reached.
     pub end: SimTime,
+    /// The run was stopped through [`RunControl::cancel`]; the tables are partial.
+    pub cancelled: bool,
 }
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -165,6 +176,7 @@ impl SeriesTrace {
 }
 
 pub struct World {
+    seed: u64,
     now: SimTime,
     end: SimTime,
     level: TraceLevel,
@@ -308,6 +320,7 @@ impl World {
             })
             .collect();
         World {
+            seed,
             now: SimTime::ZERO,
             end: SimTime(sc.sim.duration.0.as_nanos()),
             level,
@@ -325,8 +338,9 @@ impl World {
         }
     }
 
-    /// Runs to the scenario's end; `progress` receives the simulated time (ns) now and then.
-    pub fn run(mut self, progress: Option<&AtomicU64>) -> RunResult {
+    /// Runs to the scenario's end. `ctl`, if given, receives progress and may cancel the run.
+    pub fn run(mut self, ctl: Option<&RunControl>) -> RunResult {
+        let mut cancelled = false;
         while let Some(t) = self.queue.peek_time() {
             if t > self.end {
                 break;
@@ -335,8 +349,12 @@ impl World {
             self.now = t;
             self.events += 1;
             if self.events & 0x3FFF == 0 {
-                if let Some(p) = progress {
-                    p.store(t.as_nanos(), Ordering::Relaxed);
+                if let Some(c) = ctl {
+                    c.progress_ns.store(t.as_nanos(), Ordering::Relaxed);
+                    if c.cancel.load(Ordering::Relaxed) {
+                        cancelled = true;
+                        break;
+                    }
                 }
             }
             match ev {
@@ -367,10 +385,12 @@ impl World {
                 }
             }
         }
-        if let Some(p) = progress {
-            p.store(self.end.as_nanos(), Ordering::Relaxed);
+        if let (Some(c), false) = (ctl, cancelled) {
+            c.progress_ns.store(self.end.as_nanos(), Ordering::Relaxed);
         }
-        self.finish()
+        let mut r = self.finish();
+        r.cancelled = cancelled;
+        r
     }
 
     // ---- packets -----------------------------------------------------------------------------
@@ -686,7 +706,7 @@ impl World {
                 drops: f.drops.clone(),
             });
         }
-        let runs = runs.build(&self.global_stages);
+        let runs = runs.build(&self.global_stages, self.seed);
         let timeseries = if self.level >= TraceLevel::Timeseries {
             merge_series(std::mem::take(&mut self.series), markers)
         } else {
@@ -698,6 +718,7 @@ impl World {
             packets: self.packets_table(),
             events: self.events,
             end: self.now.max(end).min(end),
+            cancelled: false,
         }
     }
 
@@ -788,7 +809,7 @@ impl RunsBuilder {
         self.rows.push(r);
     }
 
-    fn build(self, stages: &[(String, String)]) -> Table {
+    fn build(self, stages: &[(String, String)], seed: u64) -> Table {
         let rows = &self.rows;
         let mut t = Table::default();
         macro_rules! col {
@@ -809,6 +830,8 @@ impl RunsBuilder {
             "flow",
             ColumnData::I32(rows.iter().map(|r| r.flow).collect()),
         );
+        // Seeds are u64; the column keeps their bit pattern as int64.
+        t.push("seed", ColumnData::I64(vec![seed as i64; rows.len()]));
         col!(f64 goodput_bps);
         col!(i64 bytes_delivered);
         col!(i64 rto_count);

@@ -1,0 +1,47 @@
+"""Type stub of the Rust extension module (crates/spikelab-py)."""
+
+from typing import Any, Literal, TypedDict
+
+__version__: str
+
+TraceLevel = Literal["summary", "timeseries", "packets"]
+
+class ScenarioError(ValueError):
+    """Invalid scenario; the message is one line, ``field.path: problem``."""
+
+class Column(TypedDict, total=False):
+    name: str
+    type: Literal["int64", "int32", "float64", "dict"]
+    data: bytes  # num_rows little-endian values (int32 codes for "dict"; -1 = null)
+    dictionary: list[str]  # only for "dict"
+
+class Table(TypedDict):
+    num_rows: int
+    columns: list[Column]
+
+def resolve(text: str, overrides: list[str] = ..., base_dir: str = ...) -> str:
+    """Validate a scenario; return it resolved (defaults filled) as JSON."""
+
+class Simulation:
+    def __init__(
+        self,
+        text: str,
+        overrides: list[str] = ...,
+        base_dir: str = ...,
+        seed: int | None = None,
+        trace: TraceLevel | None = None,
+    ) -> None: ...
+    @property
+    def seed(self) -> int: ...
+    @property
+    def trace(self) -> TraceLevel: ...
+    @property
+    def duration_s(self) -> float: ...
+    @property
+    def scenario_json(self) -> str: ...
+    def progress(self) -> float:
+        """Fraction of simulated time done (0..1); callable while run() executes."""
+    def cancel(self) -> None:
+        """Ask a run() executing in another thread to stop; that run() raises KeyboardInterrupt."""
+    def run(self) -> dict[str, Any]:
+        """Run once, without the GIL. Keys: runs, timeseries, packets (Table), wall_s, events."""

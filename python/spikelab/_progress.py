@@ -1,0 +1,65 @@
+"""A one-line progress bar on stderr for long runs; no third-party dependency."""
+
+from __future__ import annotations
+
+import shutil
+import sys
+import time
+from typing import TextIO
+
+SHOW_AFTER_S = 2.0
+
+
+def _clock(seconds: float) -> str:
+    seconds = int(round(seconds))
+    hours, rest = divmod(seconds, 3600)
+    minutes, secs = divmod(rest, 60)
+    return f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes}:{secs:02d}"
+
+
+def line(fraction: float, sim_total_s: float, elapsed_s: float, width: int) -> str:
+    """Render one bar line: ``[####....]  45.0%  sim 9.0/20.0 s  elapsed 0:03  ETA 0:04``."""
+    fraction = min(max(fraction, 0.0), 1.0)
+    eta = _clock(elapsed_s * (1.0 - fraction) / fraction) if fraction > 0 else "?"
+    text = (
+        f" {100.0 * fraction:5.1f}%  sim {fraction * sim_total_s:.1f}/{sim_total_s:.1f} s"
+        f"  elapsed {_clock(elapsed_s)}  ETA {eta}"
+    )
+    bar_width = max(10, min(40, width - len(text) - 3))
+    filled = int(round(bar_width * fraction))
+    return f"[{'#' * filled}{'.' * (bar_width - filled)}]{text}"
+
+
+class ProgressBar:
+    """Shows progress once a run has lasted SHOW_AFTER_S on a TTY, or at once when forced.
+
+    ``enabled``: None = automatic (stderr must be a TTY), True = always, False = never.
+    """
+
+    def __init__(self, sim_total_s: float, enabled: bool | None, stream: TextIO | None = None):
+        self.stream = stream if stream is not None else sys.stderr
+        self.sim_total_s = sim_total_s
+        self.start = time.monotonic()
+        if enabled is None:
+            isatty = getattr(self.stream, "isatty", None)
+            self.delay = SHOW_AFTER_S if isatty is not None and isatty() else None
+        else:
+            self.delay = 0.0 if enabled else None
+        self.shown = False
+
+    def update(self, fraction: float) -> None:
+        elapsed = time.monotonic() - self.start
+        if self.delay is None or elapsed < self.delay:
+            return
+        width = shutil.get_terminal_size((80, 24)).columns
+        self.stream.write("\r" + line(fraction, self.sim_total_s, elapsed, width - 1))
+        self.stream.flush()
+        self.shown = True
+
+    def close(self, fraction: float | None = None) -> None:
+        """Draw the final state (if the bar is due) and end the line."""
+        if fraction is not None:
+            self.update(fraction)
+        if self.shown:
+            self.stream.write("\n")
+            self.stream.flush()

@@ -1,0 +1,296 @@
+"""The ``spikelab`` command: a thin shell over the library.
+
+Errors are reported as one line ``spikelab: error: <message>`` on stderr with exit code 2;
+Ctrl-C exits with 130. No traceback reaches the user (SPIKELAB_DEBUG=1 shows it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import re
+import statistics
+import sys
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import NoReturn
+
+PROG = "spikelab"
+EXIT_USAGE = 2
+EXIT_INTERNAL = 1
+EXIT_INTERRUPTED = 130
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, but usage errors are one line like every other error."""
+
+    def error(self, message: str) -> NoReturn:
+        _say_error(f"{message} (see '{self.prog} --help')")
+        raise SystemExit(EXIT_USAGE)
+
+
+def _say_error(message: str) -> None:
+    print(f"{PROG}: error: {message}", file=sys.stderr)
+
+
+def _override(text: str) -> str:
+    key, sep, _ = text.partition("=")
+    if not sep or not key.strip():
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
+    return text
+
+
+def _zoom(text: str) -> tuple[float | None, float | None]:
+    start, sep, end = text.partition(":")
+    try:
+        if not sep:
+            raise ValueError
+        t0 = float(start) if start.strip() else None
+        t1 = float(end) if end.strip() else None
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected T0:T1 in seconds (e.g. 10:13), got {text!r}"
+        ) from None
+    if t0 is not None and t1 is not None and t1 <= t0:
+        raise argparse.ArgumentTypeError(f"T1 must be after T0, got {text!r}")
+    return t0, t1
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return value
+
+
+@contextlib.contextmanager
+def _scenario_file(path: str) -> Iterator[str]:
+    """Check that ``path`` is a file and name it in scenario errors raised inside."""
+    import spikelab
+
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f"{path}: no such file")
+    try:
+        yield path
+    except spikelab.ScenarioError as exc:
+        raise spikelab.ScenarioError(f"{path}: {exc}") from None
+
+
+# ---------------------------------------------------------------------------------- output
+
+
+def _plural(n: int, noun: str) -> str:
+    return f"{n} {noun}{'' if n == 1 else 's'}"
+
+
+def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(header)]
+    lines = ["  ".join(h.rjust(w) for h, w in zip(header, widths, strict=True))]
+    lines += ["  ".join(c.rjust(w) for c, w in zip(row, widths, strict=True)) for row in rows]
+    return "\n".join(lines)
+
+
+def summary_table(runs) -> str:
+    """Per flow: goodput, bytes, RTOs (spurious), fast retx (spurious), retx segments."""
+    cols = runs.to_pydict()
+    rows = [
+        [
+            str(cols["flow"][i]),
+            f"{cols['goodput_bps'][i] / 1e6:.3f}",
+            f"{cols['bytes_delivered'][i]:,}",
+            f"{cols['rto_count'][i]} ({cols['rto_spurious_true'][i]})",
+            f"{cols['fast_retx_count'][i]} ({cols['fast_retx_spurious_true'][i]})",
+            str(cols["retx_segments"][i]),
+        ]
+        for i in range(runs.num_rows)
+    ]
+    header = ["flow", "goodput Mbps", "bytes", "RTOs (spurious)",
+              "fast retx (spurious)", "retx segs"]
+    return _table(header, rows)
+
+
+# ---------------------------------------------------------------------------------- commands
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    import spikelab
+
+    with _scenario_file(args.scenario) as scenario:
+        result = spikelab.run(scenario, seed=args.seed, overrides=args.set, trace=args.trace,
+                              out=args.out, plots=not args.no_plots,
+                              progress=False if args.quiet else None)
+    if args.quiet:
+        return 0
+    print(f"{args.scenario}: seed {result.seed}, {result.events:,} events "
+          f"in {result.wall_s:.2f} s wall")
+    print(summary_table(result.runs))
+    if args.out is not None:
+        figures = [f for f in result.manifest["files"] if f["path"].startswith("figures/")]
+        print(f"results: {args.out}")
+        if figures:
+            print(f"figures: {Path(args.out) / 'figures'} ({len(figures)} files)")
+    return 0
+
+
+def cmd_plot(args: argparse.Namespace) -> int:
+    import spikelab
+
+    paths = spikelab.plot(args.outdir, zoom=args.zoom)
+    if not args.quiet:
+        if paths:
+            print(f"figures: {Path(args.outdir) / 'figures'} ({len(paths)} files)")
+        else:
+            print(f"{args.outdir}: no figures (tables hold no time series or packet events)")
+    return 0
+
+
+_TIME_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "": 1.0,
+               "min": 60.0, "h": 3600.0}
+
+
+def _seconds(value: object) -> float | None:
+    """A resolved scenario duration (seconds, or a string such as ``"20000ms"``) in seconds."""
+    if isinstance(value, (int, float)):
+        return float(value)
+    match = re.fullmatch(r"\s*([0-9.eE+-]+)\s*([a-zµ]*)\s*", str(value))
+    if match and match.group(2) in _TIME_UNITS:
+        with contextlib.suppress(ValueError):
+            return float(match.group(1)) * _TIME_UNITS[match.group(2)]
+    return None
+
+
+def describe(scenario: dict) -> str:
+    """One line: name, number of flows, simulated duration and seed of a resolved scenario."""
+    sim = scenario.get("sim") or {}
+    parts = [_plural(len(scenario.get("flow") or []), "flow")]
+    duration = sim.get("duration")
+    if duration is not None:
+        seconds = _seconds(duration)
+        parts.append(f"{seconds:g} s simulated" if seconds is not None else f"{duration} simulated")
+    if "seed" in sim:
+        parts.append(f"seed {sim['seed']}")
+    text = ", ".join(parts)
+    return f"{scenario['name']}: {text}" if scenario.get("name") else text
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    import spikelab
+
+    with _scenario_file(args.file) as path:
+        scenario = spikelab.validate(path, overrides=args.set)
+    print(f"{args.file}: ok ({describe(scenario)})")
+    return 0
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    import spikelab
+
+    scenario = args.scenario
+    walls = []
+    for i in range(1, args.repeat + 1):
+        with _scenario_file(scenario):
+            result = spikelab.run(scenario, seed=args.seed, overrides=args.set,
+                                  trace="summary", progress=False)
+        packets = sum(result.runs["segments_sent"].to_pylist())
+        wall = result.wall_s
+        walls.append(wall)
+        if i == 1:
+            print(f"{scenario}: seed {result.seed}, {_plural(result.runs.num_rows, 'flow')}, "
+                  f"{result.duration_s:g} s simulated, {result.events:,} events, "
+                  f"{packets:,} data packets")
+            print(f"{'run':>3}  {'wall s':>8}  {'events/s':>12}  {'data pkts/wall s':>16}"
+                  f"  {'sim s/wall s':>12}")
+        print(f"{i:>3}  {wall:8.4f}  {result.events / wall:12,.0f}  {packets / wall:16,.0f}"
+              f"  {result.duration_s / wall:12,.1f}")
+    best = min(walls)
+    print(f"best of {len(walls)}: {best:.4f} s wall (median {statistics.median(walls):.4f} s), "
+          f"{result.events / best:,.0f} events/s, "
+          f"{packets / best:,.0f} data packets simulated per wall second")
+    return 0
+
+
+# ---------------------------------------------------------------------------------- parser
+
+
+def parser() -> argparse.ArgumentParser:
+    from spikelab import __version__
+
+    top = _Parser(prog=PROG, description="Deterministic simulation of TCP over paths whose "
+                  "delay moves.")
+    top.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    sub = top.add_subparsers(dest="command", required=True, metavar="COMMAND",
+                             parser_class=_Parser)
+
+    def overrides(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--set", action="append", default=[], type=_override,
+                       metavar="KEY=VALUE",
+                       help="override a scenario field, e.g. flow[0].tcp.variant=newreno "
+                            "(repeatable)")
+
+    p = sub.add_parser("run", help="simulate a scenario and write a results directory")
+    p.add_argument("scenario", metavar="SCENARIO.toml")
+    p.add_argument("-o", "--out", metavar="OUTDIR", help="results directory to write")
+    p.add_argument("--seed", type=int, help="master seed (default: the scenario's sim.seed)")
+    overrides(p)
+    p.add_argument("--trace", choices=("summary", "timeseries", "packets"),
+                   help="what to record (default: the scenario's sim.trace, else packets)")
+    p.add_argument("--no-plots", action="store_true", help="write tables only")
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress bar, no summary")
+    p.set_defaults(func=cmd_run)
+
+    p = sub.add_parser("plot", help="redraw the figures of a results directory")
+    p.add_argument("outdir", metavar="OUTDIR")
+    p.add_argument("--zoom", type=_zoom, metavar="T0:T1", help="time window, seconds")
+    p.add_argument("-q", "--quiet", action="store_true")
+    p.set_defaults(func=cmd_plot)
+
+    p = sub.add_parser("validate", help="check a scenario file")
+    p.add_argument("file", metavar="FILE")
+    overrides(p)
+    p.set_defaults(func=cmd_validate)
+
+    p = sub.add_parser("bench", help="time the simulator on a benchmark scenario")
+    p.add_argument("--scenario", default="benches/ns3-dumbbell.toml", metavar="FILE")
+    p.add_argument("--repeat", type=_positive, default=3, metavar="N",
+                   help="number of timed runs (default 3)")
+    p.add_argument("--seed", type=int)
+    overrides(p)
+    p.set_defaults(func=cmd_bench)
+    return top
+
+
+def _os_message(exc: OSError) -> str:
+    if exc.filename is not None and exc.strerror:
+        return f"{exc.filename}: {exc.strerror}"
+    return str(exc) or type(exc).__name__
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        args = parser().parse_args(argv)
+        return args.func(args)
+    except SystemExit:
+        raise
+    except KeyboardInterrupt:
+        print(f"{PROG}: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except BrokenPipeError:
+        # stdout closed early (e.g. piped into head): not an error worth a message.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+    except OSError as exc:
+        _say_error(_os_message(exc))
+        return EXIT_USAGE
+    except ValueError as exc:  # ScenarioError is a ValueError
+        _say_error(str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
+        return EXIT_USAGE
+    except BaseException as exc:  # e.g. a panic in the core: still no traceback
+        if os.environ.get("SPIKELAB_DEBUG"):
+            raise
+        _say_error(f"internal error: {type(exc).__name__}: {exc} "
+                   f"(SPIKELAB_DEBUG=1 shows the traceback)")
+        return EXIT_INTERNAL

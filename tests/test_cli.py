@@ -1,0 +1,97 @@
+"""The spikelab command: errors are one line with exit code 2, never a traceback."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+from spikelab import cli
+
+
+def spikelab(*args, cwd=None):
+    return subprocess.run([sys.executable, "-m", "spikelab", *map(str, args)], cwd=cwd,
+                          capture_output=True, text=True, timeout=300)
+
+
+def assert_one_line_error(proc, *fragments):
+    assert proc.returncode == 2, proc.stderr
+    assert "Traceback" not in proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1, proc.stderr
+    assert lines[0].startswith("spikelab: error: ")
+    for fragment in fragments:
+        assert fragment in lines[0]
+
+
+@pytest.mark.parametrize("command", [
+    ("run", "no-such.toml", "-o", "out"),
+    ("validate", "no-such.toml"),
+])
+def test_missing_scenario_file(command, tmp_path):
+    proc = spikelab(*command, cwd=tmp_path)
+    assert_one_line_error(proc, "no-such.toml")
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("bad", ["flow[0].tcp.variant", "=newreno", ""])
+def test_bad_set_syntax(bad, tmp_path):
+    scenario = tmp_path / "s.toml"
+    scenario.write_text("")
+    assert_one_line_error(spikelab("run", scenario, "--set", bad), "--set", "KEY=VALUE")
+
+
+@pytest.mark.parametrize("args, fragment", [
+    (("run", "x.toml", "--bogus"), "--bogus"),
+    (("plot", "x", "--zoom", "13:10"), "--zoom"),
+    (("run", "x.toml", "--trace", "everything"), "--trace"),
+    (("bench", "--repeat", "0"), "--repeat"),
+    ((), "COMMAND"),
+])
+def test_usage_errors_are_one_line(args, fragment):
+    assert_one_line_error(spikelab(*args), fragment)
+
+
+def test_plot_of_a_directory_without_results(tmp_path):
+    assert_one_line_error(spikelab("plot", tmp_path), "manifest.json")
+
+
+def test_unwritable_outdir(tmp_path, lte_handover):
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    proc = spikelab("run", lte_handover, "-o", blocker / "out", "--trace", "summary", "-q")
+    assert_one_line_error(proc, str(blocker))
+
+
+def test_invalid_override_names_the_file_and_field(lte_handover):
+    proc = spikelab("validate", lte_handover, "--set", "sim.duration=-1")
+    assert_one_line_error(proc, lte_handover.name, "sim.duration")
+
+
+def test_zoom_parsing():
+    assert cli._zoom("10:13") == (10.0, 13.0)
+    assert cli._zoom("10:") == (10.0, None)
+    assert cli._zoom(":2.5") == (None, 2.5)
+
+
+def test_run_validate_plot_tour(lte_handover, tmp_path):
+    out = tmp_path / "out"
+    proc = spikelab("run", lte_handover, "-o", out, "--seed", "3")
+    assert proc.returncode == 0, proc.stderr
+    assert "goodput Mbps" in proc.stdout and "figures:" in proc.stdout
+    assert (out / "figures" / "cwnd_flow0.svg").exists()
+
+    proc = spikelab("plot", out, "--zoom", "10:13")
+    assert proc.returncode == 0, proc.stderr
+    assert "figures:" in proc.stdout
+
+    proc = spikelab("validate", lte_handover)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith(f"{lte_handover}: ok")
+
+
+def test_bench_reports_rates(lte_handover):
+    proc = spikelab("bench", "--scenario", lte_handover, "--repeat", "2")
+    assert proc.returncode == 0, proc.stderr
+    assert "data packets simulated per wall second" in proc.stdout
+    assert proc.stdout.count("\n") == 5  # header, column names, 2 runs, best
