@@ -1018,7 +1018,7 @@ mod tests {
         );
         assert_eq!(
             err("[[flow]]\n[flow.tcp.rto]\nmin = 0\n"),
-            "flow[0].tcp.rto.min: must be > 0, got 0ms"
+            "flow[0].tcp.rto.min: must be > 0, got 0s"
         );
         let e = err("[[flow]]\n[flow.tcp]\nmsss = 1\n");
         assert!(e.starts_with("flow[0].tcp"), "{e}");

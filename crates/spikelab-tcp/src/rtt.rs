@@ -31,7 +31,7 @@ pub struct RttEstimator {
     rtt_seq: u64,
     /// RTO before backoff.
     base_rto: SimDuration,
-    /// Number of consecutive backoffs applied.
+    /// Timer expiries since the last RTT sample (the doubling itself stops at `max`).
     backoff: u32,
 }
 
@@ -125,11 +125,11 @@ impl RttEstimator {
         self.base_rto = SimDuration(rto.round() as u64);
     }
 
-    /// Doubles the RTO after an expiry (RFC 6298 (5.5)), capped at the maximum.
+    /// Doubles the RTO after an expiry (RFC 6298 (5.5)), capped at the maximum. The count of
+    /// backoffs grows even at the cap: it records that the timer expired since the last sample
+    /// (the sender holds ssthresh on a repeated timeout, RFC 5681 §3.1).
     pub fn backoff(&mut self) {
-        if self.rto() < self.cfg.max {
-            self.backoff += 1;
-        }
+        self.backoff = self.backoff.saturating_add(1);
     }
 
     /// The current RTO including backoff.

@@ -11,8 +11,9 @@
 //!   least one SMSS was acknowledged, and restarts the RTO timer only on the first partial ACK
 //!   (the "Impatient" variant, §4.1); a full ACK sets `cwnd = min(ssthresh, max(FlightSize,
 //!   SMSS) + SMSS)`. After a timeout `recover = HighData`, and a third duplicate ACK whose
-//!   cumulative ACK does not cover `recover` does not start fast retransmit (step 2; switchable
-//!   with `block_fr_after_rto`, which is "the bug fix" of paper 002).
+//!   cumulative ACK does not cover more than `recover` (`ack − 1 > recover`) does not start fast
+//!   retransmit (step 2; switchable with `block_fr_after_rto`, which is "the bug fix" of paper
+//!   002).
 //! * SACK recovery, RFC 6675 §5: entry on `dupthresh` duplicate ACKs (a duplicate ACK carries
 //!   new SACK information, §2) or `IsLost(HighACK + 1)`; `cwnd = ssthresh = FlightSize/2`;
 //!   `NextSeg()` rules 1-4 with `HighRxt` and `RescueRxt`; `SetPipe()`; sending while
@@ -261,8 +262,22 @@ impl TcpSender {
         }
     }
 
+    /// Whether the `dupthresh`-th duplicate ACK may start fast retransmit.
+    ///
+    /// RFC 6582 §3.2 step 2: only if the cumulative ACK "covers more than recover", i.e.
+    /// `ack_number - 1 > recover` where `recover` is the highest sequence number transmitted;
+    /// `self.recover` is one past that byte, so `snd_una > recover`. RFC 6675 §5.1: a new SACK
+    /// recovery may start once `HighACK >= RecoveryPoint` (both inclusive byte numbers), i.e.
+    /// `snd_una >= recover`.
     fn fr_allowed(&self) -> bool {
-        !self.cfg.block_fr_after_rto || self.recover.is_none_or(|r| self.snd_una >= r)
+        if !self.cfg.block_fr_after_rto {
+            return true;
+        }
+        match self.recover {
+            None => true,
+            Some(r) if self.cfg.variant == Variant::Sack => self.snd_una >= r,
+            Some(r) => self.snd_una > r,
+        }
     }
 
     // ---- output -----------------------------------------------------------------------------
@@ -409,7 +424,9 @@ impl TcpSender {
         if let Some(s) = rule3 {
             return Some((s, NextSegRule::Unsacked));
         }
-        if self.rescue_rxt.is_none_or(|r| self.snd_una >= r) {
+        // Rule 4: HighACK > RescueRxt, both inclusive byte numbers; `snd_una` and `rescue_rxt`
+        // are one past theirs.
+        if self.rescue_rxt.is_none_or(|r| self.snd_una > r) {
             let highest_unsacked = self.board.iter().rev().find(|(_, m)| !m.sacked);
             if let Some((s, _)) = highest_unsacked {
                 return Some((s, NextSegRule::Rescue));
