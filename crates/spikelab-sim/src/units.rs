@@ -14,6 +14,23 @@ enum NumOrStr {
     Str(String),
 }
 
+/// `Deserialize` from a plain number (`$from_number`, in the type's base unit) or a string with a
+/// unit (`parse`); the error names the value as the user wrote it.
+macro_rules! units_deserialize {
+    ($ty:ident, $from_number:ident) => {
+        impl<'de> Deserialize<'de> for $ty {
+            fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                let r = match NumOrStr::deserialize(d)? {
+                    NumOrStr::Int(i) => $ty::$from_number(i as f64, &i.to_string()),
+                    NumOrStr::Float(x) => $ty::$from_number(x, &x.to_string()),
+                    NumOrStr::Str(s) => $ty::parse(&s),
+                };
+                r.map_err(serde::de::Error::custom)
+            }
+        }
+    };
+}
+
 fn split_unit(s: &str) -> (&str, &str) {
     let s = s.trim();
     let idx = s
@@ -80,16 +97,7 @@ impl std::fmt::Display for Duration {
     }
 }
 
-impl<'de> Deserialize<'de> for Duration {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let r = match NumOrStr::deserialize(d)? {
-            NumOrStr::Int(i) => Duration::from_secs(i as f64, &i.to_string()),
-            NumOrStr::Float(x) => Duration::from_secs(x, &x.to_string()),
-            NumOrStr::Str(s) => Duration::parse(&s),
-        };
-        r.map_err(serde::de::Error::custom)
-    }
-}
+units_deserialize!(Duration, from_secs);
 impl Serialize for Duration {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         s.serialize_str(&self.to_string())
@@ -131,16 +139,7 @@ impl std::fmt::Display for Rate {
         write!(f, "{}bps", self.0)
     }
 }
-impl<'de> Deserialize<'de> for Rate {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let r = match NumOrStr::deserialize(d)? {
-            NumOrStr::Int(i) => Rate::from_bps(i as f64, &i.to_string()),
-            NumOrStr::Float(x) => Rate::from_bps(x, &x.to_string()),
-            NumOrStr::Str(s) => Rate::parse(&s),
-        };
-        r.map_err(serde::de::Error::custom)
-    }
-}
+units_deserialize!(Rate, from_bps);
 impl Serialize for Rate {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         s.serialize_str(&self.to_string())
@@ -178,16 +177,7 @@ impl Bytes {
         Ok(Bytes(v.round() as u64))
     }
 }
-impl<'de> Deserialize<'de> for Bytes {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let r = match NumOrStr::deserialize(d)? {
-            NumOrStr::Int(i) => Bytes::from_f64(i as f64, &i.to_string()),
-            NumOrStr::Float(x) => Bytes::from_f64(x, &x.to_string()),
-            NumOrStr::Str(s) => Bytes::parse(&s),
-        };
-        r.map_err(serde::de::Error::custom)
-    }
-}
+units_deserialize!(Bytes, from_f64);
 impl Serialize for Bytes {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         s.serialize_u64(self.0)

@@ -574,12 +574,12 @@ impl World {
             self.record_vars(fi);
         }
         let f = &mut self.flows[fi as usize];
-        if let Some(want) = f.snd.next_timer() {
-            if f.snd_timer.is_none_or(|s| want < s) {
-                f.snd_timer = Some(want);
-                self.queue.push(want, Ev::SndTimer(fi));
-            }
-        }
+        arm_timer(
+            &mut self.queue,
+            &mut f.snd_timer,
+            f.snd.next_timer(),
+            Ev::SndTimer(fi),
+        );
     }
 
     fn pump_receiver(&mut self, fi: u32) {
@@ -588,12 +588,12 @@ impl World {
             self.launch(fi, Dir::Ack, seg, -1, EV_ACK);
         }
         let f = &mut self.flows[fi as usize];
-        if let Some(want) = f.rcv.next_timer() {
-            if f.rcv_timer.is_none_or(|s| want < s) {
-                f.rcv_timer = Some(want);
-                self.queue.push(want, Ev::RcvTimer(fi));
-            }
-        }
+        arm_timer(
+            &mut self.queue,
+            &mut f.rcv_timer,
+            f.rcv.next_timer(),
+            Ev::RcvTimer(fi),
+        );
     }
 
     fn record_vars(&mut self, fi: u32) {
@@ -747,6 +747,23 @@ impl World {
             .collect();
         t.push("cause", ColumnData::Dict(tr.cause, causes));
         t
+    }
+}
+
+/// Lazy timers: an endpoint's deadline moves on nearly every ACK, so an event is pushed only
+/// when the deadline comes earlier than the earliest one already queued (`scheduled`). An event
+/// that fires early finds the deadline later and the endpoint re-arms it then.
+fn arm_timer(
+    queue: &mut EventQueue<Ev>,
+    scheduled: &mut Option<SimTime>,
+    want: Option<SimTime>,
+    ev: Ev,
+) {
+    if let Some(want) = want {
+        if scheduled.is_none_or(|s| want < s) {
+            *scheduled = Some(want);
+            queue.push(want, ev);
+        }
     }
 }
 
