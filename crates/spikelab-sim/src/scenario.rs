@@ -139,6 +139,9 @@ pub struct StageSpec {
     pub profile: Option<Vec<Vec<f64>>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub trace: Option<String>,
+    /// The rows of `trace`, read once when the scenario is validated.
+    #[serde(skip)]
+    pub trace_rows: Option<Vec<Vec<f64>>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reorder: Option<bool>,
     // loss
@@ -671,6 +674,7 @@ impl StageSpec {
                     let rows = read_trace(&full, &format!("{at}.trace"))?;
                     delay_profile(&rows, &format!("{at}.trace"))?;
                     self.trace = Some(full.to_string_lossy().into_owned());
+                    self.trace_rows = Some(rows);
                 }
                 self.reorder.get_or_insert(false);
             }

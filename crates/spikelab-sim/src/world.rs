@@ -26,7 +26,7 @@ pub struct RunResult {
     pub packets: Table,
     /// Events processed.
     pub events: u64,
-    /// Simulated time reached.
+    /// The end of the run (the scenario's duration).
     pub end: SimTime,
     /// The run was stopped through [`RunControl::cancel`]; the tables are partial.
     pub cancelled: bool,
@@ -209,15 +209,12 @@ fn build_stage(spec: &StageSpec, rng: Rng) -> Stage {
             if let Some(d) = spec.delay {
                 Stage::Delay(DelayStage::fixed(d.0, reorder, rng))
             } else {
-                let rows = match (&spec.profile, &spec.trace) {
-                    (Some(rows), _) => rows.clone(),
-                    (None, Some(file)) => {
-                        crate::scenario::read_trace(std::path::Path::new(file), "trace")
-                            .expect("validated when the scenario was parsed")
-                    }
-                    (None, None) => unreachable!("validated"),
-                };
-                let p = crate::scenario::delay_profile(&rows, "profile").expect("validated");
+                let rows = spec
+                    .profile
+                    .as_ref()
+                    .or(spec.trace_rows.as_ref())
+                    .expect("validated: a profile or a trace that was read");
+                let p = crate::scenario::delay_profile(rows, "profile").expect("validated");
                 Stage::Delay(DelayStage::profile(p, reorder, rng))
             }
         }
@@ -717,7 +714,7 @@ impl World {
             timeseries: series_table(timeseries),
             packets: self.packets_table(),
             events: self.events,
-            end: self.now.max(end).min(end),
+            end,
             cancelled: false,
         }
     }

@@ -101,8 +101,10 @@ impl Scoreboard {
     /// Marks every segment wholly inside `[start, end)` as SACKed; returns the newly SACKed bytes.
     pub fn mark_sacked(&mut self, start: u64, end: u64) -> u64 {
         let mut newly = 0;
-        let mut s = self.base;
-        for m in self.segs.iter_mut() {
+        // Entries below `start` cannot be inside the block: begin at its first segment.
+        let first = (start.saturating_sub(self.base) / self.mss) as usize;
+        let mut s = self.base + first as u64 * self.mss;
+        for m in self.segs.iter_mut().skip(first) {
             let e = s + m.len as u64;
             if s >= end {
                 break;
