@@ -260,6 +260,10 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int)
     overrides(p)
     p.set_defaults(func=cmd_bench)
+
+    from .emulate.cli import register as register_emulation  # emulate, compare
+
+    register_emulation(sub, _override, _zoom)
     return top
 
 

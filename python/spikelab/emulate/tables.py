@@ -1,0 +1,321 @@
+"""An emulated run's result tables, in the simulator's columns.
+
+Sources (also written to the manifest, ``emulation.sources``):
+
+- ``packets``: the emulator's capture (``_core.emu_analyze``): every frame in, every stage's
+  intended exit, every drop, every actual departure.
+- ``timeseries``: the sender's TCP_INFO samples (cwnd, ssthresh, srtt, rttvar, rto, snd_una,
+  snd_nxt, inflight, ca_state; recorded on change), markers for RTO expirations (from
+  ``tcpi_total_rto``) and fast recoveries (entries into the Recovery state), each labelled
+  spurious or genuine by the capture's ground truth; ``rtt_sample`` and ``rcv_nxt`` from the
+  capture.
+- ``runs``: bytes delivered and completion time from the receiving application; timeouts and
+  fast retransmits from the kernel; everything about packets (segments, retransmissions,
+  spurious ones, duplicate ACKs, DSACKs, RTT samples, stalls, drops) from the capture.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from .. import _core, results
+from .._tables import to_arrow
+from ..simulate import RunResult
+from . import tcpinfo
+from .kernel import KernelPlan
+
+SERIES_VARS = ("cwnd", "ssthresh", "srtt", "rttvar", "rto", "snd_una", "snd_nxt", "inflight",
+               "ca_state")
+VAR_NAMES = [*SERIES_VARS, "rtt_sample", "rcv_nxt", "rto_expiry", "fast_retx"]
+# Kernel counters worth reporting (TcpExt unless noted), as nstat names them.
+COUNTERS = (
+    "TcpExtTCPTimeouts", "TcpExtTCPSpuriousRTOs", "TcpExtTCPLossUndo", "TcpExtTCPFullUndo",
+    "TcpExtTCPPartialUndo", "TcpExtTCPDSACKUndo", "TcpExtTCPSackRecovery",
+    "TcpExtTCPRenoRecovery", "TcpExtTCPFastRetrans", "TcpExtTCPSlowStartRetrans",
+    "TcpExtTCPLostRetransmit", "TcpExtTCPDSACKRecv", "TcpExtTCPDSACKOldSent",
+    "TcpExtTCPDSACKOfoSent", "TcpExtTCPDSACKOfoRecv", "TcpExtTCPSACKReorder",
+    "TcpExtTCPTSReorder", "TcpExtTCPRenoReorder", "TcpExtTCPLossProbes",
+    "TcpExtTCPLossProbeRecovery", "TcpExtTCPSpuriousRtxHostQueues", "TcpExtTCPLossFailures",
+    "TcpExtTCPDelivered", "TcpRetransSegs", "TcpOutSegs", "TcpInSegs",
+)
+UNDO_COUNTERS = ("TcpExtTCPLossUndo", "TcpExtTCPFullUndo", "TcpExtTCPPartialUndo",
+                 "TcpExtTCPDSACKUndo")
+MARKER_WINDOW_NS = 50_000_000  # how far after an event its retransmission may be seen
+
+SOURCES = {
+    "runs.bytes_delivered": "receiving application (kernel); capture if absent",
+    "runs.goodput_bps": "bytes_delivered over the flow's lifetime",
+    "runs.completion_time_s": "receiving application",
+    "runs.rto_count": "sender TCP_INFO tcpi_total_rto (kernel >= 6.7), else TCPTimeouts",
+    "runs.fast_retx_count": "sender TCP_INFO: entries into the Recovery state",
+    "runs.rto_spurious_true": "capture ground truth of the RTO's retransmission",
+    "runs.fast_retx_spurious_true": "capture ground truth of the recovery's first "
+                                    "retransmission",
+    "runs.*": "capture (the emulator saw every frame)",
+    "timeseries.cwnd..ca_state": "sender TCP_INFO every sample period, recorded on change",
+    "timeseries.snd_una": "tcpi_bytes_acked",
+    "timeseries.snd_nxt": "snd_una + SIOCOUTQ - SIOCOUTQNSD",
+    "timeseries.rtt_sample": "capture: ACK at the sender minus the segment's send time "
+                             "(segments sent once)",
+    "timeseries.rcv_nxt": "capture: in-order data that left the emulator to the receiver",
+    "packets": "capture; stage_enter / stage_exit at the emulator's intended times, deliver "
+               "at the actual departure",
+}
+
+
+def _delta(before: dict[str, int], after: dict[str, int]) -> dict[str, int]:
+    return {k: after.get(k, 0) - before.get(k, 0) for k in COUNTERS if k in after}
+
+
+def _series_from_samples(flow: int, fields: list[str], samples: list[list[int]],
+                         t0: int) -> tuple[dict[str, list], list[dict[str, int]]]:
+    """TCP_INFO samples to on-change rows; also returns the samples as dicts."""
+    rows: dict[str, list] = {"t_ns": [], "flow": [], "var": [], "value": []}
+    last: dict[str, float] = {}
+    as_dicts = []
+    for s in samples:
+        d = dict(zip(fields, s, strict=True))
+        as_dicts.append(d)
+        mss = d["snd_mss"] or 1
+        ssthresh = d["snd_ssthresh"]
+        snd_una = float(d["bytes_acked"])
+        values = {
+            "cwnd": float(d["snd_cwnd"] * mss),
+            "ssthresh": math.inf if ssthresh >= tcpinfo.TCP_INFINITE_SSTHRESH
+            else float(ssthresh * mss),
+            "srtt": d["rtt"] / 1e6,
+            "rttvar": d["rttvar"] / 1e6,
+            "rto": d["rto"] / 1e6,
+            "snd_una": snd_una,
+            "snd_nxt": snd_una + d["in_flight_bytes"] if d["in_flight_bytes"] >= 0 else math.nan,
+            "inflight": float(max(d["unacked"] - d["sacked"] - d["lost"] + d["retrans"], 0)
+                              * mss),
+            "ca_state": float(tcpinfo.SIM_CA_STATE.get(d["ca_state"], 0)),
+        }
+        t = max(d["t_ns"] - t0, 0)
+        for var, v in values.items():
+            if math.isnan(v) or last.get(var) == v:
+                continue
+            last[var] = v
+            rows["t_ns"].append(t)
+            rows["flow"].append(flow)
+            rows["var"].append(var)
+            rows["value"].append(v)
+    return rows, as_dicts
+
+
+def _events(samples: list[dict[str, int]], t0: int, total_rto_ok: bool
+            ) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
+    """(time, previous sample time) of each RTO expiration and each entry into Recovery."""
+    rtos, recoveries = [], []
+    prev = None
+    for s in samples:
+        t = max(s["t_ns"] - t0, 0)
+        if prev is not None:
+            tp = max(prev["t_ns"] - t0, 0)
+            if total_rto_ok:
+                for _ in range(max(s["total_rto"] - prev["total_rto"], 0)):
+                    rtos.append((t, tp))
+            elif s["ca_state"] == 4 and prev["ca_state"] != 4 or s["backoff"] > prev["backoff"]:
+                rtos.append((t, tp))
+            if s["ca_state"] == 3 and prev["ca_state"] != 3:
+                recoveries.append((t, tp))
+        prev = s
+    return rtos, recoveries
+
+
+def _label(events: list[tuple[int, int]], retx: list[dict[str, Any]]) -> list[tuple[int, bool]]:
+    """Each event with the ground truth of the first retransmission seen after the sample
+    before it (each retransmission used once)."""
+    out = []
+    used = 0
+    times = [r["t_ns"] for r in retx]
+    for t, tp in events:
+        i = int(np.searchsorted(times, tp, side="left"))
+        i = max(i, used)
+        if i < len(retx) and retx[i]["t_ns"] <= t + MARKER_WINDOW_NS:
+            out.append((t, bool(retx[i]["spurious"])))
+            used = i + 1
+        else:
+            out.append((t, False))
+    return out
+
+
+def build(raw: dict[str, Any], resolved: dict[str, Any], view: dict[str, Any],
+          plan: KernelPlan, seed: int, duration_ns: int, keep_capture: bool) -> RunResult:
+    """The RunResult of an emulated run from what its processes left (see run._run)."""
+    t0 = int(raw["t0_ns"])
+    an = _core.emu_analyze(raw["pcap"], duration_ns)
+    packets = to_arrow(an["packets"])
+    cap_series = to_arrow(an["series"])
+    cap_flows = json.loads(an["flows"])
+    timing = json.loads(an["timing"])
+    stages = [tuple(s) for s in an["stages"]]
+    snd, rcv = raw["sender"], raw["receiver"]
+    fields = snd["fields"]
+
+    ts_rows: dict[str, list] = {"t_ns": [], "flow": [], "var": [], "value": []}
+    marker_rows: dict[str, list] = {"t_ns": [], "flow": [], "var": [], "value": []}
+    flow_kernel = []
+    run_rows = []
+    for i, fl in enumerate(snd["flows"]):
+        rows, samples = _series_from_samples(i, fields, fl["samples"], t0)
+        for k in ts_rows:
+            ts_rows[k] += rows[k]
+        total_rto_ok = fl["tcp_info_bytes"] >= tcpinfo.SIZE
+        rto_ev, rec_ev = _events(samples, t0, total_rto_ok)
+        retx = cap_flows[i]["retransmissions"]
+        rtos = _label(rto_ev, retx)
+        recs = _label(rec_ev, retx)
+        for var, evs in (("rto_expiry", rtos), ("fast_retx", recs)):
+            for t, sp in evs:
+                marker_rows["t_ns"].append(t)
+                marker_rows["flow"].append(i)
+                marker_rows["var"].append(var)
+                marker_rows["value"].append(1.0 if sp else 0.0)
+        last = samples[-1] if samples else {}
+        flow_kernel.append({
+            "flow": i,
+            "tcp_info_bytes": fl["tcp_info_bytes"],
+            "samples": len(samples),
+            "final_tcp_info": last,
+            "bytes_written": fl["bytes_written"],
+            "rto_events": len(rtos),
+            "recoveries": len(recs),
+        })
+        rcv_f = rcv["flows"][i]
+        cf = cap_flows[i]
+        start_ns = int(view["flows"][i]["start_ns"])
+        complete = rcv_f.get("complete_ns")
+        completion = (complete - t0 - start_ns) / 1e9 if complete else math.nan
+        delivered = int(rcv_f.get("bytes") or cf["bytes_delivered"])
+        stop_ns = (complete - t0) if complete else duration_ns
+        active = max(stop_ns - start_ns, 1) / 1e9
+        rto_count = int(last.get("total_rto", 0)) if total_rto_ok else len(rtos)
+        row = {
+            "flow": i,
+            "seed": seed,
+            "goodput_bps": delivered * 8 / active,
+            "bytes_delivered": delivered,
+            "rto_count": rto_count,
+            "rto_spurious_true": sum(sp for _, sp in rtos),
+            "fast_retx_count": len(recs),
+            "fast_retx_spurious_true": sum(sp for _, sp in recs),
+            "retx_segments": cf["retx_segments"],
+            "spurious_retx_true": cf["spurious_retx_true"],
+            "dupacks_rcvd": cf["dupacks_rcvd"],
+            "dsacks_rcvd": cf["dsacks_rcvd"],
+            "segments_sent": cf["segments_sent"],
+            "rtt_mean_s": cf["rtt_mean_s"] if cf["rtt_mean_s"] is not None else math.nan,
+            "rtt_sd_s": cf["rtt_sd_s"] if cf["rtt_sd_s"] is not None else math.nan,
+            "rtt_samples": cf["rtt_samples"],
+            "longest_stall_s": cf["longest_stall_s"],
+            "completion_time_s": completion,
+            "mss": int(view["flows"][i]["tcp"]["mss"]),
+        }
+        for g, (path, stage) in enumerate(stages):
+            row[f"drops_{path}_{stage}"] = cf["drops"][g]
+        row["drops_total"] = sum(cf["drops"])
+        run_rows.append(row)
+
+    runs = _runs_table(run_rows, stages)
+    timeseries = _timeseries_table(ts_rows, marker_rows, cap_series)
+    counters = {
+        "sender": _delta(snd["counters_before"], snd["counters_after"]),
+        "receiver": _delta(rcv["counters_before"], rcv["counters_after"]),
+    }
+    undo = sum(counters["sender"].get(k, 0) for k in UNDO_COUNTERS)
+    engine = raw["emulator"]
+    manifest = results.new_manifest(resolved, seed, "packets", duration_ns / 1e9,
+                                    raw["wall_s"], int(packets.num_rows))
+    manifest["emulation"] = {
+        "mode": "emulate",
+        "t0_ns": t0,
+        "run_id": raw["run_id"],
+        "timing": timing,
+        "timing_engine": engine.get("timing"),
+        "engine": {k: v for k, v in engine.items() if k != "timing"},
+        "kernel": plan.as_dict(),
+        "counters": counters,
+        "undo": undo,
+        "flows": flow_kernel,
+        "receiver": rcv["flows"],
+        "topology": raw["topology"],
+        "sources": SOURCES,
+        "unavailable": _unavailable(flow_kernel),
+        "capture": "emulation/capture.pcapng" if keep_capture else None,
+        "frames_unclassified": an["unclassified"],
+    }
+    return RunResult(
+        runs=runs, timeseries=timeseries, packets=packets, scenario=resolved, seed=seed,
+        trace="packets", duration_s=duration_ns / 1e9, wall_s=raw["wall_s"],
+        events=int(packets.num_rows), manifest=manifest,
+    )
+
+
+def _unavailable(flow_kernel: list[dict[str, Any]]) -> list[str]:
+    out = [
+        "runs.rto_spurious_true, runs.fast_retx_spurious_true: the ground truth of the first "
+        "retransmission after the kernel's event (the kernel does not say which segment its "
+        "timer retransmitted)",
+        "timeseries.rto_expiry / fast_retx: times are those of the TCP_INFO sample that saw "
+        "the event (within one sample period)",
+    ]
+    if any(f["tcp_info_bytes"] < tcpinfo.SIZE for f in flow_kernel):
+        out.append("runs.rto_count: this kernel's TCP_INFO has no tcpi_total_rto (< 6.7); "
+                   "counted from Loss-state entries and backoff increases")
+    return out
+
+
+FLOAT_COLUMNS = {"goodput_bps", "rtt_mean_s", "rtt_sd_s", "longest_stall_s",
+                 "completion_time_s"}
+
+
+def _runs_table(rows: list[dict[str, Any]], stages: list[tuple[str, str]]) -> pa.Table:
+    """The simulator's runs columns and types (flow int32, the FLOAT_COLUMNS float64, the
+    rest int64)."""
+    cols: dict[str, pa.Array] = {}
+    names = list(rows[0].keys()) if rows else []
+    for name in names:
+        values = [r[name] for r in rows]
+        if name == "flow":
+            cols[name] = pa.array(values, pa.int32())
+        elif name in FLOAT_COLUMNS:
+            cols[name] = pa.array([float(v) for v in values], pa.float64())
+        else:
+            cols[name] = pa.array([int(v) for v in values], pa.int64())
+    return pa.table(cols)
+
+
+def _timeseries_table(ts: dict[str, list], markers: dict[str, list],
+                      cap: pa.Table) -> pa.Table:
+    t = np.concatenate([np.asarray(ts["t_ns"], np.int64), np.asarray(markers["t_ns"], np.int64),
+                        cap["t_ns"].to_numpy()])
+    flow = np.concatenate([np.asarray(ts["flow"], np.int32),
+                           np.asarray(markers["flow"], np.int32), cap["flow"].to_numpy()])
+    var = list(ts["var"]) + list(markers["var"]) + [str(v) for v in cap["var"].to_pylist()]
+    value = np.concatenate([np.asarray(ts["value"], np.float64),
+                            np.asarray(markers["value"], np.float64),
+                            cap["value"].to_numpy()])
+    order = np.argsort(t, kind="stable")
+    codes = np.asarray([VAR_NAMES.index(v) for v in var], np.int32)[order]
+    return pa.table({
+        "t_ns": pa.array(t[order], pa.int64()),
+        "flow": pa.array(flow[order], pa.int32()),
+        "var": pa.DictionaryArray.from_arrays(pa.array(codes, pa.int32()),
+                                              pa.array(VAR_NAMES, pa.string())),
+        "value": pa.array(value[order], pa.float64()),
+    })
+
+
+def read_capture_path(outdir: str | Path) -> Path | None:
+    """The capture of an emulated results directory, if it kept one."""
+    m = results.read_manifest(outdir)
+    rel = (m.get("emulation") or {}).get("capture")
+    return Path(outdir) / rel if rel else None
