@@ -133,6 +133,17 @@ impl Timing {
     }
 }
 
+/// What one path saw: frames entering its first stage and the drops among them.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct PathSummary {
+    pub name: String,
+    /// Frames that entered the path (all of them: data, ACKs, handshake) by the end.
+    pub frames: u64,
+    /// 1-based position, among the path's frames, of each frame the path dropped (the
+    /// numbering of a deterministic loss stage's `nth`): a seed's loss pattern.
+    pub dropped: Vec<u64>,
+}
+
 /// Everything read from one capture.
 pub struct Analysis {
     pub meta: CaptureMeta,
@@ -143,12 +154,15 @@ pub struct Analysis {
     pub timing: Timing,
     /// (path, stage) names of every stage, in the order of the `drops_<path>_<stage>` columns.
     pub stages: Vec<(String, String)>,
+    pub paths: Vec<PathSummary>,
     /// Frames the capture holds that belong to no flow.
     pub unclassified: u64,
 }
 
 #[derive(Default)]
 struct PktRec {
+    /// 1-based position among the frames of its path (0: no path).
+    ordinal: u64,
     t_in: u64,
     side_a: bool,
     flow: i32,
@@ -306,6 +320,14 @@ pub fn analyze(cap: &Capture, duration_ns: u64) -> Result<Analysis, String> {
     // Gather each packet's records.
     let mut pkts: Vec<PktRec> = Vec::new();
     let mut errs = Vec::new();
+    let mut paths: Vec<PathSummary> = meta
+        .paths
+        .iter()
+        .map(|p| PathSummary {
+            name: p.name.clone(),
+            ..PathSummary::default()
+        })
+        .collect();
     for r in &cap.records {
         let Some(note) = Note::parse(&r.comment) else {
             continue;
@@ -320,6 +342,11 @@ pub fn analyze(cap: &Capture, duration_ns: u64) -> Result<Analysis, String> {
         match note {
             Note::In { flow, path, .. } => {
                 p.t_in = rel(r.ts_ns);
+                if path >= 0 && (path as usize) < paths.len() && p.t_in <= duration_ns {
+                    let ps = &mut paths[path as usize];
+                    ps.frames += 1;
+                    p.ordinal = ps.frames;
+                }
                 p.side_a = r.iface == 0;
                 p.flow = flow;
                 p.path = path;
@@ -338,6 +365,13 @@ pub fn analyze(cap: &Capture, duration_ns: u64) -> Result<Analysis, String> {
                 exits,
                 ..
             } => p.drop = Some((at, stage, cause, exits)),
+        }
+    }
+    for p in &pkts {
+        if let (Some((at, ..)), true) = (&p.drop, p.ordinal > 0) {
+            if *at <= duration_ns {
+                paths[p.path as usize].dropped.push(p.ordinal);
+            }
         }
     }
 
@@ -682,6 +716,7 @@ pub fn analyze(cap: &Capture, duration_ns: u64) -> Result<Analysis, String> {
         flows: flows.into_iter().map(|f| f.s).collect(),
         timing: Timing::from_errors(errs),
         stages,
+        paths,
         unclassified,
     })
 }
@@ -855,6 +890,10 @@ mod tests {
         let a = scripted().analyze(200 * MS);
         assert!((a.flows[0].longest_stall_s - 0.0817).abs() < 1e-9);
         assert_eq!(f.drops, vec![1]);
+        // The fwd path saw 5 frames (SYN and 4 data); the 3rd was dropped.
+        assert_eq!(a.paths[0].frames, 5);
+        assert_eq!(a.paths[0].dropped, vec![3]);
+        assert_eq!(a.paths[1].frames, 4);
         // Timing errors: 0.3 ms, 0, 0.1 ms, 0, 0, 2 ms, 0, 0 (SYN, SYN-ACK included).
         assert_eq!(a.timing.departures, 8);
         assert_eq!(a.timing.max_ns, 2 * MS as i64);

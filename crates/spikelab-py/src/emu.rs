@@ -76,6 +76,7 @@ fn emu_analyze<'py>(
     out.set_item("timing", js(&a.timing)?)?;
     out.set_item("meta", js(&a.meta)?)?;
     out.set_item("stages", a.stages.clone())?;
+    out.set_item("paths", js(&a.paths)?)?;
     out.set_item("unclassified", a.unclassified)?;
     Ok(out)
 }

@@ -47,8 +47,9 @@ def kernel_line(emulation: dict) -> str:
 
 def cmd_emulate(args: argparse.Namespace) -> int:
     from .. import cli
-    from . import cleanup, emulate
+    from . import cleanup, emulate, kernel
 
+    kernel.require_privileges()
     if args.cleanup:
         removed = cleanup()
         n = len(removed["namespaces"]) + len(removed["links"])
@@ -57,6 +58,8 @@ def cmd_emulate(args: argparse.Namespace) -> int:
                 print(f"removed {', '.join(removed['namespaces'] + removed['links'])}")
             else:
                 print("nothing to clean up")
+            if removed["in_use"]:
+                print(f"left alone (runs in progress): {', '.join(removed['in_use'])}")
         return 0
     if args.scenario is None:
         raise ValueError("a scenario is required (or --cleanup)")

@@ -157,6 +157,7 @@ def build(raw: dict[str, Any], resolved: dict[str, Any], view: dict[str, Any],
     cap_flows = json.loads(an["flows"])
     timing = json.loads(an["timing"])
     stages = [tuple(s) for s in an["stages"]]
+    paths = json.loads(an["paths"])
     snd, rcv = raw["sender"], raw["receiver"]
     fields = snd["fields"]
 
@@ -251,6 +252,8 @@ def build(raw: dict[str, Any], resolved: dict[str, Any], view: dict[str, Any],
         "unavailable": _unavailable(flow_kernel),
         "capture": "emulation/capture.pcapng" if keep_capture else None,
         "frames_unclassified": an["unclassified"],
+        "paths": {p["name"]: {"frames": p["frames"], "drops": len(p["dropped"])}
+                  for p in paths},
     }
     return RunResult(
         runs=runs, timeseries=timeseries, packets=packets, scenario=resolved, seed=seed,

@@ -14,8 +14,9 @@ LRO: with checksum offload on, frames reach the emulator with partial checksums 
 receiver drops them; with GRO, merged frames exceed the MTU). The hosts have static neighbour
 entries (no ARP has to cross a delay spike) and IPv6 is off in all three namespaces.
 
-Every name carries the run's id, and :func:`cleanup` removes whatever a crashed run left. The
-``ip`` tool is called with argument lists only; no shell, no string built from user input.
+Every name carries the run's id, and :func:`cleanup` removes whatever a crashed run left (a
+run in progress is recognised by its owner file ``/run/spikelab/<id>.pid`` and left alone).
+The ``ip`` tool is called with argument lists only; no shell, no string built from user input.
 """
 
 from __future__ import annotations
@@ -28,7 +29,9 @@ import secrets
 import signal
 import subprocess
 import sys
+import tempfile
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 NS_PREFIX = "spikelab-"
@@ -37,6 +40,27 @@ DEV_RE = re.compile(r"^sl[0-9a-f]{6}[sabr]$")
 SUBNET = "10.201.0"
 PREFIX_LEN = 24
 IP_TIMEOUT_S = 20
+
+
+def _owner_dir() -> Path:
+    run = Path("/run")
+    if os.access(run, os.W_OK):
+        return run / "spikelab"
+    return Path(tempfile.gettempdir()) / "spikelab-run"
+
+
+def _owner_file(run_id: str) -> Path:
+    return _owner_dir() / f"{run_id}.pid"
+
+
+def _owner_alive(run_id: str) -> int | None:
+    """The pid of the live process that owns run ``run_id``, if there is one."""
+    try:
+        pid = int(_owner_file(run_id).read_text().strip())
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except (OSError, ValueError):
+        return None
+    return pid if b"python" in cmdline or b"spikelab" in cmdline else None
 
 
 class TopologyError(RuntimeError):
@@ -125,6 +149,9 @@ class Topology:
         (hex CPU mask) steers the hosts' receive processing to those CPUs.
         """
         self.created = True
+        owner = _owner_file(self.run_id)
+        owner.parent.mkdir(parents=True, exist_ok=True)
+        owner.write_text(f"{os.getpid()}\n")
         try:
             return self._create(sysctl_snd, sysctl_rcv, list(route_snd), list(route_rcv),
                                 rps_mask)
@@ -184,6 +211,8 @@ class Topology:
         for ns in self.namespaces:
             _remove_namespace(ns)
         self.created = False
+        with contextlib.suppress(OSError):
+            _owner_file(self.run_id).unlink()
 
 
 def _ns_pids(ns: str) -> list[int]:
@@ -214,10 +243,21 @@ def leftovers() -> dict[str, list[str]]:
 
 def cleanup() -> dict[str, list[str]]:
     """Remove every namespace and veth a spikelab run left behind (killing what runs in
-    them); return what was removed."""
+    them), except those of runs still in progress; return what was removed and what is in
+    use (``in_use``: ``"<namespace> (pid N)"``)."""
     found = leftovers()
+    removed: dict[str, list[str]] = {"namespaces": [], "links": [], "in_use": []}
     for ns in found["namespaces"]:
+        run_id = NS_RE.match(ns).group(1)
+        pid = _owner_alive(run_id)
+        if pid is not None and pid != os.getpid():
+            removed["in_use"].append(f"{ns} (pid {pid})")
+            continue
         _remove_namespace(ns)
+        removed["namespaces"].append(ns)
+        with contextlib.suppress(OSError):
+            _owner_file(run_id).unlink()
     for dev in found["links"]:
         ip("link", "del", dev, check=False)
-    return found
+        removed["links"].append(dev)
+    return removed
