@@ -419,3 +419,26 @@ def test_killed_run_leaves_nothing_after_cleanup_and_the_next_run_works(tmp_path
     assert again.returncode == 0, again.stderr
     assert (tmp_path / "again" / "manifest.json").is_file()
     assert not leftovers()["namespaces"]
+
+
+@as_root
+@pytest.mark.skipif(not shutil.which("unshare"), reason="needs unshare (util-linux)")
+def test_tcp_probe_events_when_tracefs_is_mounted(tmp_path):
+    scenario = write(tmp_path, "spike.toml", SPIKE)
+    proc = subprocess.run(
+        ["unshare", "-m", "--propagation", "private", sys.executable,
+         str(ROOT / "tests" / "_with_tracefs.py"), "emulate", str(scenario), "-o",
+         str(tmp_path / "probe"), "--set", "sim.duration=\"2s\"", "--no-plots", "-q"],
+        capture_output=True, text=True, timeout=120)
+    if proc.returncode == 77:
+        pytest.skip(proc.stderr.strip())
+    assert proc.returncode == 0, proc.stderr
+    res = spikelab.load(tmp_path / "probe")
+    probe = res.manifest["emulation"]["tcp_probe"]
+    assert probe["available"] and probe["flows"] == [0], probe
+    ts = res.timeseries.to_pandas()
+    una = ts[ts["var"] == "snd_una"]
+    # One snd_una per ACK (about one per two segments with delayed ACK), not per 1 ms sample.
+    assert probe["events"] > 500 and len(una) > 500
+    assert una.value.is_monotonic_increasing
+    assert abs(una.value.max() - res.runs["bytes_delivered"][0].as_py()) < 200_000

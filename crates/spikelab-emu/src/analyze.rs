@@ -85,6 +85,8 @@ pub struct FlowSummary {
     pub last_delivery_ns: u64,
     /// When the first data segment left the sender, ns since t0 (0: never).
     pub first_send_ns: u64,
+    /// The sender's initial sequence number (from its SYN), if the capture has it.
+    pub isn: Option<u32>,
     /// This flow's drops per stage, in the order of [`Analysis::stages`].
     pub drops: Vec<u64>,
     /// SYN / FIN / RST frames and the sender's pure ACKs (not rows of `packets`).
@@ -643,6 +645,7 @@ pub fn analyze(cap: &Capture, duration_ns: u64) -> Result<Analysis, String> {
                 .max(duration_ns.saturating_sub(fl.last_progress))
         };
         fl.s.bytes_delivered = fl.rcv_nxt;
+        fl.s.isn = fl.isn;
         fl.s.last_delivery_ns = fl.last_delivery;
         fl.s.rtt_samples = n as u64;
         fl.s.rtt_mean_s = mean;

@@ -125,11 +125,12 @@ class _Flow:
         self.info_bytes = 0
 
 
-def _sample(flow: _Flow, now: int) -> None:
+def _sample(flow: _Flow) -> None:
     try:
         raw = flow.sock.getsockopt(socket.IPPROTO_TCP, TCP_INFO, tcpinfo.SIZE)
     except OSError:
         return
+    now = time.time_ns()  # just after the kernel copied its state
     info, n = tcpinfo.parse(raw)
     flow.info_bytes = n
     in_flight_bytes = -1
@@ -194,13 +195,12 @@ def run_sender(cfg: dict[str, Any]) -> dict[str, Any]:
             break
         for fl in flows:
             if fl.connected.is_set():
-                _sample(fl, now)
+                _sample(fl)
         tick = tick + period if tick + period > now else now + period
         _sleep_until(min(tick, end))
-    final = time.time_ns()
     for fl in flows:
         if fl.connected.is_set():
-            _sample(fl, final)
+            _sample(fl)
     after = counters()
     for fl in flows:
         _rst_close(fl.sock)

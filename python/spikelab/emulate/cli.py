@@ -67,6 +67,7 @@ def cmd_emulate(args: argparse.Namespace) -> int:
         result = emulate(scenario, out=args.out, seed=args.seed, overrides=args.set,
                          sysctls=args.sysctl, realtime=not args.no_realtime,
                          spin_us=args.spin_us, snaplen=args.snaplen, sample_ms=args.sample_ms,
+                         tcp_probe=not args.no_tcp_probe,
                          plots=not args.no_plots, progress=False if args.quiet else None)
     if args.quiet:
         return 0
@@ -118,6 +119,8 @@ def register(sub, override_type, zoom_type) -> None:
                    help="bytes of each frame kept in the capture, 0 = all (default 160)")
     p.add_argument("--sample-ms", type=_positive, default=1.0, metavar="MS",
                    help="TCP_INFO sampling period (default 1)")
+    p.add_argument("--no-tcp-probe", action="store_true",
+                   help="do not use the tcp_probe tracepoint even if tracefs is mounted")
     p.add_argument("--no-plots", action="store_true", help="write tables only")
     p.add_argument("--cleanup", action="store_true",
                    help="remove namespaces and veths that crashed runs left, then exit")

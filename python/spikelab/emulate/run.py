@@ -27,6 +27,7 @@ from .._progress import ProgressBar
 from ..simulate import RunResult, ScenarioSource, _overrides, read_scenario
 from . import kernel, tables
 from .kernel import EmulationError
+from .probe import Probe
 from .topology import Topology, TopologyError, in_ns
 
 START_MARGIN_NS = 300_000_000  # between "everyone is ready" and time 0
@@ -172,6 +173,7 @@ def emulate(
     spin_us: float = 50.0,
     snaplen: int = 160,
     sample_ms: float = DEFAULT_SAMPLE_MS,
+    tcp_probe: bool = True,
     plots: bool = True,
     progress: bool | None = None,
 ) -> RunResult:
@@ -181,7 +183,8 @@ def emulate(
     ``sysctls`` are extra ``net.*=value`` settings for both hosts' namespaces. ``realtime``
     runs the emulator thread under SCHED_FIFO; ``spin_us`` is how long it busy-waits before
     each departure; ``snaplen`` the bytes of each frame kept in the capture (0: all);
-    ``sample_ms`` the TCP_INFO sampling period. With ``out``, the results directory is
+    ``sample_ms`` the TCP_INFO sampling period; ``tcp_probe`` uses the kernel's tcp_probe
+    tracepoint as well when tracefs is mounted. With ``out``, the results directory is
     written there (tables, figures, manifest, and ``emulation/`` with the capture).
     Returns the same :class:`spikelab.RunResult` as :func:`spikelab.run`.
     """
@@ -204,7 +207,7 @@ def emulate(
     try:
         raw = _run(text, emu_overrides, base_dir, seed, duration_ns, plan, workdir,
                    realtime=realtime, spin_ns=int(spin_us * 1000), snaplen=snaplen,
-                   sample_ns=int(sample_ms * 1e6), progress=progress)
+                   sample_ns=int(sample_ms * 1e6), tcp_probe=tcp_probe, progress=progress)
         result = tables.build(raw, resolved, view, plan, seed, duration_ns,
                               keep_capture=out is not None)
     finally:
@@ -216,8 +219,11 @@ def emulate(
 
 
 def _run(text, overrides, base_dir, seed, duration_ns, plan, workdir, *, realtime, spin_ns,
-         snaplen, sample_ns, progress) -> dict[str, Any]:
+         snaplen, sample_ns, tcp_probe, progress) -> dict[str, Any]:
     topo = Topology(mtu=plan.mtu)
+    probe = Probe(topo.run_id, [f["port"] for f in plan.flows])
+    if not tcp_probe:
+        probe.dir, probe.error = None, "not asked for"
     py = sys.executable
     emu_cpu, rps_mask = cpu_plan()
     pcap = workdir / "capture.pcapng"
@@ -263,6 +269,7 @@ def _run(text, overrides, base_dir, seed, duration_ns, plan, workdir, *, realtim
             deadline = time.monotonic() + READY_TIMEOUT_S
             for c in children:
                 c.wait_ready(deadline)
+            probe.start()
             t0 = time.time_ns() + START_MARGIN_NS
             for c in children:
                 c.start(t0)
@@ -284,12 +291,14 @@ def _run(text, overrides, base_dir, seed, duration_ns, plan, workdir, *, realtim
             bar.close(None)
             raise
         finally:
+            probe.stop()
             for c in children:
                 c.close()
             topo.teardown()
     raw: dict[str, Any] = {"t0_ns": t0, "topology": report, "run_id": topo.run_id,
                            "wall_s": time.monotonic() - started, "pcap": str(pcap),
-                           "workdir": str(workdir)}
+                           "workdir": str(workdir), "probe": probe.report(),
+                           "probe_samples": probe.samples() if probe.available else []}
     for name, path in files.items():
         src = workdir / "emulator-stats.json" if name == "emulator" else path
         try:

@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute  # noqa: F401  (pa.compute)
 
 from .. import _core, results
 from .._tables import to_arrow
@@ -59,7 +60,7 @@ SOURCES = {
                                     "retransmission",
     "runs.*": "capture (the emulator saw every frame)",
     "timeseries.cwnd..ca_state": "sender TCP_INFO every sample period, recorded on change",
-    "timeseries.snd_una": "tcpi_bytes_acked",
+    "timeseries.snd_una": "tcpi_bytes_acked - 1 (it counts the SYN)",
     "timeseries.snd_nxt": "snd_una + SIOCOUTQ - SIOCOUTQNSD",
     "timeseries.rtt_sample": "capture: ACK at the sender minus the segment's send time "
                              "(segments sent once)",
@@ -84,7 +85,8 @@ def _series_from_samples(flow: int, fields: list[str], samples: list[list[int]],
         as_dicts.append(d)
         mss = d["snd_mss"] or 1
         ssthresh = d["snd_ssthresh"]
-        snd_una = float(d["bytes_acked"])
+        # tcpi_bytes_acked counts the SYN's sequence number too: the first data byte is 0.
+        snd_una = float(max(d["bytes_acked"] - 1, 0))
         values = {
             "cwnd": float(d["snd_cwnd"] * mss),
             "ssthresh": math.inf if ssthresh >= tcpinfo.TCP_INFINITE_SSTHRESH
@@ -108,6 +110,89 @@ def _series_from_samples(flow: int, fields: list[str], samples: list[list[int]],
             rows["var"].append(var)
             rows["value"].append(v)
     return rows, as_dicts
+
+
+PROBE_VARS = ("cwnd", "ssthresh", "srtt", "snd_una", "snd_nxt")
+
+
+def _unwrapper():
+    """Maps 32-bit sequence offsets, in order, to 64-bit ones (adds 2^32 at each wrap)."""
+    last, high = None, 0
+
+    def unwrap(v32: int) -> int:
+        nonlocal last, high
+        if last is not None and v32 + (1 << 31) < last:
+            high += 1 << 32
+        last = v32
+        return high + v32
+
+    return unwrap
+
+
+def _series_from_probe(flow: int, events: list, isn: int, mss: int, t0: int
+                       ) -> dict[str, list]:
+    """tcp_probe events (one per ACK the sender received) to rows."""
+    rows: dict[str, list] = {"t_ns": [], "flow": [], "var": [], "value": []}
+    base = (isn + 1) & 0xFFFFFFFF
+    una_of, nxt_of = _unwrapper(), _unwrapper()
+    # tcp_probe reports the state as a segment arrives, before it is processed: the state
+    # after ACK k is the state as ACK k+1 arrives, so each event takes its successor's values
+    # when the successor follows closely (otherwise a timer may have acted in between).
+    events = [(ev[0], *(nxt if nxt[0] - ev[0] <= PROBE_GAP_NS else ev)[1:])
+              for ev, nxt in zip(events, [*events[1:], events[-1]], strict=True)]
+    for t, _port, snd_nxt, snd_una, cwnd, ssthresh, srtt_us in events:
+        una_full = una_of((snd_una - base) & 0xFFFFFFFF)
+        nxt_full = nxt_of((snd_nxt - base) & 0xFFFFFFFF)
+        values = {
+            "cwnd": float(cwnd * mss),
+            "ssthresh": math.inf if ssthresh >= tcpinfo.TCP_INFINITE_SSTHRESH
+            else float(ssthresh * mss),
+            "srtt": srtt_us / 1e6,
+            "snd_una": float(una_full),
+            "snd_nxt": float(nxt_full),
+        }
+        tt = max(t - t0, 0)
+        for var, v in values.items():
+            # Every event, not only changes: the merge with TCP_INFO keeps the changes.
+            rows["t_ns"].append(tt)
+            rows["flow"].append(flow)
+            rows["var"].append(var)
+            rows["value"].append(v)
+    return rows
+
+
+PROBE_GAP_NS = 2_000_000
+
+
+def _merge_probe(info: dict[str, list], probe: dict[str, list]) -> dict[str, list]:
+    """One flow's TCP_INFO rows and tcp_probe rows as one on-change series: for the variables
+    tcp_probe has, its rows, plus the TCP_INFO rows that fall in gaps of the probe stream
+    (no ACK for more than PROBE_GAP_NS: a timeout's cwnd reduction, for instance); the other
+    variables from TCP_INFO."""
+    probe_t = np.asarray(sorted(probe["t_ns"]), np.int64)
+    rows = []
+    for t, var, value, flow in zip(info["t_ns"], info["var"], info["value"], info["flow"],
+                                   strict=True):
+        if var in PROBE_VARS and probe_t.size:
+            i = int(np.searchsorted(probe_t, t))
+            near = any(abs(int(probe_t[j]) - t) <= PROBE_GAP_NS
+                       for j in (i - 1, i) if 0 <= j < probe_t.size)
+            if near:
+                continue
+        rows.append((t, var, value, flow))
+    rows += list(zip(probe["t_ns"], probe["var"], probe["value"], probe["flow"], strict=True))
+    rows.sort(key=lambda r: r[0])
+    out: dict[str, list] = {"t_ns": [], "flow": [], "var": [], "value": []}
+    last: dict[str, float] = {}
+    for t, var, value, flow in rows:
+        if last.get(var) == value:
+            continue
+        last[var] = value
+        out["t_ns"].append(t)
+        out["flow"].append(flow)
+        out["var"].append(var)
+        out["value"].append(value)
+    return out
 
 
 def _events(samples: list[dict[str, int]], t0: int, total_rto_ok: bool
@@ -165,8 +250,18 @@ def build(raw: dict[str, Any], resolved: dict[str, Any], view: dict[str, Any],
     marker_rows: dict[str, list] = {"t_ns": [], "flow": [], "var": [], "value": []}
     flow_kernel = []
     run_rows = []
+    probe_by_port: dict[int, list] = {}
+    for ev in raw.get("probe_samples") or []:
+        probe_by_port.setdefault(int(ev[1]), []).append(ev)
+    probe_used = []
     for i, fl in enumerate(snd["flows"]):
         rows, samples = _series_from_samples(i, fields, fl["samples"], t0)
+        events = probe_by_port.get(int(plan.flows[i]["port"]), [])
+        isn = cap_flows[i].get("isn")
+        if events and isn is not None:
+            mss = int(samples[-1]["snd_mss"]) if samples else int(view["flows"][i]["tcp"]["mss"])
+            rows = _merge_probe(rows, _series_from_probe(i, events, isn, mss, t0))
+            probe_used.append(i)
         for k in ts_rows:
             ts_rows[k] += rows[k]
         total_rto_ok = fl["tcp_info_bytes"] >= tcpinfo.SIZE
@@ -227,6 +322,8 @@ def build(raw: dict[str, Any], resolved: dict[str, Any], view: dict[str, Any],
 
     runs = _runs_table(run_rows, stages)
     timeseries = _timeseries_table(ts_rows, marker_rows, cap_series)
+    # The simulator stops at the scenario's end; so do the tables.
+    timeseries = timeseries.filter(pa.compute.less_equal(timeseries["t_ns"], duration_ns))
     counters = {
         "sender": _delta(snd["counters_before"], snd["counters_after"]),
         "receiver": _delta(rcv["counters_before"], rcv["counters_after"]),
@@ -248,7 +345,12 @@ def build(raw: dict[str, Any], resolved: dict[str, Any], view: dict[str, Any],
         "flows": flow_kernel,
         "receiver": rcv["flows"],
         "topology": raw["topology"],
-        "sources": SOURCES,
+        "sources": {**SOURCES, **({
+            "timeseries.cwnd, ssthresh, srtt, snd_una, snd_nxt":
+                "tcp_probe tracepoint (the state after every ACK the sender received); "
+                "TCP_INFO samples where no ACK came for 2 ms"}
+            if probe_used else {})},
+        "tcp_probe": {**raw.get("probe", {}), "flows": probe_used},
         "unavailable": _unavailable(flow_kernel),
         "capture": "emulation/capture.pcapng" if keep_capture else None,
         "frames_unclassified": an["unclassified"],

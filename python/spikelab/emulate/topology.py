@@ -260,4 +260,8 @@ def cleanup() -> dict[str, list[str]]:
     for dev in found["links"]:
         ip("link", "del", dev, check=False)
         removed["links"].append(dev)
+    from .probe import remove_leftover_instances
+
+    removed["links"] += remove_leftover_instances(
+        keep=lambda run_id: _owner_alive(run_id) not in (None, os.getpid()))
     return removed
