@@ -251,6 +251,9 @@ def test_lossless_example_tables_figures_and_report(lte_emulated):
     figures = {p.name for p in (out / "figures").iterdir()}
     assert {"seqack_flow0.png", "cwnd_flow0.png", "rtt_flow0.png"} <= figures
     assert (out / "emulation" / "capture.pcapng").stat().st_size > 1_000_000
+    tcp_info = pq.read_table(out / "emulation" / "tcp_info.parquet")
+    assert tcp_info.num_rows > 15_000  # ~ one sample per ms for 20 s
+    assert {"snd_cwnd", "total_rto", "dsack_dups", "ca_state"} <= set(tcp_info.column_names)
     # The same columns as a simulated run.
     sim = spikelab.run(EXAMPLES / "lte-handover-lossless.toml", progress=False)
     res = spikelab.load(out)

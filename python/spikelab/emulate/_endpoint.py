@@ -39,6 +39,7 @@ TCP_WINDOW_CLAMP = getattr(socket, "TCP_WINDOW_CLAMP", 10)
 SIOCOUTQ = 0x5411  # bytes not yet acknowledged (sent or not)
 SIOCOUTQNSD = 0x894B  # bytes not yet sent
 PR_SET_PDEATHSIG = 1
+PR_SET_TIMERSLACK = 29
 CHUNK = 1 << 16
 POLL_S = 0.02
 
@@ -56,9 +57,11 @@ class SetupError(Exception):
 
 
 def _die_with_parent() -> None:
+    """Die with ``spikelab emulate``; sleep with 1 ns timer slack (the 1 ms sampling)."""
     try:
         libc = ctypes.CDLL(None, use_errno=True)
         libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        libc.prctl(PR_SET_TIMERSLACK, 1, 0, 0, 0)
     except (OSError, AttributeError):
         pass
     if os.getppid() == 1:  # the parent is already gone

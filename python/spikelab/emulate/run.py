@@ -210,6 +210,9 @@ def emulate(
                    sample_ns=int(sample_ms * 1e6), tcp_probe=tcp_probe, progress=progress)
         result = tables.build(raw, resolved, view, plan, seed, duration_ns,
                               keep_capture=out is not None)
+        if out is not None:
+            results.write_parquet(tables.tcp_info_table(raw), workdir / "tcp_info.parquet")
+            result.manifest["emulation"]["tcp_info"] = "emulation/tcp_info.parquet"
     finally:
         if tmp is not None:
             tmp.cleanup()

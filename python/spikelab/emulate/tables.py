@@ -419,6 +419,23 @@ def _timeseries_table(ts: dict[str, list], markers: dict[str, list],
     })
 
 
+def tcp_info_table(raw: dict[str, Any]) -> pa.Table:
+    """Every TCP_INFO sample of every flow, all sampled fields (kernel units: packets, µs),
+    time in ns since t0: ``emulation/tcp_info.parquet``."""
+    fields = raw["sender"]["fields"]
+    t0 = int(raw["t0_ns"])
+    cols: dict[str, list] = {"t_ns": [], "flow": []}
+    cols.update({f: [] for f in fields[1:]})
+    for i, fl in enumerate(raw["sender"]["flows"]):
+        for sample in fl["samples"]:
+            cols["t_ns"].append(max(sample[0] - t0, 0))
+            cols["flow"].append(i)
+            for f, v in zip(fields[1:], sample[1:], strict=True):
+                cols[f].append(v)
+    types = {"flow": pa.int32()}
+    return pa.table({k: pa.array(v, types.get(k, pa.int64())) for k, v in cols.items()})
+
+
 def read_capture_path(outdir: str | Path) -> Path | None:
     """The capture of an emulated results directory, if it kept one."""
     m = results.read_manifest(outdir)
