@@ -148,6 +148,14 @@ def test_spurious_detectors_map_to_tcp_frto(spurious, frto):
         assert any("cannot be separated" in n for n in notes)
 
 
+def test_frto_variants_that_linux_lacks_are_noted():
+    value, _, notes = kernel.map_detectors({"spurious": ["frto"], "frto": "basic"}, 0)
+    assert value == "2" and any("basic algorithm maps" in n for n in notes)
+    value, _, notes = kernel.map_detectors({"spurious": ["frto"], "frto": "auto",
+                                            "timestamps": False, "dsack": False}, 0)
+    assert value == "2" and not notes
+
+
 def test_unknown_detectors_and_unmappable_responses_are_explained():
     with pytest.raises(kernel.EmulationError, match="unknown detector.*'stodler'.*known"):
         kernel.map_detectors({"spurious": ["stodler"]}, 0)

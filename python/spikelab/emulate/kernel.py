@@ -13,15 +13,17 @@ spikelab          Linux
                   (``tcp_packet_delayed``) is Eifel detection (RFC 3522); it cannot be
                   turned off while timestamps are on
 ``dsack``         ``tcp_sack = 1``, ``tcp_dsack = 1``: DSACK-based undo (RFC 3708 style)
-``frto``          ``tcp_frto = 2``: Linux implements SACK-enhanced F-RTO (RFC 5682 §3)
-``frto-basic``    ``tcp_frto = 2`` as well: since Linux 3.10 the same algorithm runs
-                  without SACK (set ``sack = false`` for the basic algorithm's inputs)
+``frto``          ``tcp_frto = 2``: Linux implements SACK-enhanced F-RTO (RFC 5682 §3);
+                  ``frto = "auto"`` (SACK-enhanced with SACK, basic without) is what it does
+``frto-basic``,   ``tcp_frto = 2`` as well: since Linux 3.10 the same algorithm runs
+``frto = "basic"`` without SACK (set ``sack = false`` for the basic algorithm's inputs)
 ``linux``         all three: the kernel's defaults
-response ``linux`` / ``undo``: the kernel's full undo (prior cwnd and ssthresh)
+response ``undo`` (or ``linux``): the kernel's full undo (prior cwnd and ssthresh)
 response ``eifel`` (RFC 4015), ``none``: no kernel equivalent (the kernel always undoes)
 ================  =====================================================================
 
-Without a ``spurious`` field the kernel's F-RTO default (``tcp_frto = 2``) is kept.
+Without a ``spurious`` field (a scenario format without detectors) the kernel's F-RTO default
+(``tcp_frto = 2``) is kept; ``spurious = []`` turns F-RTO off.
 """
 
 from __future__ import annotations
@@ -148,9 +150,13 @@ def map_detectors(tcp: dict[str, Any], flow: int) -> tuple[str | None, dict[str,
         if "linux" in wanted:
             wanted |= {"eifel", "dsack", "frto"}
         frto = "2" if wanted & {"frto", "frto-basic"} else "0"
-        if "frto-basic" in wanted:
-            notes.append(f"{at}.spurious: Linux has only SACK-enhanced F-RTO (RFC 5682 §3, "
-                         "which also runs without SACK); frto-basic maps to it")
+        variant = str(tcp.get("frto") or "auto").lower()
+        if "frto-basic" in wanted or ("frto" in wanted and variant == "basic"):
+            notes.append(f"{at}.frto: Linux has only SACK-enhanced F-RTO (RFC 5682 §3, which "
+                         "also runs without SACK); the basic algorithm maps to it")
+        if "frto" in wanted and variant == "sack" and not tcp.get("sack", True):
+            notes.append(f"{at}.frto = sack with sack off: the kernel's F-RTO runs on "
+                         "cumulative ACKs")
         if "eifel" in wanted and not tcp.get("timestamps", True):
             notes.append(f"{at}.spurious: eifel needs timestamps, which are off: no Eifel "
                          "detection in the kernel")
