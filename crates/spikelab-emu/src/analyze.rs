@@ -49,6 +49,9 @@ const EV_EXIT: i32 = 4;
 const EV_DROP: i32 = 5;
 const EV_DELIVER: i32 = 6;
 
+/// The drop cause of a frame the emulator could not send (the veth refused it).
+pub const TX_ERROR: &str = "tx_error";
+
 /// Variables of the derived time series (the rest come from the kernel's TCP_INFO).
 pub const SERIES_VARS: [&str; 2] = ["rtt_sample", "rcv_nxt"];
 
@@ -337,6 +340,9 @@ pub fn analyze(cap: &Capture, duration_ns: u64) -> Result<Analysis, String> {
         let id = match &note {
             Note::In { pkt, .. } | Note::Out { pkt, .. } | Note::Drop { pkt, .. } => *pkt as usize,
         };
+        if id >= cap.records.len() {
+            continue; // ids count frames; a larger one is not from the engine
+        }
         if id >= pkts.len() {
             pkts.resize_with(id + 1, PktRec::default);
         }
@@ -397,9 +403,11 @@ pub fn analyze(cap: &Capture, duration_ns: u64) -> Result<Analysis, String> {
         }
         stage_code.push(codes);
     }
+    // The simulator's causes, then the emulator's own: a frame it could not send.
     let causes: Vec<String> = DropCause::ALL
         .iter()
         .map(|c| c.as_str().to_string())
+        .chain([TX_ERROR.to_string()])
         .collect();
 
     let mut flows: Vec<FlowState> = (0..meta.flows.len())
@@ -434,9 +442,14 @@ pub fn analyze(cap: &Capture, duration_ns: u64) -> Result<Analysis, String> {
         if p.t_in > duration_ns {
             continue;
         }
-        // Drops of any frame of the flow count (handshake frames too).
+        // Drops of any frame of the flow count (handshake frames too). A frame the emulator
+        // could not send (`tx_error`) was dropped by no stage.
+        if p.path < 0 || p.path as usize >= stage_code.len() {
+            continue;
+        }
+        let codes = &stage_code[p.path as usize];
         if let Some((at, stage, _, _)) = &p.drop {
-            if *at <= duration_ns && p.path >= 0 {
+            if *at <= duration_ns && (*stage as usize) < codes.len() {
                 let g = first_global[p.path as usize] + *stage as usize;
                 fl.s.drops[g] += 1;
             }
@@ -523,27 +536,28 @@ pub fn analyze(cap: &Capture, duration_ns: u64) -> Result<Analysis, String> {
             (None, Some((at, stage, cause, ex))) => (ex.clone(), Some((*at, *stage, cause))),
             (None, None) => (Vec::new(), None),
         };
-        let codes = &stage_code[p.path as usize];
+        let code = |s: usize| codes.get(s).copied().unwrap_or(-1);
         let mut enter = p.t_in;
-        for (s, &exit) in exits.iter().enumerate() {
+        for (s, &exit) in exits.iter().enumerate().take(codes.len()) {
             if enter <= duration_ns {
-                rows.push(enter, &ctx, EV_ENTER, codes[s], -1);
+                rows.push(enter, &ctx, EV_ENTER, code(s), -1);
             }
             if exit <= duration_ns {
-                rows.push(exit, &ctx, EV_EXIT, codes[s], -1);
+                rows.push(exit, &ctx, EV_EXIT, code(s), -1);
             }
             enter = exit;
         }
         if let Some((at, stage, cause)) = dropped {
             if at <= duration_ns {
-                if (stage as usize) >= exits.len() {
-                    rows.push(enter, &ctx, EV_ENTER, codes[stage as usize], -1);
+                let stage = stage as usize;
+                if stage < codes.len() && stage >= exits.len() {
+                    rows.push(enter, &ctx, EV_ENTER, code(stage), -1);
                 }
                 let c = causes
                     .iter()
                     .position(|x| x == cause)
                     .map_or(-1, |c| c as i32);
-                rows.push(at, &ctx, EV_DROP, codes[stage as usize], c);
+                rows.push(at, &ctx, EV_DROP, code(stage), c);
             }
         }
         if let Some((actual, _, _)) = p.out {
@@ -925,6 +939,31 @@ mod tests {
         );
         let vars = a.series.strings("var");
         assert_eq!(vars, vec!["rcv_nxt", "rtt_sample"]);
+    }
+
+    #[test]
+    fn a_frame_the_emulator_could_not_send_is_a_drop_at_no_stage() {
+        let mut c = Cap::new();
+        c.frame(
+            true,
+            &build(40000, 5000, ISN, 0, SYN, &[], 0),
+            0,
+            0,
+            Some(0),
+        );
+        c.frame(true, &data(0), MS, 51 * MS, Some(51 * MS));
+        let pkt = c.next;
+        c.next += 1;
+        write_in(&mut c.s, pkt, 0, 0);
+        pcapng::packet(&mut c.buf, 0, T0 + 2 * MS, &data(1), 128, INBOUND, &c.s);
+        write_drop(&mut c.s, pkt, u16::MAX, TX_ERROR, 52 * MS, &[52 * MS]);
+        pcapng::packet(&mut c.buf, 0, T0 + 52 * MS, &data(1), 128, INBOUND, &c.s);
+        let a = c.analyze(10_000 * MS);
+        let ev = a.packets.strings("event");
+        let d = ev.iter().position(|e| *e == "drop").unwrap();
+        assert_eq!(a.packets.strings("cause")[d], TX_ERROR);
+        assert_eq!(a.packets.strings("stage")[d], "");
+        assert_eq!(a.flows[0].drops, vec![0]);
     }
 
     #[test]

@@ -13,7 +13,7 @@
 //! - The timing error of every departure (actual send time − intended time) is kept and
 //!   summarised; it is also in the capture.
 
-use crate::analyze::Timing;
+use crate::analyze::{self, Timing};
 use crate::config::EmuConfig;
 use crate::notes::{self, CaptureMeta, CAPTURE_FORMAT};
 use crate::pcapng;
@@ -703,7 +703,7 @@ impl Engine {
                     );
                 } else {
                     stats.tx_errors += 1;
-                    notes::write_drop(note, p.id, u16::MAX, "tx_error", f.at, p.exits());
+                    notes::write_drop(note, p.id, u16::MAX, analyze::TX_ERROR, f.at, p.exits());
                     pcapng::packet(
                         pcap.buf(),
                         p.side_in.index() as u32,
