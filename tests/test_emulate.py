@@ -217,6 +217,39 @@ def test_compare_two_simulated_runs(tmp_path):
     assert (tmp_path / "b" / "compare" / "compare_flow0.png").stat().st_size > 10_000
 
 
+def test_kernel_events_are_labelled_by_the_next_retransmission():
+    from spikelab.emulate.tables import _label
+
+    retx = [{"t_ns": 100, "spurious": True}, {"t_ns": 500, "spurious": False}]
+    # (event time, previous sample time): the first retransmission at or after the previous
+    # sample, each used once; none within the window: genuine (False).
+    assert _label([(101, 99), (502, 499), (10**9, 10**9 - 1)], retx) == [
+        (101, True), (502, False), (10**9, False)]
+
+
+def test_tcp_probe_rows_show_the_state_after_each_ack_and_tcp_info_fills_gaps():
+    from spikelab.emulate.tables import _merge_probe, _series_from_probe
+
+    ms = 1_000_000
+    isn = 1000
+    # (t, port, snd_nxt, snd_una, cwnd, ssthresh, srtt_us): ACKs 1 ms apart, then a 500 ms gap.
+    events = [(t0 * ms, 5000, isn + 1 + 10_000, isn + 1 + una, cwnd, 0x7FFFFFFF, 20_000)
+              for t0, una, cwnd in ((1, 0, 10), (2, 1000, 11), (3, 2000, 12), (503, 3000, 1))]
+    probe = _series_from_probe(0, events, isn, 1000, 0)
+    cwnd = [(t, v) for t, var, v in zip(probe["t_ns"], probe["var"], probe["value"],
+                                        strict=True) if var == "cwnd"]
+    # Each ACK takes its successor's (pre-)state, except across the gap.
+    assert cwnd == [(1 * ms, 11_000.0), (2 * ms, 12_000.0), (3 * ms, 12_000.0),
+                    (503 * ms, 1000.0)]
+    info = {"t_ns": [2 * ms, 200 * ms], "flow": [0, 0], "var": ["cwnd", "cwnd"],
+            "value": [11_000.0, 1000.0]}
+    merged = _merge_probe(info, probe)
+    cw = [(t, v) for t, var, v in zip(merged["t_ns"], merged["var"], merged["value"],
+                                      strict=True) if var == "cwnd"]
+    # The TCP_INFO row at 2 ms is near ACKs (dropped); the one at 200 ms, in the gap, stays.
+    assert cw == [(1 * ms, 11_000.0), (2 * ms, 12_000.0), (200 * ms, 1000.0)]
+
+
 def test_emulate_needs_a_scenario_unless_cleaning_up(monkeypatch, capsys):
     monkeypatch.setattr(kernel, "has_privileges", lambda: True)
     assert cli.main(["emulate"]) == 2
