@@ -363,6 +363,10 @@ pub struct Scenario {
     pub path: BTreeMap<String, PathSpec>,
     #[serde(default)]
     pub flow: Vec<FlowSpec>,
+    /// The `[sweep]` table: read by the Python sweep runner (grid, replications); a single run
+    /// ignores it. Kept out of the resolved scenario.
+    #[serde(default, skip_serializing)]
+    pub sweep: Option<toml::Value>,
 }
 
 impl Default for Duration {
@@ -408,7 +412,9 @@ fn toml_error(e: &toml::de::Error) -> ScenarioError {
 }
 
 /// Applies one `key=value` override to the TOML tree. A key is a dotted path; `name[i]` picks
-/// one element of an array of tables, and a bare array name applies to every element.
+/// one element of an array of tables, and a bare array name applies to every element. Inside a
+/// path, a stage may be named by its `name` or its type when that is unambiguous:
+/// `path.fwd.delay.profile` is `path.fwd.stage[i].profile` for the path's only delay stage.
 pub fn apply_override(root: &mut toml::Value, spec: &str) -> Result<()> {
     let Some((key, raw)) = spec.split_once('=') else {
         return Err(ScenarioError::new(
@@ -459,6 +465,11 @@ fn set_path(
     };
     let (name, index) = &parts[0];
     let rest = &parts[1..];
+    if index.is_none() && !table.contains_key(name.as_str()) {
+        if let Some(toml::Value::Array(stages)) = table.get_mut("stage") {
+            return set_stage_by_name(stages, name, rest, value, key);
+        }
+    }
     if rest.is_empty() && index.is_none() {
         table.insert(name.clone(), value);
         return Ok(());
@@ -490,6 +501,45 @@ fn set_path(
         }
         (_, Some(_)) => Err(ScenarioError::new(key, format!("{name} is not an array"))),
         (child, None) => set_path(child, rest, value, key),
+    }
+}
+
+/// `path.NAME.STAGE.…`: the one stage whose `name` (or, without names, whose `type`) is `stage`.
+fn set_stage_by_name(
+    stages: &mut [toml::Value],
+    stage: &str,
+    rest: &[(String, Option<usize>)],
+    value: toml::Value,
+    key: &str,
+) -> Result<()> {
+    let field = |st: &toml::Value, f: &str| st.get(f).and_then(|v| v.as_str()).map(str::to_owned);
+    let by_name: Vec<usize> = (0..stages.len())
+        .filter(|&i| field(&stages[i], "name").as_deref() == Some(stage))
+        .collect();
+    let hits = if by_name.is_empty() {
+        (0..stages.len())
+            .filter(|&i| field(&stages[i], "type").as_deref() == Some(stage))
+            .collect()
+    } else {
+        by_name
+    };
+    match hits.as_slice() {
+        [i] if rest.is_empty() => {
+            stages[*i] = value;
+            Ok(())
+        }
+        [i] => set_path(&mut stages[*i], rest, value, key),
+        [] => Err(ScenarioError::new(
+            key,
+            format!("no stage named or of type {stage:?} in this path"),
+        )),
+        many => Err(ScenarioError::new(
+            key,
+            format!(
+                "{} stages of type {stage:?} in this path; name them or use stage[i]",
+                many.len()
+            ),
+        )),
     }
 }
 
@@ -1077,6 +1127,43 @@ mod tests {
         );
         let e = parse(text, &["nonsense".into()], Path::new(".")).unwrap_err();
         assert_eq!(e.to_string(), "--set nonsense: expected key=value");
+    }
+
+    #[test]
+    fn overrides_name_a_stage_by_type_or_name() {
+        let text = "[path.fwd]\n[[path.fwd.stage]]\ntype = \"rate\"\nrate = \"1Mbps\"\n\
+                    [[path.fwd.stage]]\ntype = \"delay\"\ndelay = \"10ms\"\n[[flow]]\n";
+        let sc = parse(
+            text,
+            &["path.fwd.delay.delay=\"30ms\"".into()],
+            Path::new("."),
+        )
+        .unwrap();
+        assert_eq!(sc.path["fwd"].stage[1].delay, Some(d_ms(30)));
+        let e = parse(text, &["path.fwd.loss.p=0.1".into()], Path::new(".")).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "path.fwd.loss.p: no stage named or of type \"loss\" in this path"
+        );
+        let two = format!(
+            "{text}[[path.fwd.stage]]\ntype = \"delay\"\ndelay = \"1ms\"\nname = \"air\"\n"
+        );
+        let e = parse(
+            &two,
+            &["path.fwd.delay.delay=\"5ms\"".into()],
+            Path::new("."),
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("2 stages of type \"delay\""), "{e}");
+        let sc = parse(&two, &["path.fwd.air.delay=\"5ms\"".into()], Path::new(".")).unwrap();
+        assert_eq!(sc.path["fwd"].stage[2].delay, Some(d_ms(5)));
+    }
+
+    #[test]
+    fn a_sweep_table_is_accepted_and_left_out_of_the_resolved_scenario() {
+        let sc = parse("[[flow]]\n[sweep]\nreplications = 3\n", &[], Path::new(".")).unwrap();
+        assert!(sc.sweep.is_some());
+        assert!(!serde_json::to_string(&sc).unwrap().contains("sweep"));
     }
 
     #[test]
