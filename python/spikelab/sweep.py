@@ -185,13 +185,8 @@ def part_table(task: RunTask, spec: SweepSpec, outcome: dict[str, Any]) -> pa.Ta
     cols["error"] = pa.array([outcome["error"]] * n, pa.string())
     if outcome["status"] == OK and runs is not None:
         for name in runs.column_names:
-            if name in cols:
-                if name != "seed":
-                    raise _core.ScenarioError(
-                        f"sweep.params: column {name!r} is also a metric; give the "
-                        f"parameter another `name`")
-                continue
-            cols[name] = runs.column(name)
+            if name not in cols:  # `seed` is already there; parameters never clash (plan)
+                cols[name] = runs.column(name)
     return pa.table(cols)
 
 
@@ -221,6 +216,10 @@ class Store:
     def claim(self, identity: dict[str, Any], fresh: bool) -> None:
         """Record which sweep this directory holds; refuse to mix two sweeps."""
         path = self.dir / SWEEP_JSON
+        if self.parts.is_dir():
+            # Temporary files of a writer that was killed: never complete, never needed.
+            for f in self.parts.glob(".*.tmp"):
+                f.unlink()
         if path.is_file() and not fresh:
             old = json.loads(path.read_text(encoding="utf-8"))
             if old.get("fingerprint") != identity["fingerprint"]:
@@ -320,6 +319,12 @@ class Plan:
     scenario: dict[str, Any]
 
 
+def _metric_columns(text: str, overrides: tuple[str, ...], base_dir: str) -> set[str]:
+    """The runs table's columns for this scenario, from a run of one nanosecond."""
+    sim = _core.Simulation(text, [*overrides, 'sim.duration="1ns"'], base_dir, None, "summary")
+    return {c["name"] for c in sim.run()["runs"]["columns"]}
+
+
 def plan(scenario: ScenarioSource, *, seed: int | None = None, overrides: Iterable[str] = (),
          sweep_spec: Any = None, trace: str | None = None) -> Plan:
     """Expand a scenario's ``[sweep]`` (or ``sweep_spec``, a dict) into its runs."""
@@ -331,6 +336,12 @@ def plan(scenario: ScenarioSource, *, seed: int | None = None, overrides: Iterab
     if trace is not None:
         spec = SweepSpec(params=spec.params, mode=spec.mode, replications=spec.replications,
                          trace=SweepSpec.parse({"trace": trace}).trace)
+    metrics = _metric_columns(text, extra, base_dir)
+    for prm in spec.params:
+        if prm.name in metrics and prm.name != "seed":
+            raise _core.ScenarioError(
+                f"sweep.params.{json.dumps(prm.key)}.name: column {prm.name!r} is also a "
+                f"metric of the runs table; give this parameter another `name`")
     base_seed = int(base["sim"]["seed"]) if seed is None else int(seed)
     tasks = spec.tasks(base_seed, extra)
     identity = {"format": FORMAT, "fingerprint": fingerprint(text, spec, base_seed, extra),
