@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -178,6 +179,14 @@ def test_a_directory_resumes_only_its_own_sweep(tmp_path):
     assert again.runs.num_rows == 8
 
 
+def _children(pid: int) -> list[int]:
+    kids = []
+    for task in Path(f"/proc/{pid}/task").glob("*"):
+        with contextlib.suppress(OSError):
+            kids += [int(k) for k in (task / "children").read_text().split()]
+    return kids
+
+
 def test_a_killed_sweep_resumes_without_recomputing_or_losing_runs(tmp_path):
     # 24 runs of ~0.2 s each on two workers; kill the command after a few have finished.
     text = SWEEP_2X2X3.replace("replications = 3", "replications = 6").replace(
@@ -194,8 +203,15 @@ def test_a_killed_sweep_resumes_without_recomputing_or_losing_runs(tmp_path):
         if len(done) >= 4 or proc.poll() is not None:
             break
         time.sleep(0.02)
+    workers = _children(proc.pid)
+    assert workers, "the sweep should run a pool of worker processes"
     proc.send_signal(signal.SIGKILL)
     proc.wait()
+    # Its pool workers notice and exit rather than linger.
+    deadline = time.monotonic() + 10
+    while any(Path(f"/proc/{w}").exists() for w in workers) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not [w for w in workers if Path(f"/proc/{w}").exists()]
     before = {p.name: (p.stat().st_ino, p.stat().st_mtime_ns)
               for p in parts.glob("*.parquet")}
     assert 4 <= len(before) < 24, "the kill should land mid-sweep"

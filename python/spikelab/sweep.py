@@ -72,10 +72,20 @@ def execute(job: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _ignore_sigint() -> None:
+def _worker_init(parent: int) -> None:
+    """Pool workers: Ctrl-C is the parent's to handle, and a worker whose parent died (e.g.
+    the sweep was killed) exits instead of lingering."""
     import signal
+    import threading
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(0.5)
+        os._exit(0)
+
+    threading.Thread(target=watch, name="spikelab-parent-watch", daemon=True).start()
 
 
 # ---------------------------------------------------------------------------------- executors
@@ -91,7 +101,7 @@ def _local(jobs: list[dict[str, Any]], workers: int) -> Iterator[dict[str, Any]]
 
     def new_pool() -> ProcessPoolExecutor:
         return ProcessPoolExecutor(max_workers=workers, mp_context=ctx,
-                                   initializer=_ignore_sigint)
+                                   initializer=_worker_init, initargs=(os.getpid(),))
 
     pool = new_pool()
     pending: dict[Future, dict[str, Any]] = {}
