@@ -51,7 +51,8 @@ def test_claims_are_evaluated_from_the_data(basic):
 def test_report_has_claims_figures_and_provenance(basic):
     html = (basic / "report.html").read_text()
     md = (basic / "report.md").read_text()
-    assert html.count("<img ") == 3 and html.count("data:image/png;base64,") == 3
+    # 3 sweep figures + seq/ack and cwnd of 2 single runs (reno, replication 0).
+    assert html.count("<img ") == 7 and html.count("data:image/png;base64,") == 7
     assert "src='figures/" not in html  # self-contained
     for c in study.parse(basic / "study").claims:
         assert c.id in html and c.id in md
@@ -59,6 +60,21 @@ def test_report_has_claims_figures_and_provenance(basic):
     assert "replication r of every grid point runs with seed base + r" in html
     for name in re.findall(r"\]\((figures/[^)]+)\)", md):
         assert (basic / name).is_file()
+
+
+def test_single_run_figures_rerun_exactly_the_sweep_rows(basic):
+    data = json.loads((basic / "claims.json").read_text())
+    assert [r["run_id"] for r in data["run_figures"]] == ["p000-r00", "p001-r00"]
+    sweep_rows = spikelab.load(basic).runs.to_pandas().set_index("run_id")
+    for entry in data["run_figures"]:
+        single = spikelab.load(basic / "runs-figures" / entry["run_id"])
+        assert single.trace == "packets" and single.packets.num_rows > 0
+        row = sweep_rows.loc[entry["run_id"]]
+        assert single.runs.column("bytes_delivered")[0].as_py() == row.bytes_delivered
+        assert single.seed == row.seed
+        assert sorted(Path(f).name for f in entry["figures"]) == ["cwnd_flow0.png",
+                                                                  "seqack_flow0.png"]
+        assert single.manifest["figures_zoom"] == [9.5, 16.0]
 
 
 def test_report_can_be_rewritten_from_the_directory_alone(basic, tmp_path, capsys):
@@ -134,6 +150,7 @@ sql = "SELECT holds FROM nowhere"
     ('[[claim]]\nid = "x"\nclaim = "c"\nsource = "s"\nsql = "SELECT true"\nwhy = 1\n',
      "claim[0].why: unknown key"),
     ('[[figure]]\nkind = "pie"\ny = "goodput_bps"\n', "figure[1].kind: must be one of"),
+    ('[run_figures]\nzoom = [5, 1]\n', "run_figures.zoom: must be [t0, t1]"),
 ])
 def test_bad_study_definitions_name_the_field(tmp_path, claims, message, capsys):
     root = _tiny_study(tmp_path / "tiny", claims)
@@ -160,7 +177,7 @@ def test_report_opens_in_a_headless_browser_without_errors(basic, tmp_path):
         capture_output=True, text=True, timeout=120, check=False)
     assert proc.returncode == 0, proc.stderr[-2000:]
     # The report's own check: every embedded figure decoded (count, count decoded).
-    assert 'data-figures="3 3"' in proc.stdout
+    assert 'data-figures="7 7"' in proc.stdout
     console = [line for line in proc.stderr.splitlines()
                if "CONSOLE" in line or "Uncaught" in line]
     assert not console, console

@@ -88,12 +88,20 @@ def _facts(res: SweepResult) -> list[tuple[str, str]]:
     ]
 
 
+Singles = list[tuple[str, str, list[Path]]]
+
+
 def write(outdir: Path, study: Study, res: SweepResult, claims: list[ClaimResult],
-          figures: list[Path]) -> None:
+          figures: list[Path], singles: Singles = ()) -> None:
     results.atomic_write(outdir / "report.html", lambda tmp: tmp.write_text(
-        _html(outdir, study, res, claims, figures), encoding="utf-8"))
+        _html(outdir, study, res, claims, figures, singles), encoding="utf-8"))
     results.atomic_write(outdir / "report.md", lambda tmp: tmp.write_text(
-        _markdown(outdir, study, res, claims, figures), encoding="utf-8"))
+        _markdown(outdir, study, res, claims, figures, singles), encoding="utf-8"))
+
+
+def _img(path: Path, alt: str) -> str:
+    data = base64.b64encode(path.read_bytes()).decode("ascii")
+    return f"<img alt='{html.escape(alt)}' src='data:image/png;base64,{data}'>"
 
 
 def _caption(study: Study, path: Path) -> str:
@@ -104,7 +112,7 @@ def _caption(study: Study, path: Path) -> str:
 
 
 def _html(outdir: Path, study: Study, res: SweepResult, claims: list[ClaimResult],
-          figures: list[Path]) -> str:
+          figures: list[Path], singles: Singles) -> str:
     e = html.escape
     held = sum(r.status == "holds" for r in claims)
     out = ["<!DOCTYPE html>", "<html lang='en'><head><meta charset='utf-8'>",
@@ -130,9 +138,14 @@ def _html(outdir: Path, study: Study, res: SweepResult, claims: list[ClaimResult
     out.append("</table>")
     out.append("<h2>Figures</h2>")
     for p in figures:
-        data = base64.b64encode(p.read_bytes()).decode("ascii")
-        out.append(f"<figure><img alt='{e(p.stem)}' src='data:image/png;base64,{data}'>"
+        out.append(f"<figure>{_img(p, p.stem)}"
                    f"<figcaption>{e(_caption(study, p))}</figcaption></figure>")
+    if singles:
+        out.append("<h2>Single runs</h2><p>Each run below was re-run alone with packet "
+                   "tracing (same seed and parameters as its row in the runs table).</p>")
+        for run_id, label, paths in singles:
+            out.append(f"<h3>{e(run_id)}: {e(label)}</h3>")
+            out += [f"<figure>{_img(p, f'{run_id} {p.stem}')}</figure>" for p in paths]
     header, rows = _summary_rows(res)
     if rows:
         out.append("<h2>Mean ± 95% CI per grid point</h2><table><tr>"
@@ -164,7 +177,7 @@ def _md_cell(text: str) -> str:
 
 
 def _markdown(outdir: Path, study: Study, res: SweepResult, claims: list[ClaimResult],
-              figures: list[Path]) -> str:
+              figures: list[Path], singles: Singles) -> str:
     held = sum(r.status == "holds" for r in claims)
     out = [f"# {study.title}", "", f"Study `{study.name}`: {held} of {len(claims)} claims hold.",
            ""]
@@ -178,6 +191,12 @@ def _markdown(outdir: Path, study: Study, res: SweepResult, claims: list[ClaimRe
                    f" | {_MARK[r.status]} | {_md_cell(detail)} |")
     out += ["", "## Figures", ""]
     out += [f"![{_caption(study, p)}]({p.relative_to(outdir).as_posix()})\n" for p in figures]
+    if singles:
+        out += ["## Single runs", ""]
+        for run_id, label, paths in singles:
+            out += [f"### {run_id}: {label}", ""]
+            out += [f"![{run_id} {p.stem}]({p.relative_to(outdir).as_posix()})\n"
+                    for p in paths]
     header, rows = _summary_rows(res)
     if rows:
         out += ["## Mean ± 95% CI per grid point", "", "| " + " | ".join(header) + " |",

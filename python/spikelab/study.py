@@ -15,6 +15,10 @@ A study is a directory with ``study.toml`` (see docs/studies.md)::
     kind = "bar"
     ...
 
+    [run_figures]                     # optional: seq/ack and cwnd figures of single runs
+    where = "replication = 0 AND loss = 'spike+loss'"   # SQL choosing runs (default: rep. 0)
+    zoom = [9.5, 16.0]                # time window, seconds
+
     [[claim]]
     id = "sack-beats-reno-under-loss"
     claim = "a sentence saying what should hold"
@@ -42,6 +46,8 @@ COPY = "study"  # where a results directory keeps the study definition it was ma
 BUNDLED = Path(__file__).resolve().parent / "studies"
 _STUDY_KEYS = {"name", "title", "description", "scenario", "sources"}
 _CLAIM_KEYS = {"id", "claim", "source", "sql", "note"}
+_RUNFIG_KEYS = {"where", "zoom"}
+RUN_FIGURES = "runs-figures"
 HOLDS, FAILS, ERROR = "holds", "fails", "error"
 
 
@@ -55,6 +61,14 @@ class Claim:
 
 
 @dataclass(frozen=True)
+class RunFigures:
+    """Which runs of the sweep are re-run with packet tracing to draw their own figures."""
+
+    where: str = "replication = 0"
+    zoom: tuple[float | None, float | None] | None = None
+
+
+@dataclass(frozen=True)
 class Study:
     dir: Path
     name: str
@@ -65,6 +79,7 @@ class Study:
     figures: list[FigureSpec]
     claims: list[Claim]
     sources: list[str] = field(default_factory=list)
+    run_figures: RunFigures | None = None
 
 
 @dataclass(frozen=True)
@@ -93,10 +108,10 @@ def parse(path: str | os.PathLike[str]) -> Study:
     except tomllib.TOMLDecodeError as exc:
         raise ValueError(f"{toml_path}: not valid TOML: {exc}") from None
     where = str(toml_path)
-    unknown = sorted(set(raw) - {"study", "sweep", "figure", "claim"})
+    unknown = sorted(set(raw) - {"study", "sweep", "figure", "claim", "run_figures"})
     if unknown:
         raise ValueError(f"{where}: {unknown[0]}: unknown table (expected study, sweep, "
-                         f"figure, claim)")
+                         f"figure, claim, run_figures)")
     head = raw.get("study")
     if not isinstance(head, dict):
         raise ValueError(f"{where}: study: the [study] table is required")
@@ -128,7 +143,30 @@ def parse(path: str | os.PathLike[str]) -> Study:
     return Study(dir=toml_path.parent, name=name, title=head.get("title", name),
                  description=head.get("description", ""), scenario=scenario,
                  sweep=raw.get("sweep"), figures=figures, claims=claims,
-                 sources=list(head.get("sources", [])))
+                 sources=list(head.get("sources", [])),
+                 run_figures=_run_figures(raw.get("run_figures"), f"{where}: run_figures"))
+
+
+def _run_figures(raw: Any, at: str) -> RunFigures | None:
+    if raw is None:
+        return None
+    if not isinstance(raw, dict):
+        raise ValueError(f"{at}: must be a table")
+    bad = sorted(set(raw) - _RUNFIG_KEYS)
+    if bad:
+        raise ValueError(f"{at}.{bad[0]}: unknown key (expected where, zoom)")
+    where = raw.get("where", RunFigures.where)
+    if not isinstance(where, str) or not where.strip():
+        raise ValueError(f"{at}.where: must be a SQL condition on the runs table")
+    zoom = raw.get("zoom")
+    if zoom is not None:
+        ok = (isinstance(zoom, list) and len(zoom) == 2
+              and all(isinstance(z, int | float) and not isinstance(z, bool) for z in zoom)
+              and zoom[0] < zoom[1])
+        if not ok:
+            raise ValueError(f"{at}.zoom: must be [t0, t1] in seconds with t0 < t1")
+        zoom = (float(zoom[0]), float(zoom[1]))
+    return RunFigures(where=where, zoom=zoom)
 
 
 def available() -> dict[str, Path]:
@@ -253,6 +291,7 @@ def report(outdir: str | os.PathLike[str], *, sweep_result: Any = None) -> dict[
     study = parse(outdir / COPY)
     res = sweep_result if sweep_result is not None else load_sweep(outdir)
     figures = [p for p in draw(outdir, study.figures) if p.suffix == ".png"]
+    singles = _draw_run_figures(outdir, study, res) if study.run_figures else []
     claims = evaluate(outdir, study.claims)
     data = {
         "study": study.name,
@@ -260,7 +299,39 @@ def report(outdir: str | os.PathLike[str], *, sweep_result: Any = None) -> dict[
                     "status": r.status, "numbers": r.numbers, "error": r.error}
                    for r in claims],
         "figures": [str(p.relative_to(outdir)) for p in figures],
+        "run_figures": [{"run_id": r, "label": label,
+                         "figures": [str(p.relative_to(outdir)) for p in paths]}
+                        for r, label, paths in singles],
     }
     results.write_json(data, outdir / "claims.json")
-    report_mod.write(outdir, study, res, claims, figures)
+    report_mod.write(outdir, study, res, claims, figures, singles)
     return data
+
+
+def _draw_run_figures(outdir: Path, study: Study,
+                      res: Any) -> list[tuple[str, str, list[Path]]]:
+    """Re-run the chosen runs alone with packet tracing and draw their seq/ack and cwnd
+    figures; each is a complete results directory OUT/runs-figures/RUN/ (tables, figures).
+    Returns (run_id, label, PNG paths) per run."""
+    from .simulate import run as run_one
+    from .stats import query
+
+    spec = study.run_figures
+    params = res.params()
+    chosen = query(outdir, f"SELECT * FROM runs WHERE status = 'ok' AND ({spec.where}) "
+                           f"ORDER BY run_id")
+    overrides = {r["run_id"]: r for r in res.manifest.get("runs", [])}
+    text = res.manifest["scenario_text"]
+    out = []
+    for run_id in dict.fromkeys(chosen["run_id"].tolist()):
+        info = overrides[run_id]
+        result = run_one(text, seed=info["seed"], overrides=info["overrides"], trace="packets",
+                         progress=False)
+        row = chosen[chosen.run_id == run_id].iloc[0]
+        label = ", ".join(f"{p} = {row[p]}" for p in params) + f", seed {info['seed']}"
+        rundir = results.write(result, outdir / RUN_FIGURES / run_id, zoom=spec.zoom)
+        paths = [rundir / f["path"] for f in result.manifest["files"]
+                 if f["path"].startswith(f"{results.FIGURES}/")]
+        keep = [p for p in paths if p.suffix == ".png" and not p.name.startswith("rtt_")]
+        out.append((run_id, label, sorted(keep)))
+    return out
