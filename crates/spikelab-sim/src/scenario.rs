@@ -990,6 +990,7 @@ impl FlowSpec {
             delayed_ack: t.delayed_ack,
             delack_timeout: t.delack_timeout.0,
             delack_segments: t.delack_segments as u32,
+            spurious: Default::default(),
         }
     }
 }
