@@ -91,12 +91,20 @@ def _facts(res: SweepResult) -> list[tuple[str, str]]:
 Singles = list[tuple[str, str, list[Path]]]
 
 
+Shown = list[tuple[Any, Any]]  # (TableSpec, pandas.DataFrame)
+
+
 def write(outdir: Path, study: Study, res: SweepResult, claims: list[ClaimResult],
-          figures: list[Path], singles: Singles = ()) -> None:
+          figures: list[Path], singles: Singles = (), tables: Shown = ()) -> None:
     results.atomic_write(outdir / "report.html", lambda tmp: tmp.write_text(
-        _html(outdir, study, res, claims, figures, singles), encoding="utf-8"))
+        _html(outdir, study, res, claims, figures, singles, tables), encoding="utf-8"))
     results.atomic_write(outdir / "report.md", lambda tmp: tmp.write_text(
-        _markdown(outdir, study, res, claims, figures, singles), encoding="utf-8"))
+        _markdown(outdir, study, res, claims, figures, singles, tables), encoding="utf-8"))
+
+
+def _cells(frame: Any) -> tuple[list[str], list[list[str]]]:
+    return ([str(c) for c in frame.columns],
+            [[_num(v) for v in row] for row in frame.itertuples(index=False)])
 
 
 def _img(path: Path, alt: str) -> str:
@@ -112,7 +120,7 @@ def _caption(study: Study, path: Path) -> str:
 
 
 def _html(outdir: Path, study: Study, res: SweepResult, claims: list[ClaimResult],
-          figures: list[Path], singles: Singles) -> str:
+          figures: list[Path], singles: Singles, tables: Shown) -> str:
     e = html.escape
     held = sum(r.status == "holds" for r in claims)
     out = ["<!DOCTYPE html>", "<html lang='en'><head><meta charset='utf-8'>",
@@ -136,6 +144,14 @@ def _html(outdir: Path, study: Study, res: SweepResult, claims: list[ClaimResult
                    f"{note}</td><td>{e(r.claim.source)}</td>"
                    f"<td class='verdict'>{_MARK[r.status]}</td><td>{e(detail)}</td></tr>")
     out.append("</table>")
+    for spec, frame in tables:
+        header, rows = _cells(frame)
+        out.append(f"<h2>{e(spec.title)}</h2>")
+        if spec.caption:
+            out.append(f"<p>{e(spec.caption)}</p>")
+        out.append("<table><tr>" + "".join(f"<th>{e(h)}</th>" for h in header) + "</tr>")
+        out += ["<tr>" + "".join(f"<td>{e(c)}</td>" for c in row) + "</tr>" for row in rows]
+        out.append("</table>")
     out.append("<h2>Figures</h2>")
     for p in figures:
         out.append(f"<figure>{_img(p, p.stem)}"
@@ -177,7 +193,7 @@ def _md_cell(text: str) -> str:
 
 
 def _markdown(outdir: Path, study: Study, res: SweepResult, claims: list[ClaimResult],
-              figures: list[Path], singles: Singles) -> str:
+              figures: list[Path], singles: Singles, tables: Shown) -> str:
     held = sum(r.status == "holds" for r in claims)
     out = [f"# {study.title}", "", f"Study `{study.name}`: {held} of {len(claims)} claims hold.",
            ""]
@@ -189,6 +205,11 @@ def _markdown(outdir: Path, study: Study, res: SweepResult, claims: list[ClaimRe
         detail = _numbers(r.numbers) + (f"; {r.error}" if r.error else "")
         out.append(f"| **{r.claim.id}**: {_md_cell(r.claim.claim)} | {_md_cell(r.claim.source)}"
                    f" | {_MARK[r.status]} | {_md_cell(detail)} |")
+    for spec, frame in tables:
+        header, rows = _cells(frame)
+        out += ["", f"## {spec.title}", ""] + ([spec.caption, ""] if spec.caption else [])
+        out += ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+        out += ["| " + " | ".join(_md_cell(c) for c in row) + " |" for row in rows]
     out += ["", "## Figures", ""]
     out += [f"![{_caption(study, p)}]({p.relative_to(outdir).as_posix()})\n" for p in figures]
     if singles:

@@ -19,6 +19,10 @@ A study is a directory with ``study.toml`` (see docs/studies.md)::
     where = "replication = 0 AND loss = 'spike+loss'"   # SQL choosing runs (default: rep. 0)
     zoom = [9.5, 16.0]                # time window, seconds
 
+    [[table]]                         # optional: a SQL result shown as a table in the report
+    title = "Ranking"
+    sql = "SELECT ... FROM runs ..."
+
     [[claim]]
     id = "sack-beats-reno-under-loss"
     claim = "a sentence saying what should hold"
@@ -47,6 +51,7 @@ BUNDLED = Path(__file__).resolve().parent / "studies"
 _STUDY_KEYS = {"name", "title", "description", "scenario", "sources"}
 _CLAIM_KEYS = {"id", "claim", "source", "sql", "note"}
 _RUNFIG_KEYS = {"where", "zoom"}
+_TABLE_KEYS = {"title", "sql", "caption"}
 RUN_FIGURES = "runs-figures"
 HOLDS, FAILS, ERROR = "holds", "fails", "error"
 
@@ -58,6 +63,13 @@ class Claim:
     source: str
     sql: str
     note: str | None = None
+
+
+@dataclass(frozen=True)
+class TableSpec:
+    title: str
+    sql: str
+    caption: str | None = None
 
 
 @dataclass(frozen=True)
@@ -80,6 +92,7 @@ class Study:
     claims: list[Claim]
     sources: list[str] = field(default_factory=list)
     run_figures: RunFigures | None = None
+    tables: list[TableSpec] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -108,10 +121,20 @@ def parse(path: str | os.PathLike[str]) -> Study:
     except tomllib.TOMLDecodeError as exc:
         raise ValueError(f"{toml_path}: not valid TOML: {exc}") from None
     where = str(toml_path)
-    unknown = sorted(set(raw) - {"study", "sweep", "figure", "claim", "run_figures"})
+    unknown = sorted(set(raw) - {"study", "sweep", "figure", "claim", "run_figures", "table"})
     if unknown:
         raise ValueError(f"{where}: {unknown[0]}: unknown table (expected study, sweep, "
-                         f"figure, claim, run_figures)")
+                         f"figure, claim, run_figures, table)")
+    tables = []
+    for i, t in enumerate(raw.get("table", [])):
+        at = f"{where}: table[{i}]"
+        if not isinstance(t, dict):
+            raise ValueError(f"{at}: must be a table")
+        bad = sorted(set(t) - _TABLE_KEYS)
+        if bad:
+            raise ValueError(f"{at}.{bad[0]}: unknown key (expected title, sql, caption)")
+        tables.append(TableSpec(title=_need_str(t, "title", at), sql=_need_str(t, "sql", at),
+                                caption=t.get("caption")))
     head = raw.get("study")
     if not isinstance(head, dict):
         raise ValueError(f"{where}: study: the [study] table is required")
@@ -144,7 +167,8 @@ def parse(path: str | os.PathLike[str]) -> Study:
                  description=head.get("description", ""), scenario=scenario,
                  sweep=raw.get("sweep"), figures=figures, claims=claims,
                  sources=list(head.get("sources", [])),
-                 run_figures=_run_figures(raw.get("run_figures"), f"{where}: run_figures"))
+                 run_figures=_run_figures(raw.get("run_figures"), f"{where}: run_figures"),
+                 tables=tables)
 
 
 def _run_figures(raw: Any, at: str) -> RunFigures | None:
@@ -282,6 +306,7 @@ def report(outdir: str | os.PathLike[str], *, sweep_result: Any = None) -> dict[
     """(Re)draw the figures, evaluate the claims and write report.html and report.md."""
     from . import report as report_mod
     from .sweep import load_sweep
+    from .stats import query
     from .sweepplots import draw
 
     outdir = Path(outdir)
@@ -293,6 +318,7 @@ def report(outdir: str | os.PathLike[str], *, sweep_result: Any = None) -> dict[
     figures = [p for p in draw(outdir, study.figures) if p.suffix == ".png"]
     singles = _draw_run_figures(outdir, study, res) if study.run_figures else []
     claims = evaluate(outdir, study.claims)
+    shown = [(t, query(outdir, t.sql)) for t in study.tables]
     data = {
         "study": study.name,
         "claims": [{"id": r.claim.id, "claim": r.claim.claim, "source": r.claim.source,
@@ -304,7 +330,7 @@ def report(outdir: str | os.PathLike[str], *, sweep_result: Any = None) -> dict[
                         for r, label, paths in singles],
     }
     results.write_json(data, outdir / "claims.json")
-    report_mod.write(outdir, study, res, claims, figures, singles)
+    report_mod.write(outdir, study, res, claims, figures, singles, shown)
     return data
 
 
