@@ -740,8 +740,11 @@ impl TcpSender {
                 spurious_by = spurious_by.or(self.record_verdict(now, DetectorKind::Frto, v));
             }
         }
-        let responding = spurious_by.is_some_and(|_| self.episode.is_some_and(|e| !e.responded));
-        if responding && self.cfg.spurious.response == Response::Eifel {
+        let response = self.cfg.spurious.response;
+        let responding = response != Response::None
+            && spurious_by.is_some()
+            && self.episode.is_some_and(|e| !e.responded);
+        if responding && response == Response::Eifel {
             // RFC 4015 step (4) applies to the first RTT sample from here on.
             self.eifel_rtt_pending = self.episode.is_some_and(|e| e.kind == EpisodeKind::Timeout);
         }
@@ -782,6 +785,12 @@ impl TcpSender {
                 DetectorKind::Dsack => self.undo_by_dsack(now, acked),
                 DetectorKind::Frto => self.undo_by_frto(now, acked),
             }
+        } else if frto_action.verdict.is_some_and(|v| v.is_spurious())
+            && (self.state == CaState::Loss || self.snd_nxt < self.snd_max)
+        {
+            // No response (or one already applied): F-RTO's step 3b still ends the RTO
+            // recovery without the retransmissions its detection replaced.
+            self.stop_retransmitting();
         }
         if self.state == CaState::Recovery && self.cfg.variant == Variant::Sack {
             self.set_pipe();
@@ -808,10 +817,18 @@ impl TcpSender {
             }
             return (e - s.max(marker)).div_ceil(self.mss) as u32;
         }
-        self.board
-            .iter()
-            .filter(|&(seq, m)| seq >= s.max(marker) && seq + m.len as u64 <= e && m.tx_count > 1)
-            .count() as u32
+        // Segments start at multiples of the MSS: visit only those inside the block.
+        let mut seq = s.max(marker).div_ceil(self.mss) * self.mss;
+        let mut n = 0;
+        while seq < e {
+            if let Some(m) = self.board.get(seq, self.mss) {
+                if seq + m.len as u64 <= e && m.tx_count > 1 {
+                    n += 1;
+                }
+            }
+            seq += self.mss;
+        }
+        n
     }
 
     /// Records a detector's verdict on the current episode; returns the detector if it found
@@ -894,8 +911,12 @@ impl TcpSender {
         self.respond(now, DetectorKind::Frto, false, acked);
     }
 
-    /// Applies the flow's response to a spurious episode, once.
+    /// Applies the flow's response to a spurious episode, once. With `Response::None` nothing
+    /// changes and the detectors go on independently.
     fn respond(&mut self, now: SimTime, d: DetectorKind, late: bool, acked: u64) {
+        if self.cfg.spurious.response == Response::None {
+            return;
+        }
         let Some(ep) = self.episode.filter(|e| !e.responded) else {
             return;
         };
@@ -912,13 +933,7 @@ impl TcpSender {
         let in_recovery =
             matches!(self.state, CaState::Loss | CaState::Recovery) || self.snd_nxt < self.snd_max;
         match self.cfg.spurious.response {
-            Response::None => {
-                // F-RTO's detection already avoided the retransmissions; do not start them now.
-                if d == DetectorKind::Frto && in_recovery {
-                    self.stop_retransmitting();
-                }
-                return;
-            }
+            Response::None => return,
             Response::Eifel => {
                 if ep.kind != EpisodeKind::Timeout {
                     // RFC 4015 covers spurious timeouts only.

@@ -424,6 +424,21 @@ fn frto_basic_two_new_segments_then_ack_of_original_data_is_spurious() {
 }
 
 #[test]
+fn frto_detection_with_eifel_response_sets_flightsize_plus_acked_and_pipe_prev() {
+    let mut s = frto_rto(Variant::Reno, false, Response::Eifel);
+    // RFC 4015 step (0) at the timeout: pipe_prev = max(FlightSize 4000, ssthresh 3000).
+    assert_eq!(s.s.ledger().pipe_prev, 4000);
+    assert_eq!(kinds(&s.ack(ms(1100), ack(1000))), new_segments(4000, 2));
+    let out = s.ack(ms(1101), ack(2000));
+    assert!(s.verdicts()[0].1.is_spurious());
+    // Step (2): cwnd = FlightSize (6000 − 2000) + min(bytes_acked 1000, IW 4000).
+    assert_eq!(s.s.cwnd(), 5000);
+    assert_eq!(s.s.ssthresh(), 4000);
+    assert_eq!(s.s.state(), CaState::Open);
+    assert_eq!(kinds(&out), new_segments(6000, 1));
+}
+
+#[test]
 fn frto_basic_duplicate_ack_after_new_segments_is_genuine_and_caps_cwnd_at_3() {
     let mut s = frto_rto(Variant::Reno, false, Response::Undo);
     // Segments 0 and 1 were lost; the retransmission of 0 is ACKed (step 2b).
@@ -615,4 +630,38 @@ fn eifel_and_dsack_both_detect_but_the_response_happens_once() {
     assert_eq!(v[1].0, DetectorKind::Dsack);
     assert_eq!(s.undos(), 1);
     assert_eq!(s.s.cwnd(), cwnd);
+}
+
+#[test]
+fn without_a_response_each_detector_goes_on_and_decides_for_itself() {
+    let mut c = cfg(
+        Variant::Reno,
+        4,
+        true,
+        false,
+        &[DetectorKind::Eifel, DetectorKind::Frto],
+        Response::None,
+    );
+    c.initial_ssthresh = Some(3000);
+    let mut s = Snd::new(c, None);
+    s.send(ms(0));
+    s.timer(ms(1000));
+    // Eifel declares the timeout spurious; nothing changes, so F-RTO still runs step 2b.
+    let out = s.ack(ms(1100), ack_ts(1000, 0));
+    assert_eq!(kinds(&out), new_segments(4000, 2));
+    assert_eq!(s.verdicts().len(), 1);
+    // F-RTO's own step 3b: spurious too; the recovery ends without retransmissions, with the
+    // reduced ssthresh and the cwnd of the conventional sender (1 → 2 MSS in slow start, then
+    // congestion avoidance at cwnd = ssthresh: + SMSS·SMSS/cwnd = 500).
+    let out = s.ack(ms(1101), ack_ts(2000, 0));
+    let v = s.verdicts();
+    assert_eq!(v.len(), 2);
+    assert_eq!(v[1].0, DetectorKind::Frto);
+    assert!(v[1].1.is_spurious());
+    assert_eq!(s.undos(), 0);
+    assert_eq!(s.s.state(), CaState::Open);
+    assert_eq!(s.s.ssthresh(), 2000);
+    assert_eq!(s.s.cwnd(), 2500);
+    assert!(no_retransmissions(&out));
+    assert_eq!(s.s.stats().retx_segments, 1);
 }
