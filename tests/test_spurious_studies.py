@@ -68,7 +68,7 @@ def test_detector_scores_match_a_recount_from_the_packet_traces(tmp_path):
     assert (runs.rto_spurious_true >= 1).all()
 
 
-@pytest.mark.parametrize(("name", "claims"), [("kato-lte-handover", 6), ("fu-delay-spike", 5)])
+@pytest.mark.parametrize(("name", "claims"), [("kato-lte-handover", 8), ("fu-delay-spike", 5)])
 def test_the_detector_studies_run_from_the_cli_and_report(tmp_path, name, claims, capsys):
     out = tmp_path / name
     assert main(["study", "run", name, "-o", str(out), "-j", "2", "--replications", "1",

@@ -114,7 +114,10 @@ def _bar(ax, frame: pd.DataFrame, spec: FigureSpec) -> None:
         pos = np.arange(len(xs)) + (j - (len(hues) - 1) / 2) * width
         ax.bar(pos, means, width * 0.92, yerr=errs, capsize=3,
                label=None if h is None else _label(h))
-    ax.set_xticks(np.arange(len(xs)), [_label(x) for x in xs])
+    labels = [_label(x) for x in xs]
+    crowded = sum(len(t) for t in labels) > 30
+    ax.set_xticks(np.arange(len(xs)), labels, rotation=30 if crowded else 0,
+                  ha="right" if crowded else "center")
     ax.set_xlabel(spec.x)
 
 
