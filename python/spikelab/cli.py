@@ -224,10 +224,19 @@ def _report_failures(result) -> int:
     failed = result.failed
     if not failed:
         return 0
+    import shlex
+
     first = result.manifest["failures"][0]
     _say_error(f"{failed} of {result.manifest['runs_total']} runs failed "
                f"(first: {first['run_id']}: {first['error']}); they are in runs.parquet "
                f"with status 'failed' and are retried when the command is repeated")
+    run = next((r for r in result.manifest.get("runs", []) if r["run_id"] == first["run_id"]),
+               None)
+    if run is not None:
+        from spikelab.sweepspec import run_command
+
+        print(f"{PROG}: to repeat {first['run_id']} alone: "
+              f"{shlex.join(run_command(run['overrides'], run['seed']))}", file=sys.stderr)
     return EXIT_RUNS_FAILED
 
 

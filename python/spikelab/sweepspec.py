@@ -155,10 +155,16 @@ class RunTask:
 
     def command(self, scenario_path: str = "SCENARIO.toml") -> list[str]:
         """The ``spikelab run`` command line that repeats this run alone."""
-        cmd = ["spikelab", "run", scenario_path]
-        for o in self.overrides:
-            cmd += ["--set", o]
-        return cmd + ["--seed", str(self.seed)]
+        return run_command(self.overrides, self.seed, scenario_path)
+
+
+def run_command(overrides: tuple[str, ...] | list[str], seed: int,
+                scenario_path: str = "SCENARIO.toml") -> list[str]:
+    """``spikelab run SCENARIO --set ... --seed SEED``: one run of a sweep, alone."""
+    cmd = ["spikelab", "run", scenario_path]
+    for o in overrides:
+        cmd += ["--set", o]
+    return [*cmd, "--seed", str(seed)]
 
 
 @dataclass(frozen=True)
