@@ -161,7 +161,7 @@ def test_a_rejected_value_is_a_failed_run_and_the_rest_complete(tmp_path, capsys
     err = capsys.readouterr().err
     assert code == 3
     assert "1 of 3 runs failed (first: p001-r00: path.fwd.stage[2].p: must be a probability" in err
-    assert "to repeat p001-r00 alone: spikelab run SCENARIO.toml --set 'path.fwd.loss.p=1.5' --seed 11" in err
+    assert "to repeat p001-r00 alone: spikelab run SCENARIO.toml --set path.fwd.loss.p=1.5 --seed 11" in err
     runs = spikelab.load(tmp_path / "out").runs.to_pandas()
     assert list(runs.status) == ["ok", "failed", "ok"]
     assert runs.error[1].startswith("path.fwd.stage[2].p:") and runs.bytes_delivered[0] > 0
