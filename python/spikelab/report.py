@@ -48,7 +48,11 @@ def _num(v: Any) -> str:
     if isinstance(v, bool) or v is None:
         return str(v)
     if isinstance(v, float):
-        return "–" if math.isnan(v) else f"{v:.6g}"
+        if math.isnan(v):
+            return "–"
+        return f"{v:,.0f}" if abs(v) >= 1e4 else f"{v:.4g}"
+    if isinstance(v, int) and abs(v) >= 1e4:
+        return f"{v:,}"
     return str(v)
 
 
