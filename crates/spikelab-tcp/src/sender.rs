@@ -1117,6 +1117,7 @@ impl TcpSender {
         let timeout = frto::Timeout {
             in_rto_recovery: self.state == CaState::Loss,
             in_fast_recovery: self.state == CaState::Recovery,
+            sack_loss_recovery: self.cfg.variant == Variant::Sack,
             snd_una: self.snd_una,
             snd_max: self.snd_max,
             retransmitted_end: self.snd_una + self.seg_len(self.snd_una),

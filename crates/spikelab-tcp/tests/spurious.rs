@@ -483,7 +483,33 @@ fn frto_basic_step2a_first_ack_covering_everything_is_conventional() {
 }
 
 #[test]
-fn frto_not_used_for_a_timeout_during_fast_recovery() {
+fn frto_sack_not_used_for_a_timeout_during_fast_recovery_rfc5682_s3() {
+    let mut c = cfg(
+        Variant::Sack,
+        10,
+        false,
+        true,
+        &[DetectorKind::Frto],
+        Response::Undo,
+    );
+    c.initial_ssthresh = Some(20_000);
+    let mut s = Snd::new(c, None);
+    s.send(ms(0));
+    for i in 0..3 {
+        s.ack(ms(100 + i), sack(0, &[(1000, 2000 + i * MSS)]));
+    }
+    assert_eq!(s.s.state(), CaState::Recovery);
+    s.timer(s.s.next_timer().unwrap());
+    assert!(
+        !s.s.frto_active(),
+        "RFC 5682 §3.1: not applied when already in loss recovery (Linux tcp_enter_loss too)"
+    );
+}
+
+#[test]
+fn frto_basic_runs_for_a_timeout_during_newreno_fast_recovery_rfc5682_s2() {
+    // §2.1 bars the basic algorithm during fast recovery only for loss recoveries other than
+    // Reno and NewReno.
     let mut c = cfg(
         Variant::NewReno,
         10,
@@ -499,11 +525,27 @@ fn frto_not_used_for_a_timeout_during_fast_recovery() {
         s.ack(ms(100 + i), ack(0));
     }
     assert_eq!(s.s.state(), CaState::Recovery);
-    s.timer(s.s.next_timer().unwrap());
+    // The fast retransmission of segment 0 is lost too; the timer expires.
+    let out = s.timer(s.s.next_timer().unwrap());
+    assert_eq!(kinds(&out), vec![(0, TxKind::RtoRetransmit)]);
     assert!(
-        !s.s.frto_active(),
-        "RFC 5682 §3 step 1 / Linux tcp_enter_loss"
+        s.s.frto_active(),
+        "step 1: not in RTO recovery, step 2 entered"
     );
+    // §2.2's example: the rest of the window had arrived, so the first ACK covers recover:
+    // step 2a, conventional recovery, not spurious.
+    s.ack(ms(1100), ack(10_000));
+    assert!(matches!(
+        s.verdicts()[..],
+        [(
+            DetectorKind::Frto,
+            Verdict::Genuine(Evidence::Frto {
+                step: FrtoStep::Step2a,
+                ack: 10_000
+            })
+        )]
+    ));
+    assert_eq!(s.undos(), 0);
 }
 
 #[test]
