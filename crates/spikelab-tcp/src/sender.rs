@@ -888,8 +888,17 @@ impl TcpSender {
         self.eifel_rtt_pending = false;
         self.frto_budget = 0;
         let ts = self.ts_now(now);
+        // RFC 3522 §3.2: detection starts when loss recovery is initiated and is never
+        // reinitiated while it is under way (a timeout during fast recovery or during an
+        // unfinished RTO recovery, a fast retransmit from the Loss state): no Eifel verdict on
+        // such an episode.
+        let in_loss_recovery = matches!(self.state, CaState::Recovery | CaState::Loss);
         if let Some(e) = &mut self.eifel {
-            e.on_episode_start(kind, ts);
+            if in_loss_recovery {
+                e.reset();
+            } else {
+                e.on_episode_start(kind, ts);
+            }
         }
         if let Some(d) = &mut self.dsack_det {
             d.on_episode_start();

@@ -275,6 +275,60 @@ fn eifel_recurring_timeout_keeps_the_first_retransmit_ts() {
     assert!(s.verdicts()[0].1.is_spurious());
 }
 
+fn episode_starts(s: &Snd) -> usize {
+    s.s.spurious_events()
+        .iter()
+        .filter(|e| matches!(e, SpuriousEvent::EpisodeStart(_)))
+        .count()
+}
+
+#[test]
+fn eifel_not_reinitiated_by_a_timeout_during_fast_recovery_rfc3522() {
+    let mut c = cfg(
+        Variant::NewReno,
+        10,
+        true,
+        false,
+        &[DetectorKind::Eifel],
+        Response::Undo,
+    );
+    c.initial_ssthresh = Some(20_000);
+    let mut s = Snd::new(c, None);
+    s.send(ms(0));
+    for i in 0..3 {
+        s.ack(ms(100 + i), ack_ts(0, 0));
+    }
+    // Fast retransmit of segment 0 at 102 ms: RetransmitTS 102.
+    assert_eq!(s.s.state(), CaState::Recovery);
+    // No acceptable ACK before the timer expires for the same segment (1 s initial RTO).
+    assert_eq!(kinds(&s.timer(ms(1000))), vec![(0, TxKind::RtoRetransmit)]);
+    assert_eq!(episode_starts(&s), 2);
+    // The fast retransmission had arrived: the ACK echoes its TSval 102. §3.2: the detection
+    // "MUST NOT be reinitiated ... upon subsequent timeouts for the same segment", so the
+    // echo is not compared with the timeout's TSval (1000), which would call it spurious.
+    s.ack(ms(1100), ack_ts(10_000, 102));
+    assert!(s.verdicts().is_empty(), "{:?}", s.verdicts());
+    assert_eq!(s.undos(), 0);
+}
+
+#[test]
+fn eifel_not_reinitiated_by_a_timeout_in_an_unfinished_rto_recovery_rfc3522() {
+    let mut s = eifel_spike(Response::Eifel);
+    // Segments 2 and 3 lost: the retransmission of 2 is ACKed (genuine); RTO recovery goes on
+    // until recover (5000) is acknowledged.
+    s.ack(ms(500), ack_ts(3000, 400));
+    assert_eq!(s.verdicts().len(), 1);
+    assert_eq!(s.s.state(), CaState::Loss);
+    // The go-back-N retransmissions get no answer; the timer expires again after progress.
+    let t = s.s.next_timer().unwrap();
+    assert_eq!(kinds(&s.timer(t)), vec![(3000, TxKind::RtoRetransmit)]);
+    assert_eq!(episode_starts(&s), 2);
+    // A late ACK of an original (TSval 100) does not make the second timeout spurious.
+    s.ack(t + SimDuration::from_millis(50), ack_ts(4000, 100));
+    assert_eq!(s.verdicts().len(), 1);
+    assert_eq!(s.undos(), 0);
+}
+
 #[test]
 fn eifel_spurious_fast_retransmit_from_reordering_is_undone() {
     // NewReno with timestamps; segment 0 is overtaken by 1..3 (reordering, no loss).
