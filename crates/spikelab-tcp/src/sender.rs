@@ -50,7 +50,7 @@
 use crate::cc::{AckCounting, CcState, CongestionControl, Reno, Window};
 use crate::rtt::RttEstimator;
 use crate::scoreboard::Scoreboard;
-use crate::spurious::dsack::Dsack;
+use crate::spurious::dsack::{Dsack, DsackBlock};
 use crate::spurious::eifel::{AcceptableAck, Eifel};
 use crate::spurious::frto::{self, Frto};
 use crate::spurious::{DetectorKind, EpisodeKind, Response, Verdict};
@@ -263,7 +263,7 @@ impl TcpSender {
             dsack_det: sp
                 .detectors
                 .contains(DetectorKind::Dsack)
-                .then(Dsack::default),
+                .then(|| Dsack::new(mss)),
             frto: sp
                 .detectors
                 .contains(DetectorKind::Frto)
@@ -539,10 +539,8 @@ impl TcpSender {
             if self.ledger.undo_marker.is_some_and(|m| seq >= m) {
                 self.ledger.undo_retrans += 1;
             }
-            if self.episode.is_some_and(|e| seq >= e.seq) {
-                if let Some(d) = &mut self.dsack_det {
-                    d.on_retransmit();
-                }
+            if let Some(d) = &mut self.dsack_det {
+                d.on_retransmit(seq);
             }
             // Karn: a retransmission makes the timed measurement ambiguous.
             self.timed = None;
@@ -641,7 +639,7 @@ impl TcpSender {
         let frto_recover = self.frto.as_ref().and_then(|f| f.recover());
         let mut newly_sacked = 0;
         let mut dsack = false;
-        let mut dsacked_retx = 0u32;
+        let mut dsack_block = None;
         let mut sack_above_recover = false;
         let mut newly_sacked_below_recover = false;
         if self.cfg.sack {
@@ -650,9 +648,12 @@ impl TcpSender {
                 dsack = s0 < ack || blocks.get(1).is_some_and(|&(s1, e1)| s0 >= s1 && e0 <= e1);
                 if dsack {
                     self.stats.dsacks_rcvd += 1;
-                    let episode_marker = self.episode.map(|e| e.seq);
-                    dsacked_retx =
-                        self.dsacked_retransmissions(s0, e0, prior_snd_una, episode_marker);
+                    dsack_block = Some(DsackBlock {
+                        start: s0,
+                        end: e0,
+                        snd_una: prior_snd_una,
+                        scoreboard_empty: self.board.sacked_bytes() == 0,
+                    });
                     let ledger_retx = self.dsacked_retransmissions(
                         s0,
                         e0,
@@ -720,8 +721,8 @@ impl TcpSender {
         }
         if dsack {
             self.dsack_seen = true;
-            if let Some(d) = &mut self.dsack_det {
-                if let Some(v) = d.on_dsack(dsacked_retx) {
+            if let (Some(d), Some(b)) = (&mut self.dsack_det, &dsack_block) {
+                if let Some(v) = d.on_dsack(b) {
                     spurious_by = spurious_by.or(self.record_verdict(now, DetectorKind::Dsack, v));
                 }
             }
@@ -927,7 +928,7 @@ impl TcpSender {
             }
         }
         if let Some(d) = &mut self.dsack_det {
-            d.on_episode_start();
+            d.on_episode_start(self.snd_una);
         }
     }
 

@@ -475,6 +475,59 @@ fn dsack_genuine_loss_leaves_the_episode_undecided() {
     assert_eq!((s.s.cwnd(), s.s.ssthresh()), (cwnd, ssthresh));
 }
 
+/// A 4-segment file sent at 0 ms; the RTO (1 s) retransmits segment 0.
+fn dsack_timeout() -> Snd {
+    let c = cfg(
+        Variant::Reno,
+        4,
+        false,
+        true,
+        &[DetectorKind::Dsack],
+        Response::Undo,
+    );
+    let mut s = Snd::new(c, Some(4000));
+    s.send(ms(0));
+    assert_eq!(kinds(&s.timer(ms(1000))), vec![(0, TxKind::RtoRetransmit)]);
+    s
+}
+
+#[test]
+fn dsack_of_a_segment_retransmitted_twice_never_reverts_the_episode_rfc3708_a3() {
+    let mut s = dsack_timeout();
+    // The spike outlasts the backed-off RTO: segment 0 is retransmitted a second time.
+    assert_eq!(kinds(&s.timer(ms(3000))), vec![(0, TxKind::RtoRetransmit)]);
+    // The originals arrive, then both copies of segment 0 as duplicates: two DSACKs for one
+    // segment. (A.3): retransmitted more than once, so no reversal in this window.
+    s.ack(ms(3100), ack(4000));
+    s.ack(ms(3101), sack(4000, &[(0, 1000)]));
+    s.ack(ms(3102), sack(4000, &[(0, 1000)]));
+    assert!(s.verdicts().is_empty(), "{:?}", s.verdicts());
+    assert_eq!(s.undos(), 0);
+}
+
+#[test]
+fn dsack_of_a_segment_never_retransmitted_turns_the_detector_off_rfc3708_a4() {
+    let mut s = dsack_timeout();
+    s.ack(ms(1100), ack(4000));
+    // Segment 1 was never retransmitted: the network duplicated it (A.4), and DSACKs are not
+    // used for the rest of the connection; the report of segment 0 that follows is ignored.
+    s.ack(ms(1101), sack(4000, &[(1000, 2000)]));
+    s.ack(ms(1102), sack(4000, &[(0, 1000)]));
+    assert!(s.verdicts().is_empty(), "{:?}", s.verdicts());
+    assert_eq!(s.undos(), 0);
+}
+
+#[test]
+fn dsack_at_snd_una_without_sack_information_never_reverts_the_episode_rfc3708_a1() {
+    let mut s = dsack_timeout();
+    // Every ACK of the window was lost: the first ACK after the timeout reports the
+    // retransmission of segment 0 as a duplicate, starting at SND.UNA, with no SACK
+    // information held. (A.1): reverse path congested, keep the reduction.
+    s.ack(ms(1100), sack(4000, &[(0, 1000)]));
+    assert!(s.verdicts().is_empty(), "{:?}", s.verdicts());
+    assert_eq!(s.undos(), 0);
+}
+
 #[test]
 fn dsack_detection_with_eifel_response_is_late_step9_without_step8_rfc4015() {
     let mut s = dsack_rto(Response::Eifel);
