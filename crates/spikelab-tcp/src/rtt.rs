@@ -125,8 +125,9 @@ impl RttEstimator {
         self.base_rto = SimDuration(rto.round() as u64);
     }
 
-    /// RFC 4015 step (4), on the first RTT sample `r` after a spurious timeout: `SRTT =
-    /// max(SRTT_prev, R)`, `RTTVAR = max(RTTVAR_prev, R/2)`, `RTO = SRTT + max(G, K·RTTVAR)`.
+    /// RFC 4015 §3.1 step (11), on the first RTT sample `r` taken from data sent after a
+    /// spurious timeout: `SRTT = max(SRTT_prev, R)`, `RTTVAR = max(RTTVAR_prev, R/2)`, `RTO =
+    /// SRTT + max(G, K·RTTVAR)` (K = 4 in the RFC), bounded by the minimum and maximum RTO.
     /// `srtt_prev` is `None` when there was no sample before the timeout: then `r` is the first
     /// sample. In `linux` mode the same rule is applied to the kernel's variables (`rttvar` is
     /// four mean deviations there, so `R/2` becomes `2R`; not an RFC rule).

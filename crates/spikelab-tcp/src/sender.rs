@@ -36,9 +36,10 @@
 //!   `RTTVAR_prev` and the congestion control's saved state), feeds the enabled detectors, and
 //!   applies the configured response once per episode, through one entry point per kind of
 //!   evidence: [`TcpSender::undo_by_timestamps`], [`TcpSender::undo_by_dsack`],
-//!   [`TcpSender::undo_by_frto`]. Responses: RFC 4015 (timeouts: resume with new data after a
-//!   detection on the first ACK, `cwnd = FlightSize + min(bytes_acked, IW)`, `ssthresh =
-//!   pipe_prev`, RTT estimator restarted on the next sample), Linux full undo (`cwnd =
+//!   [`TcpSender::undo_by_frto`]. Responses: RFC 4015 (timeouts that initiate an RTO recovery:
+//!   resume with new data after a detection on an ACK of an original transmission, `cwnd =
+//!   FlightSize + min(bytes_acked, IW)`, `ssthresh = pipe_prev`, RTT estimator restarted on the
+//!   first sample from data sent after the timeout), Linux full undo (`cwnd =
 //!   undo_cwnd(prior_cwnd)`, `ssthresh = max(ssthresh, prior_ssthresh)`, no more
 //!   retransmissions), or none. F-RTO replaces go-back-N after a timeout by up to two new
 //!   segments while it decides.
@@ -49,7 +50,7 @@
 use crate::cc::{AckCounting, CcState, CongestionControl, Reno, Window};
 use crate::rtt::RttEstimator;
 use crate::scoreboard::Scoreboard;
-use crate::spurious::dsack::Dsack;
+use crate::spurious::dsack::{Dsack, DsackBlock};
 use crate::spurious::eifel::{AcceptableAck, Eifel};
 use crate::spurious::frto::{self, Frto};
 use crate::spurious::{DetectorKind, EpisodeKind, Response, Verdict};
@@ -155,6 +156,12 @@ pub struct UndoLedger {
     /// Segments retransmitted since the undo marker and not reported by DSACK (Linux
     /// `undo_retrans`).
     pub undo_retrans: u32,
+    /// The episode whose timeout initiated the current timeout-based loss recovery and took
+    /// RFC 4015 step (0); the Eifel response answers only that episode (§3.1: not reinitiated
+    /// before that recovery completes).
+    pub rfc4015_episode: Option<u32>,
+    /// SND.MAX at that timeout: RFC 4015 step (11) takes its RTT sample from data above it.
+    pub rfc4015_snd_max: u64,
     /// RFC 4015 `pipe_prev = max(FlightSize, ssthresh)`, bytes.
     pub pipe_prev: u64,
     /// RFC 4015 `SRTT_prev = SRTT + 2G` (`None`: no RTT sample yet).
@@ -223,8 +230,9 @@ pub struct TcpSender {
     rto_without_progress: bool,
     /// New segments F-RTO step 2b still lets the sender transmit.
     frto_budget: u32,
-    /// RFC 4015 step (4) armed: restart the RTT estimator on the next sample.
-    eifel_rtt_pending: bool,
+    /// RFC 4015 step (11) armed: restart the RTT estimator on the first RTT sample from an
+    /// ACK above this sequence number (data not yet sent when the spurious timeout occurred).
+    eifel_rtt_after: Option<u64>,
 }
 
 impl TcpSender {
@@ -255,7 +263,7 @@ impl TcpSender {
             dsack_det: sp
                 .detectors
                 .contains(DetectorKind::Dsack)
-                .then(Dsack::default),
+                .then(|| Dsack::new(mss)),
             frto: sp
                 .detectors
                 .contains(DetectorKind::Frto)
@@ -267,7 +275,7 @@ impl TcpSender {
             dsack_seen: false,
             rto_without_progress: false,
             frto_budget: 0,
-            eifel_rtt_pending: false,
+            eifel_rtt_after: None,
             mss,
             cc,
             app_total,
@@ -531,10 +539,8 @@ impl TcpSender {
             if self.ledger.undo_marker.is_some_and(|m| seq >= m) {
                 self.ledger.undo_retrans += 1;
             }
-            if self.episode.is_some_and(|e| seq >= e.seq) {
-                if let Some(d) = &mut self.dsack_det {
-                    d.on_retransmit();
-                }
+            if let Some(d) = &mut self.dsack_det {
+                d.on_retransmit(seq);
             }
             // Karn: a retransmission makes the timed measurement ambiguous.
             self.timed = None;
@@ -633,7 +639,7 @@ impl TcpSender {
         let frto_recover = self.frto.as_ref().and_then(|f| f.recover());
         let mut newly_sacked = 0;
         let mut dsack = false;
-        let mut dsacked_retx = 0u32;
+        let mut dsack_block = None;
         let mut sack_above_recover = false;
         let mut newly_sacked_below_recover = false;
         if self.cfg.sack {
@@ -642,9 +648,12 @@ impl TcpSender {
                 dsack = s0 < ack || blocks.get(1).is_some_and(|&(s1, e1)| s0 >= s1 && e0 <= e1);
                 if dsack {
                     self.stats.dsacks_rcvd += 1;
-                    let episode_marker = self.episode.map(|e| e.seq);
-                    dsacked_retx =
-                        self.dsacked_retransmissions(s0, e0, prior_snd_una, episode_marker);
+                    dsack_block = Some(DsackBlock {
+                        start: s0,
+                        end: e0,
+                        snd_una: prior_snd_una,
+                        scoreboard_empty: self.board.sacked_bytes() == 0,
+                    });
                     let ledger_retx = self.dsacked_retransmissions(
                         s0,
                         e0,
@@ -712,8 +721,8 @@ impl TcpSender {
         }
         if dsack {
             self.dsack_seen = true;
-            if let Some(d) = &mut self.dsack_det {
-                if let Some(v) = d.on_dsack(dsacked_retx) {
+            if let (Some(d), Some(b)) = (&mut self.dsack_det, &dsack_block) {
+                if let Some(v) = d.on_dsack(b) {
                     spurious_by = spurious_by.or(self.record_verdict(now, DetectorKind::Dsack, v));
                 }
             }
@@ -744,13 +753,21 @@ impl TcpSender {
         let responding = response != Response::None
             && spurious_by.is_some()
             && self.episode.is_some_and(|e| !e.responded);
-        if responding && response == Response::Eifel {
-            // RFC 4015 step (4) applies to the first RTT sample from here on.
-            self.eifel_rtt_pending = self.episode.is_some_and(|e| e.kind == EpisodeKind::Timeout);
+        if responding
+            && response == Response::Eifel
+            && self
+                .episode
+                .is_some_and(|e| self.eifel_response_applies(&e))
+        {
+            // RFC 4015 step (11): on the first RTT sample taken from data that was not yet sent
+            // when the spurious timeout occurred (this ACK's own sample, from an original
+            // transmission, goes to the estimator as usual).
+            self.eifel_rtt_after = Some(self.ledger.rfc4015_snd_max);
         }
 
         if let Some(r) = sample {
-            if std::mem::take(&mut self.eifel_rtt_pending) {
+            if self.eifel_rtt_after.is_some_and(|h| ack > h) {
+                self.eifel_rtt_after = None;
                 self.rtt.restart_after_spurious_timeout(
                     self.ledger.srtt_prev,
                     self.ledger.rttvar_prev,
@@ -852,28 +869,38 @@ impl TcpSender {
     // ---- the undo ledger and the responses ----------------------------------------------------
 
     /// Opens a new episode and, unless a fast recovery is being turned into an RTO recovery
-    /// (Linux keeps the ledger of the first reduction then), fills the ledger before cwnd and
-    /// ssthresh change.
+    /// (Linux keeps the ledger of the first reduction then), fills the Linux part of the ledger
+    /// before cwnd and ssthresh change; the RFC 4015 part is filled only by a timeout that
+    /// initiates an RTO recovery.
     fn start_episode(&mut self, now: SimTime, kind: EpisodeKind) {
         let keep_ledger = kind == EpisodeKind::Timeout
             && self.state == CaState::Recovery
             && self.ledger.undo_marker.is_some();
         if !keep_ledger {
-            let flight = self.snd_max - self.snd_una;
-            let g = match self.cfg.rto.algorithm {
-                RtoAlgorithm::Rfc6298 { granularity, .. } => granularity,
-                RtoAlgorithm::Linux => self.cfg.ts_tick,
-            };
+            let prev = std::mem::take(&mut self.ledger);
             self.ledger = UndoLedger {
                 prior_cwnd: self.cwnd,
                 prior_ssthresh: self.ssthresh.max(self.cwnd / 2 + self.cwnd / 4),
                 undo_marker: Some(self.snd_una),
                 undo_retrans: 0,
-                pipe_prev: flight.max(self.ssthresh),
-                srtt_prev: self.rtt.srtt().map(|s| s + g.saturating_mul(2)),
-                rttvar_prev: self.rtt.rttvar(),
                 cc: self.cc.save_state(),
+                ..prev
             };
+        }
+        // RFC 4015 §3.1 step (0): when a timeout-based loss recovery is initiated, i.e. on a
+        // timeout outside an RTO recovery (one in fast recovery included), not again until that
+        // recovery completes.
+        if kind == EpisodeKind::Timeout && self.state != CaState::Loss {
+            let g = match self.cfg.rto.algorithm {
+                RtoAlgorithm::Rfc6298 { granularity, .. } => granularity,
+                RtoAlgorithm::Linux => self.cfg.ts_tick,
+            };
+            let flight = self.snd_max - self.snd_una;
+            self.ledger.rfc4015_episode = Some(self.next_episode);
+            self.ledger.rfc4015_snd_max = self.snd_max;
+            self.ledger.pipe_prev = flight.max(self.ssthresh);
+            self.ledger.srtt_prev = self.rtt.srtt().map(|s| s + g.saturating_mul(2));
+            self.ledger.rttvar_prev = self.rtt.rttvar();
         }
         let ep = Episode {
             id: self.next_episode,
@@ -885,14 +912,23 @@ impl TcpSender {
         self.next_episode += 1;
         self.episode = Some(ep);
         self.events.push(SpuriousEvent::EpisodeStart(ep));
-        self.eifel_rtt_pending = false;
+        self.eifel_rtt_after = None;
         self.frto_budget = 0;
         let ts = self.ts_now(now);
+        // RFC 3522 §3.2: detection starts when loss recovery is initiated and is never
+        // reinitiated while it is under way (a timeout during fast recovery or during an
+        // unfinished RTO recovery, a fast retransmit from the Loss state): no Eifel verdict on
+        // such an episode.
+        let in_loss_recovery = matches!(self.state, CaState::Recovery | CaState::Loss);
         if let Some(e) = &mut self.eifel {
-            e.on_episode_start(kind, ts);
+            if in_loss_recovery {
+                e.reset();
+            } else {
+                e.on_episode_start(kind, ts);
+            }
         }
         if let Some(d) = &mut self.dsack_det {
-            d.on_episode_start();
+            d.on_episode_start(self.snd_una);
         }
     }
 
@@ -935,24 +971,33 @@ impl TcpSender {
         match self.cfg.spurious.response {
             Response::None => return,
             Response::Eifel => {
-                if ep.kind != EpisodeKind::Timeout {
-                    // RFC 4015 covers spurious timeouts only.
+                if !self.eifel_response_applies(&ep) {
+                    // RFC 4015 covers spurious timeouts only (a fast retransmit's
+                    // SpuriousRecovery = dupacks+1 goes to (DONE)), and only the timeout that
+                    // initiated the RTO recovery (§3.1).
                     return;
                 }
-                if !late && in_recovery {
-                    // Step (1): resume with previously unsent data.
-                    self.stop_retransmitting();
+                // Step (7): SPUR_TO (detected on an ACK of an original transmission) goes to
+                // step (8), LATE_SPUR_TO (DSACK) straight to step (9).
+                if !late {
+                    if in_recovery {
+                        // Step (8): resume with previously unsent data, SND.NXT = SND.MAX.
+                        self.stop_retransmitting();
+                    }
+                    // §4: with NewReno (and Reno, which shares the RFC 6582 "bugfix" check
+                    // here) the next three duplicate ACKs go straight to fast retransmit.
+                    if self.cfg.variant != Variant::Sack {
+                        self.recover = None;
+                    }
                 }
-                // Step (2): reverse the congestion control state.
+                // Step (9): reverse the congestion control state (no ECN in the model), for
+                // both values; cwnd is kept at least 1 SMSS.
                 let flight = self.snd_max - self.snd_una;
                 let iw = self.cfg.initial_window as u64 * self.mss;
-                let cwnd = flight + acked.min(iw);
-                self.cwnd = if late { self.cwnd.max(cwnd) } else { cwnd }.max(self.mss);
+                self.cwnd = (flight + acked.min(iw)).max(self.mss);
                 self.ssthresh = self.ledger.pipe_prev;
                 self.cc.restore_state(std::mem::take(&mut self.ledger.cc));
-                if late {
-                    self.eifel_rtt_pending = true;
-                }
+                // Step (11) was armed by `on_ack`.
             }
             Response::Undo => {
                 // Linux tcp_undo_cwnd_reduction.
@@ -977,6 +1022,12 @@ impl TcpSender {
             cwnd: self.cwnd,
             ssthresh: self.ssthresh,
         });
+    }
+
+    /// Whether the RFC 4015 response answers `ep`: a timeout episode that initiated the current
+    /// timeout-based loss recovery (step (0) was taken for it).
+    fn eifel_response_applies(&self, ep: &Episode) -> bool {
+        ep.kind == EpisodeKind::Timeout && self.ledger.rfc4015_episode == Some(ep.id)
     }
 
     /// Leaves loss recovery without retransmitting more: `SND.NXT = SND.MAX`, state Open.
@@ -1117,6 +1168,7 @@ impl TcpSender {
         let timeout = frto::Timeout {
             in_rto_recovery: self.state == CaState::Loss,
             in_fast_recovery: self.state == CaState::Recovery,
+            sack_loss_recovery: self.cfg.variant == Variant::Sack,
             snd_una: self.snd_una,
             snd_max: self.snd_max,
             retransmitted_end: self.snd_una + self.seg_len(self.snd_una),

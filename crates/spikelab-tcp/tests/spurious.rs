@@ -196,16 +196,12 @@ fn eifel_spurious_rto_resumes_with_new_data_and_restores_pipe_prev_rfc4015() {
             })
         )]
     );
-    // Step (1): SND.NXT = SND.MAX, so no go-back-N. Step (2): cwnd = FlightSize 2000 +
+    // Step (8): SND.NXT = SND.MAX, so no go-back-N. Step (9): cwnd = FlightSize 2000 +
     // min(bytes_acked 1000, IW 2000); ssthresh = pipe_prev.
     assert_eq!(s.s.cwnd(), 3000);
     assert_eq!(s.s.ssthresh(), 3000);
     assert_eq!(s.s.state(), CaState::Open);
     assert_eq!(kinds(&out), new_segments(5000, 1));
-    // Step (4): SRTT = max(SRTT_prev 102, R 500), RTTVAR = max(50, 250); RTO = 500 + 4·250.
-    assert_eq!(s.s.rtt().srtt(), Some(SimDuration::from_millis(500)));
-    assert_eq!(s.s.rtt().rttvar(), SimDuration::from_millis(250));
-    assert_eq!(s.s.rto(), SimDuration::from_millis(1500));
     assert_eq!(s.undos(), 1);
     assert_eq!(s.s.stats().undo_count, 1);
     // The rest of the delayed window: only new data follows.
@@ -214,6 +210,50 @@ fn eifel_spurious_rto_resumes_with_new_data_and_restores_pipe_prev_rfc4015() {
     let out = s.ack(ms(602), ack_ts(5000, 100));
     assert!(no_retransmissions(&out), "{out:?}");
     assert_eq!(s.s.stats().retx_segments, 1, "only the RTO retransmission");
+}
+
+#[test]
+fn eifel_response_restarts_the_rtt_estimator_on_the_first_sample_from_new_data_rfc4015_step11() {
+    let mut s = eifel_spike(Response::Eifel);
+    // Detection on the late ACK of segment 2: its sample (600 − 100 = 500 ms) comes from an
+    // original transmission and goes to the RFC 6298 estimator as usual (§3.6: the delay
+    // spike is factored in until step (11)): SRTT = 7/8·100 + 500/8, RTTVAR = 3/4·50 + 400/4.
+    s.ack(ms(600), ack_ts(3000, 100));
+    assert_eq!(s.s.rtt().srtt(), Some(SimDuration::from_millis(150)));
+    assert_eq!(s.s.rtt().rttvar(), SimDuration::from_micros(137_500));
+    assert_eq!(s.s.rto(), SimDuration::from_millis(700));
+    // The rest of the delayed window (data outstanding at the timeout, up to SND.MAX 5000):
+    // still ordinary samples.
+    s.ack(ms(601), ack_ts(4000, 100));
+    s.ack(ms(602), ack_ts(5000, 100));
+    assert!(s.s.rtt().srtt() > Some(SimDuration::from_millis(200)));
+    // Segment 5 (sent at 600 ms, after the timeout) is ACKed 100 ms later: step (11),
+    // SRTT = max(SRTT_prev 102, 100), RTTVAR = max(RTTVAR_prev 50, 100/2), RTO = SRTT +
+    // max(G, 4·RTTVAR).
+    s.ack(ms(700), ack_ts(6000, 600));
+    assert_eq!(s.s.rtt().srtt(), Some(SimDuration::from_millis(102)));
+    assert_eq!(s.s.rtt().rttvar(), SimDuration::from_millis(50));
+    assert_eq!(s.s.rto(), SimDuration::from_millis(302));
+    // Only once: the next sample updates the estimator as usual.
+    s.ack(ms(701), ack_ts(7000, 600));
+    assert_ne!(s.s.rtt().srtt(), Some(SimDuration::from_millis(102)));
+}
+
+#[test]
+fn eifel_spur_to_response_lets_three_dupacks_fast_retransmit_at_once_rfc4015_s4() {
+    let mut s = eifel_spike(Response::Eifel);
+    s.ack(ms(600), ack_ts(3000, 100));
+    assert_eq!(s.undos(), 1);
+    // Segment 3 was lost after all: three duplicate ACKs below the timeout's recover (5000).
+    // §4: after SPUR_TO, NewReno's step 1 goes straight to fast retransmit (step 1B, the
+    // "bugfix" check against recover, is obsolete since step (8) sent no go-back-N).
+    assert!(s.ack(ms(650), ack_ts(3000, 100)).is_empty());
+    assert!(s.ack(ms(651), ack_ts(3000, 100)).is_empty());
+    let out = s.ack(ms(652), ack_ts(3000, 100));
+    assert_eq!(
+        out.first().map(|t| (t.seg.seq, t.kind)),
+        Some((3000, TxKind::FastRetransmit))
+    );
 }
 
 #[test]
@@ -275,6 +315,60 @@ fn eifel_recurring_timeout_keeps_the_first_retransmit_ts() {
     assert!(s.verdicts()[0].1.is_spurious());
 }
 
+fn episode_starts(s: &Snd) -> usize {
+    s.s.spurious_events()
+        .iter()
+        .filter(|e| matches!(e, SpuriousEvent::EpisodeStart(_)))
+        .count()
+}
+
+#[test]
+fn eifel_not_reinitiated_by_a_timeout_during_fast_recovery_rfc3522() {
+    let mut c = cfg(
+        Variant::NewReno,
+        10,
+        true,
+        false,
+        &[DetectorKind::Eifel],
+        Response::Undo,
+    );
+    c.initial_ssthresh = Some(20_000);
+    let mut s = Snd::new(c, None);
+    s.send(ms(0));
+    for i in 0..3 {
+        s.ack(ms(100 + i), ack_ts(0, 0));
+    }
+    // Fast retransmit of segment 0 at 102 ms: RetransmitTS 102.
+    assert_eq!(s.s.state(), CaState::Recovery);
+    // No acceptable ACK before the timer expires for the same segment (1 s initial RTO).
+    assert_eq!(kinds(&s.timer(ms(1000))), vec![(0, TxKind::RtoRetransmit)]);
+    assert_eq!(episode_starts(&s), 2);
+    // The fast retransmission had arrived: the ACK echoes its TSval 102. §3.2: the detection
+    // "MUST NOT be reinitiated ... upon subsequent timeouts for the same segment", so the
+    // echo is not compared with the timeout's TSval (1000), which would call it spurious.
+    s.ack(ms(1100), ack_ts(10_000, 102));
+    assert!(s.verdicts().is_empty(), "{:?}", s.verdicts());
+    assert_eq!(s.undos(), 0);
+}
+
+#[test]
+fn eifel_not_reinitiated_by_a_timeout_in_an_unfinished_rto_recovery_rfc3522() {
+    let mut s = eifel_spike(Response::Eifel);
+    // Segments 2 and 3 lost: the retransmission of 2 is ACKed (genuine); RTO recovery goes on
+    // until recover (5000) is acknowledged.
+    s.ack(ms(500), ack_ts(3000, 400));
+    assert_eq!(s.verdicts().len(), 1);
+    assert_eq!(s.s.state(), CaState::Loss);
+    // The go-back-N retransmissions get no answer; the timer expires again after progress.
+    let t = s.s.next_timer().unwrap();
+    assert_eq!(kinds(&s.timer(t)), vec![(3000, TxKind::RtoRetransmit)]);
+    assert_eq!(episode_starts(&s), 2);
+    // A late ACK of an original (TSval 100) does not make the second timeout spurious.
+    s.ack(t + SimDuration::from_millis(50), ack_ts(4000, 100));
+    assert_eq!(s.verdicts().len(), 1);
+    assert_eq!(s.undos(), 0);
+}
+
 #[test]
 fn eifel_spurious_fast_retransmit_from_reordering_is_undone() {
     // NewReno with timestamps; segment 0 is overtaken by 1..3 (reordering, no loss).
@@ -313,14 +407,14 @@ fn eifel_spurious_fast_retransmit_from_reordering_is_undone() {
 
 /// A 4-segment file sent at 0 ms; nothing comes back before the RTO (1 s initial). After it
 /// the ACKs return one by one and go-back-N retransmits segments 1..3.
-fn dsack_rto() -> Snd {
+fn dsack_rto(response: Response) -> Snd {
     let mut c = cfg(
         Variant::Reno,
         4,
         false,
         true,
         &[DetectorKind::Dsack],
-        Response::Undo,
+        response,
     );
     c.initial_ssthresh = Some(3000);
     let mut s = Snd::new(c, Some(4000));
@@ -345,7 +439,7 @@ fn dsack_rto() -> Snd {
 
 #[test]
 fn dsack_declares_spurious_only_when_every_retransmission_is_reported() {
-    let mut s = dsack_rto();
+    let mut s = dsack_rto(Response::Undo);
     let cwnd = s.s.cwnd();
     // The four retransmissions reach a receiver that already had the originals: four DSACKs.
     for i in 0..3 {
@@ -369,7 +463,7 @@ fn dsack_declares_spurious_only_when_every_retransmission_is_reported() {
 
 #[test]
 fn dsack_genuine_loss_leaves_the_episode_undecided() {
-    let mut s = dsack_rto();
+    let mut s = dsack_rto(Response::Undo);
     let (cwnd, ssthresh) = (s.s.cwnd(), s.s.ssthresh());
     // Segment 0's original was lost: only the go-back-N retransmissions 1..3 are duplicates.
     for i in 1..4 {
@@ -379,6 +473,127 @@ fn dsack_genuine_loss_leaves_the_episode_undecided() {
     assert_eq!(s.undos(), 0);
     assert_eq!(s.s.ledger().undo_retrans, 1);
     assert_eq!((s.s.cwnd(), s.s.ssthresh()), (cwnd, ssthresh));
+}
+
+/// A 4-segment file sent at 0 ms; the RTO (1 s) retransmits segment 0.
+fn dsack_timeout() -> Snd {
+    let c = cfg(
+        Variant::Reno,
+        4,
+        false,
+        true,
+        &[DetectorKind::Dsack],
+        Response::Undo,
+    );
+    let mut s = Snd::new(c, Some(4000));
+    s.send(ms(0));
+    assert_eq!(kinds(&s.timer(ms(1000))), vec![(0, TxKind::RtoRetransmit)]);
+    s
+}
+
+#[test]
+fn dsack_of_a_segment_retransmitted_twice_never_reverts_the_episode_rfc3708_a3() {
+    let mut s = dsack_timeout();
+    // The spike outlasts the backed-off RTO: segment 0 is retransmitted a second time.
+    assert_eq!(kinds(&s.timer(ms(3000))), vec![(0, TxKind::RtoRetransmit)]);
+    // The originals arrive, then both copies of segment 0 as duplicates: two DSACKs for one
+    // segment. (A.3): retransmitted more than once, so no reversal in this window.
+    s.ack(ms(3100), ack(4000));
+    s.ack(ms(3101), sack(4000, &[(0, 1000)]));
+    s.ack(ms(3102), sack(4000, &[(0, 1000)]));
+    assert!(s.verdicts().is_empty(), "{:?}", s.verdicts());
+    assert_eq!(s.undos(), 0);
+}
+
+#[test]
+fn dsack_of_a_segment_never_retransmitted_turns_the_detector_off_rfc3708_a4() {
+    let mut s = dsack_timeout();
+    s.ack(ms(1100), ack(4000));
+    // Segment 1 was never retransmitted: the network duplicated it (A.4), and DSACKs are not
+    // used for the rest of the connection; the report of segment 0 that follows is ignored.
+    s.ack(ms(1101), sack(4000, &[(1000, 2000)]));
+    s.ack(ms(1102), sack(4000, &[(0, 1000)]));
+    assert!(s.verdicts().is_empty(), "{:?}", s.verdicts());
+    assert_eq!(s.undos(), 0);
+}
+
+#[test]
+fn dsack_at_snd_una_without_sack_information_never_reverts_the_episode_rfc3708_a1() {
+    let mut s = dsack_timeout();
+    // Every ACK of the window was lost: the first ACK after the timeout reports the
+    // retransmission of segment 0 as a duplicate, starting at SND.UNA, with no SACK
+    // information held. (A.1): reverse path congested, keep the reduction.
+    s.ack(ms(1100), sack(4000, &[(0, 1000)]));
+    assert!(s.verdicts().is_empty(), "{:?}", s.verdicts());
+    assert_eq!(s.undos(), 0);
+}
+
+#[test]
+fn dsack_detection_with_eifel_response_is_late_step9_without_step8_rfc4015() {
+    let mut s = dsack_rto(Response::Eifel);
+    // RFC 4015 step (0) at the timeout: pipe_prev = max(FlightSize 4000, ssthresh 3000).
+    assert_eq!(s.s.ledger().pipe_prev, 4000);
+    assert!(s.s.cwnd() > MSS);
+    for i in 0..4 {
+        s.ack(ms(1150 + i), sack(4000, &[(i * MSS, (i + 1) * MSS)]));
+    }
+    assert!(s.verdicts()[0].1.is_spurious());
+    assert_eq!(s.undos(), 1);
+    // LATE_SPUR_TO: step (7) skips step (8); step (9) sets cwnd = FlightSize (0) +
+    // min(bytes_acked (0), IW), whatever cwnd had grown to (kept at 1 SMSS), and ssthresh =
+    // pipe_prev: slow start revalidates the window (§3.2).
+    assert_eq!(s.s.cwnd(), MSS);
+    assert_eq!(s.s.ssthresh(), 4000);
+}
+
+#[test]
+fn eifel_response_not_reinitiated_before_the_rto_recovery_completes_rfc4015() {
+    let run = |response| {
+        let mut c = cfg(
+            Variant::Reno,
+            4,
+            false,
+            true,
+            &[DetectorKind::Dsack],
+            response,
+        );
+        c.initial_ssthresh = Some(3000);
+        let mut s = Snd::new(c, Some(4000));
+        s.send(ms(0));
+        assert_eq!(kinds(&s.timer(ms(1000))), vec![(0, TxKind::RtoRetransmit)]);
+        // Progress, but the receiver's window closes: no go-back-N; RTO recovery goes on
+        // (recover 4000).
+        s.ack(
+            ms(1100),
+            Segment {
+                window: 0,
+                ..ack(3000)
+            },
+        );
+        assert_eq!(s.s.state(), CaState::Loss);
+        // The timer expires again after progress: a new episode inside the RTO recovery.
+        let t = s.s.next_timer().unwrap();
+        assert_eq!(kinds(&s.timer(t)), vec![(3000, TxKind::RtoRetransmit)]);
+        // Step (0) is not taken again.
+        assert_eq!(s.s.ledger().pipe_prev, 4000);
+        // The original of segment 3 arrives, then the retransmission as a duplicate: every
+        // retransmission of the second episode is DSACKed.
+        s.ack(t + SimDuration::from_millis(50), ack(4000));
+        s.ack(
+            t + SimDuration::from_millis(51),
+            sack(4000, &[(3000, 4000)]),
+        );
+        assert!(s.verdicts().last().unwrap().1.is_spurious());
+        s.undos()
+    };
+    // §3.1: the algorithm "MUST NOT be reinitiated after a timeout-based loss recovery has
+    // already been started but not completed".
+    assert_eq!(run(Response::Eifel), 0);
+    assert_eq!(
+        run(Response::Undo),
+        1,
+        "Linux re-arms its undo (tcp_enter_loss)"
+    );
 }
 
 // ---- F-RTO (RFC 5682) ------------------------------------------------------------------------
@@ -483,7 +698,33 @@ fn frto_basic_step2a_first_ack_covering_everything_is_conventional() {
 }
 
 #[test]
-fn frto_not_used_for_a_timeout_during_fast_recovery() {
+fn frto_sack_not_used_for_a_timeout_during_fast_recovery_rfc5682_s3() {
+    let mut c = cfg(
+        Variant::Sack,
+        10,
+        false,
+        true,
+        &[DetectorKind::Frto],
+        Response::Undo,
+    );
+    c.initial_ssthresh = Some(20_000);
+    let mut s = Snd::new(c, None);
+    s.send(ms(0));
+    for i in 0..3 {
+        s.ack(ms(100 + i), sack(0, &[(1000, 2000 + i * MSS)]));
+    }
+    assert_eq!(s.s.state(), CaState::Recovery);
+    s.timer(s.s.next_timer().unwrap());
+    assert!(
+        !s.s.frto_active(),
+        "RFC 5682 §3.1: not applied when already in loss recovery (Linux tcp_enter_loss too)"
+    );
+}
+
+#[test]
+fn frto_basic_runs_for_a_timeout_during_newreno_fast_recovery_rfc5682_s2() {
+    // §2.1 bars the basic algorithm during fast recovery only for loss recoveries other than
+    // Reno and NewReno.
     let mut c = cfg(
         Variant::NewReno,
         10,
@@ -499,11 +740,27 @@ fn frto_not_used_for_a_timeout_during_fast_recovery() {
         s.ack(ms(100 + i), ack(0));
     }
     assert_eq!(s.s.state(), CaState::Recovery);
-    s.timer(s.s.next_timer().unwrap());
+    // The fast retransmission of segment 0 is lost too; the timer expires.
+    let out = s.timer(s.s.next_timer().unwrap());
+    assert_eq!(kinds(&out), vec![(0, TxKind::RtoRetransmit)]);
     assert!(
-        !s.s.frto_active(),
-        "RFC 5682 §3 step 1 / Linux tcp_enter_loss"
+        s.s.frto_active(),
+        "step 1: not in RTO recovery, step 2 entered"
     );
+    // §2.2's example: the rest of the window had arrived, so the first ACK covers recover:
+    // step 2a, conventional recovery, not spurious.
+    s.ack(ms(1100), ack(10_000));
+    assert!(matches!(
+        s.verdicts()[..],
+        [(
+            DetectorKind::Frto,
+            Verdict::Genuine(Evidence::Frto {
+                step: FrtoStep::Step2a,
+                ack: 10_000
+            })
+        )]
+    ));
+    assert_eq!(s.undos(), 0);
 }
 
 #[test]

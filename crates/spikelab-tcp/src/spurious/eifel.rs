@@ -11,7 +11,11 @@
 //!   (then an echo older than RetransmitTS may come from a receiver that rejected the
 //!   retransmitted duplicate without updating TS.Recent, so the sender cannot tell).
 //!
-//! Works for timeouts and fast retransmits alike. Needs timestamps on both ends.
+//! Works for timeouts and fast retransmits alike. The sender starts the detector only when an
+//! episode initiates loss recovery; an episode that starts while loss recovery is under way (a
+//! timeout in fast recovery or in an unfinished RTO recovery) gets no Eifel verdict (§3.2: "MUST
+//! NOT be reinitiated after loss recovery has already started"). An acceptable ACK without a
+//! Timestamps option ends the detection undecided. Needs timestamps on both ends.
 //! Maturity: scripted packet tests; not validated against Linux (whose `tcp_packet_delayed`
 //! applies the same TSecr test on every ACK of a recovery, not only the first acceptable one).
 

@@ -10,11 +10,14 @@
 //! new data to send), without a spurious verdict.
 //!
 //! When F-RTO must not run (step 1): a timeout during an RTO recovery whose `recover` point is
-//! not yet acknowledged (§2; §3 with RecoveryPoint, which fast recovery sets too), and a timeout
-//! during fast recovery (Linux `tcp_enter_loss` applies the same rule). A timeout that recurs
-//! before the first ACK after the previous one arrived restarts at step 1 (§3 step 2; Linux
-//! keeps F-RTO for recurring timeouts on the same `snd_una`); one that recurs in step 3 finds
-//! `recover` above `snd_una` and runs the conventional recovery.
+//! not yet acknowledged (§2; §3 with RecoveryPoint, which fast recovery sets too). During fast
+//! recovery the SACK-enhanced algorithm is not applied (§3.1: "SHOULD NOT be applied if the TCP
+//! sender is already in loss recovery"), and the basic one only when the loss recovery is Reno
+//! or NewReno (§2.1: with another loss recovery it "SHOULD NOT be entered when earlier fast
+//! recovery is underway"); Linux `tcp_enter_loss` bars both. A timeout that recurs before the
+//! first ACK after the previous one arrived restarts at step 1 (§2.1, §3.1 step 2; Linux keeps
+//! F-RTO for recurring timeouts on the same `snd_una`); one that recurs in step 3 finds `recover`
+//! above `snd_una` and runs the conventional recovery.
 //!
 //! This module decides; the sender transmits: it sends the new segments this module grants and
 //! holds back go-back-N retransmissions while [`Frto::holds_retransmissions`] is true.
@@ -44,6 +47,8 @@ pub struct Timeout {
     pub in_rto_recovery: bool,
     /// The sender was in fast recovery.
     pub in_fast_recovery: bool,
+    /// The sender's loss recovery is SACK-based (RFC 6675) rather than Reno or NewReno.
+    pub sack_loss_recovery: bool,
     pub snd_una: u64,
     pub snd_max: u64,
     /// End of the segment the timeout retransmits.
@@ -123,11 +128,12 @@ impl Frto {
             return true;
         }
         let recovery_open = self.recover.is_some_and(|r| r > t.snd_una);
-        let barred = t.in_fast_recovery
-            || match self.variant {
-                FrtoVariant::Basic => t.in_rto_recovery && recovery_open,
-                FrtoVariant::SackEnhanced => recovery_open,
-            };
+        let barred = match self.variant {
+            FrtoVariant::Basic => {
+                (t.in_rto_recovery && recovery_open) || (t.in_fast_recovery && t.sack_loss_recovery)
+            }
+            FrtoVariant::SackEnhanced => t.in_fast_recovery || recovery_open,
+        };
         if barred {
             self.recover = Some(t.snd_max);
             self.state = State::Idle;
@@ -158,6 +164,8 @@ impl Frto {
             State::Step2 { retransmitted_end } => {
                 if !advanced {
                     if a.is_dupack && self.variant == FrtoVariant::Basic {
+                        // §2 step 2 stores recover on the first ACK, a duplicate one too.
+                        self.recover = Some(a.snd_max);
                         return self.conventional(FrtoStep::Step2a, a.ack, None);
                     }
                     // §3 step 2: duplicate ACKs only update the scoreboard; stay.
@@ -246,6 +254,7 @@ mod tests {
         Timeout {
             in_rto_recovery: false,
             in_fast_recovery: false,
+            sack_loss_recovery: false,
             snd_una,
             snd_max,
             retransmitted_end: snd_una + 1000,
@@ -265,13 +274,37 @@ mod tests {
     }
 
     #[test]
-    fn not_used_for_a_timeout_during_fast_recovery() {
-        let mut f = Frto::new(FrtoVariant::Basic);
-        let t = Timeout {
+    fn fast_recovery_bars_the_sack_variant_and_the_basic_one_only_with_sack_recovery() {
+        let reno = Timeout {
             in_fast_recovery: true,
             ..timeout(0, 10_000)
         };
-        assert!(!f.on_timeout(&t));
+        let sack = Timeout {
+            sack_loss_recovery: true,
+            ..reno
+        };
+        assert!(Frto::new(FrtoVariant::Basic).on_timeout(&reno), "§2.1");
+        let mut f = Frto::new(FrtoVariant::Basic);
+        assert!(!f.on_timeout(&sack), "§2.1: SHOULD NOT with SACK recovery");
+        assert_eq!(f.recover(), Some(10_000));
+        assert!(
+            !Frto::new(FrtoVariant::SackEnhanced).on_timeout(&sack),
+            "§3.1"
+        );
+    }
+
+    #[test]
+    fn basic_step2_duplicate_ack_stores_recover() {
+        let mut f = Frto::new(FrtoVariant::Basic);
+        f.on_timeout(&timeout(0, 10_000));
+        let a = f.on_ack(&ack(0, 0));
+        assert!(matches!(
+            a.verdict,
+            Some(Verdict::Genuine(Evidence::Frto {
+                step: FrtoStep::Step2a,
+                ..
+            }))
+        ));
         assert_eq!(f.recover(), Some(10_000));
     }
 

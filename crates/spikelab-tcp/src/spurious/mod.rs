@@ -153,7 +153,8 @@ pub enum Evidence {
     /// RFC 3522 step 5: the acceptable ACK carried a DSACK, or acknowledged all outstanding data
     /// from a receiver not known to send DSACKs.
     TimestampDsackGuard,
-    /// RFC 3708: every retransmission of the episode was reported by DSACK.
+    /// RFC 3708 (B.1): every segment retransmitted in the episode (`retransmissions` of them,
+    /// each retransmitted once) was reported by DSACK.
     Dsack { retransmissions: u32 },
     /// RFC 5682: the step that decided and the cumulative ACK it saw.
     Frto { step: FrtoStep, ack: u64 },
