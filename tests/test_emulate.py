@@ -119,7 +119,14 @@ def test_plan_maps_the_lossless_example():
         assert sysctls["net.ipv4.tcp_timestamps"] == "1"
         assert sysctls["net.ipv4.tcp_sack"] == "1"
         assert sysctls["net.ipv4.tcp_dsack"] == "1"
-        assert "net.ipv4.tcp_frto" not in sysctls  # no `spurious` field: kernel default
+        assert sysctls["net.ipv4.tcp_frto"] == "0"  # spurious = [] (the default)
+    # ... and the kernel still undoes on timestamps and DSACK: said, not hidden.
+    assert any("cannot be separated" in n for n in plan.unmapped)
+    # A format without the field leaves the kernel's default.
+    bare = json.loads(json.dumps(resolved))
+    for key in ("spurious", "frto", "response"):
+        bare["flow"][0]["tcp"].pop(key, None)
+    assert "net.ipv4.tcp_frto" not in kernel.plan(view, bare, ccs).sysctl_snd
     assert "initcwnd" in plan.route_snd
     if "net.ipv4.tcp_rto_min_us" in plan.sysctl_snd:
         assert plan.sysctl_snd["net.ipv4.tcp_rto_min_us"] == "200000"
@@ -220,11 +227,12 @@ def test_compare_two_simulated_runs(tmp_path):
 def test_kernel_events_are_labelled_by_the_next_retransmission():
     from spikelab.emulate.tables import _label
 
-    retx = [{"t_ns": 100, "spurious": True}, {"t_ns": 500, "spurious": False}]
+    retx = [{"t_ns": 100, "spurious": True, "seq": 0, "tx": 1},
+            {"t_ns": 500, "spurious": False, "seq": 1448, "tx": 2}]
     # (event time, previous sample time): the first retransmission at or after the previous
-    # sample, each used once; none within the window: genuine (False).
+    # sample, each used once; none within the window: genuine (False), no seq/tx (-1).
     assert _label([(101, 99), (502, 499), (10**9, 10**9 - 1)], retx) == [
-        (101, True), (502, False), (10**9, False)]
+        (101, True, 0, 1), (502, False, 1448, 2), (10**9, False, -1, -1)]
 
 
 def test_tcp_probe_rows_show_the_state_after_each_ack_and_tcp_info_fills_gaps():
@@ -373,14 +381,16 @@ def _cwnd_around_first_timeout(res) -> tuple[float, float]:
 @as_root
 def test_frto_undoes_the_spurious_timeout_and_no_detection_does_not(tmp_path):
     scenario = write(tmp_path, "spike.toml", SPIKE)
-    # Timestamps and DSACK off in both runs, so only F-RTO can detect the spurious timeout.
+    # Timestamps and DSACK off in both runs, so only F-RTO can detect the spurious timeout;
+    # the scenario's detector list sets the kernel's tcp_frto.
     common = ["flow[0].tcp.timestamps=false", "flow[0].tcp.dsack=false"]
-    on = spikelab.emulate.emulate(scenario, out=tmp_path / "on", overrides=common,
-                                  sysctls=["net.ipv4.tcp_frto=2"], plots=False,
-                                  progress=False)
-    off = spikelab.emulate.emulate(scenario, out=tmp_path / "off", overrides=common,
-                                   sysctls=["net.ipv4.tcp_frto=0"], plots=False,
-                                   progress=False)
+    on = spikelab.emulate.emulate(scenario, out=tmp_path / "on", plots=False, progress=False,
+                                  overrides=[*common, 'flow[0].tcp.spurious=["frto"]'])
+    off = spikelab.emulate.emulate(scenario, out=tmp_path / "off", plots=False,
+                                   progress=False,
+                                   overrides=[*common, "flow[0].tcp.spurious=[]"])
+    assert on.manifest["emulation"]["kernel"]["sysctl_sender"]["net.ipv4.tcp_frto"] == "2"
+    assert off.manifest["emulation"]["kernel"]["sysctl_sender"]["net.ipv4.tcp_frto"] == "0"
     c_on = on.manifest["emulation"]["counters"]["sender"]
     c_off = off.manifest["emulation"]["counters"]["sender"]
     b_on, a_on = _cwnd_around_first_timeout(on)
@@ -394,11 +404,14 @@ def test_frto_undoes_the_spurious_timeout_and_no_detection_does_not(tmp_path):
     assert c_on["TcpExtTCPSpuriousRTOs"] >= 1
     assert c_on["TcpExtTCPLossUndo"] >= 1
     assert on.manifest["emulation"]["undo"] >= 1
+    assert on.runs["undo_count"][0].as_py() >= 1
+    assert on.runs["rto_spurious_detected"][0].as_py() >= 1
     assert a_on >= 0.9 * b_on  # cwnd restored
     assert sum(c_off[k] for k in ("TcpExtTCPSpuriousRTOs", "TcpExtTCPLossUndo",
                                   "TcpExtTCPFullUndo", "TcpExtTCPDSACKUndo",
                                   "TcpExtTCPPartialUndo")) == 0
     assert off.manifest["emulation"]["undo"] == 0
+    assert off.runs["undo_count"][0].as_py() == 0
     assert a_off <= 0.75 * b_off  # not restored
 
 

@@ -53,3 +53,23 @@ def test_a_flow_without_events_gets_no_figure(tables, tmp_path):
     two_flows = pa.concat_tables([runs, runs.set_column(0, "flow", pa.array([1], pa.int32()))])
     names = _names(plots.draw({**tables, "runs": two_flows}, tmp_path))
     assert all(name.endswith(("_flow0.png", "_flow0.svg")) for name in names)
+
+
+def test_cwnd_and_seqack_figures_show_verdicts_and_undo(lte_handover_lossless):
+    import spikelab
+
+    r = spikelab.run(lte_handover_lossless, overrides=[
+        'flow.tcp.spurious=["eifel","frto"]', "flow.tcp.block_fr_after_rto=true"])
+    fig = plots.cwnd(r.timeseries, 0, 1448, zoom=(9.0, 13.0))
+    labels = [t.get_text() for t in fig.legends[0].get_texts()]
+    assert "Eifel spurious (1)" in labels, labels
+    assert "undo (1)" in labels, labels
+    fig = plots.seqack(r.packets, 0, (9.0, 13.0), r.timeseries)
+    labels = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+    assert "Eifel: spurious (1)" in labels, labels
+    assert "undo (1)" in labels, labels
+    # Without detectors nothing is added.
+    plain = spikelab.run(lte_handover_lossless, trace="timeseries")
+    fig = plots.cwnd(plain.timeseries, 0, 1448)
+    labels = [t.get_text() for t in fig.legends[0].get_texts()]
+    assert not any("undo" in x or "Eifel" in x for x in labels), labels

@@ -63,3 +63,54 @@ class ProgressBar:
         if self.shown:
             self.stream.write("\n")
             self.stream.flush()
+
+
+def sweep_line(done: int, total: int, failed: int, elapsed_s: float, eta_s: float | None,
+               width: int) -> str:
+    """``[#####.....]  45/200 runs  2 failed  elapsed 0:12  ETA 0:15``."""
+    fraction = done / total if total else 1.0
+    eta = _clock(eta_s) if eta_s is not None else "?"
+    text = (f" {done}/{total} runs  {failed} failed  elapsed {_clock(elapsed_s)}  ETA {eta}")
+    bar_width = max(10, min(40, width - len(text) - 3))
+    filled = int(round(bar_width * fraction))
+    return f"[{'#' * filled}{'.' * (bar_width - filled)}]{text}"
+
+
+class SweepProgress:
+    """Runs done / total, failures and ETA of a sweep, on stderr.
+
+    ``enabled``: None = when stderr is a TTY, True = always, False = never. The ETA is
+    extrapolated from the runs finished in this invocation (resumed runs do not count).
+    """
+
+    def __init__(self, total: int, already: int, enabled: bool | None,
+                 stream: TextIO | None = None):
+        self.stream = stream if stream is not None else sys.stderr
+        self.total, self.done, self.failed, self.already = total, already, 0, already
+        isatty = getattr(self.stream, "isatty", None)
+        self.enabled = (isatty is not None and isatty()) if enabled is None else enabled
+        self.start = time.monotonic()
+        self.shown = False
+        self._draw()
+
+    def update(self, ok: bool) -> None:
+        self.done += 1
+        self.failed += 0 if ok else 1
+        self._draw()
+
+    def _draw(self) -> None:
+        if not self.enabled:
+            return
+        elapsed = time.monotonic() - self.start
+        fresh = self.done - self.already
+        eta = elapsed * (self.total - self.done) / fresh if fresh else None
+        width = shutil.get_terminal_size((80, 24)).columns
+        self.stream.write("\r" + sweep_line(self.done, self.total, self.failed, elapsed, eta,
+                                            width - 1))
+        self.stream.flush()
+        self.shown = True
+
+    def close(self) -> None:
+        if self.shown:
+            self.stream.write("\n")
+            self.stream.flush()

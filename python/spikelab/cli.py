@@ -20,6 +20,7 @@ PROG = "spikelab"
 EXIT_USAGE = 2
 EXIT_INTERNAL = 1
 EXIT_INTERRUPTED = 130
+EXIT_RUNS_FAILED = 3
 
 
 class _Parser(argparse.ArgumentParser):
@@ -213,6 +214,130 @@ def cmd_bench(args: argparse.Namespace) -> int:
     return 0
 
 
+def _jobs_text(args: argparse.Namespace) -> str:
+    if args.dask:
+        return f"Dask ({args.dask})"
+    return _plural(args.jobs or os.cpu_count() or 1, "local worker")
+
+
+def _report_failures(result) -> int:
+    failed = result.failed
+    if not failed:
+        return 0
+    import shlex
+
+    first = result.manifest["failures"][0]
+    _say_error(f"{failed} of {result.manifest['runs_total']} runs failed "
+               f"(first: {first['run_id']}: {first['error']}); they are in runs.parquet "
+               f"with status 'failed' and are retried when the command is repeated")
+    run = next((r for r in result.manifest.get("runs", []) if r["run_id"] == first["run_id"]),
+               None)
+    if run is not None:
+        from spikelab.sweepspec import run_command
+
+        print(f"{PROG}: to repeat {first['run_id']} alone: "
+              f"{shlex.join(run_command(run['overrides'], run['seed']))}", file=sys.stderr)
+    return EXIT_RUNS_FAILED
+
+
+def cmd_sweep(args: argparse.Namespace) -> int:
+    import spikelab
+    from spikelab import sweepplots
+
+    with _scenario_file(args.scenario) as scenario:
+        plan = spikelab.sweep_plan(scenario, seed=args.seed, overrides=args.set,
+                                   trace=args.trace)
+        if not args.quiet:
+            print(f"{args.scenario}: {_plural(len(plan.tasks), 'run')} "
+                  f"({_plural(len(plan.spec.points()), 'grid point')} × "
+                  f"{_plural(plan.spec.replications, 'replication')}) on {_jobs_text(args)}")
+        result = spikelab.sweep(scenario, args.out, jobs=args.jobs, dask=args.dask,
+                                seed=args.seed, overrides=args.set, trace=args.trace,
+                                fresh=args.fresh, progress=False if args.quiet else None)
+    if not args.no_plots and result.manifest["runs_ok"]:
+        sweepplots.draw(args.out, sweepplots.default_specs(result.params()))
+    if not args.quiet:
+        m = result.manifest
+        print(f"{m['runs_ok']} ok, {m['runs_failed']} failed in {m['wall_s']:.1f} s wall "
+              f"({m['core_wall_s']:.1f} s of simulation)")
+        print(f"results: {args.out} (runs.parquet: {result.runs.num_rows} rows)")
+    return _report_failures(result)
+
+
+def cmd_query(args: argparse.Namespace) -> int:
+    from spikelab import stats
+
+    frame = stats.query(args.dir, args.sql)
+    if args.format == "csv":
+        print(frame.to_csv(index=False), end="")
+    elif args.format == "json":
+        print(frame.to_json(orient="records", indent=1))
+    else:
+        print(frame.to_string(index=False) if len(frame.columns) else "(no columns)")
+    return 0
+
+
+def cmd_summary(args: argparse.Namespace) -> int:
+    import spikelab
+    from spikelab import stats
+
+    result = spikelab.load(args.dir)
+    params = result.params() if hasattr(result, "params") else []
+    frame = result.runs.to_pandas()
+    metrics = args.metric or [m for m in stats.DEFAULT_METRICS if m in frame.columns]
+    table = stats.summarize(frame, params, metrics)
+    print(stats.format_summary(table, metrics))
+    return 0
+
+
+def cmd_figure(args: argparse.Namespace) -> int:
+    from spikelab import sweepplots
+
+    raw = {k: getattr(args, k) for k in ("kind", "y", "x", "hue", "col", "row", "where",
+                                         "scale", "ylabel", "title", "name")
+           if getattr(args, k) is not None}
+    spec = sweepplots.FigureSpec.parse(raw, "figure")
+    paths = sweepplots.draw(args.dir, [spec])
+    print("figures: " + ", ".join(str(p) for p in paths))
+    return 0
+
+
+def cmd_study(args: argparse.Namespace) -> int:
+    from spikelab import study
+
+    if args.action == "list":
+        found = study.available()
+        if not found:
+            print("no studies found")
+        for name, path in found.items():
+            s = study.parse(path)
+            print(f"{name:24s} {s.title}")
+        return 0
+    if args.action == "run":
+        s = study.find(args.name)
+        if not args.quiet:
+            print(f"study {s.name}: {s.title}")
+        data = study.run(args.name, args.out, jobs=args.jobs, dask=args.dask,
+                         replications=args.replications, fresh=args.fresh,
+                         progress=False if args.quiet else None)
+    else:
+        data = study.report(args.dir)
+    out = args.out if args.action == "run" else args.dir
+    for c in data["claims"]:
+        mark = {"holds": "holds", "fails": "FAILS", "error": "ERROR"}[c["status"]]
+        print(f"  [{mark:5s}] {c['id']}: {c['claim']}")
+        if c["error"]:
+            print(f"          {c['error']}")
+    held = sum(c["status"] == "holds" for c in data["claims"])
+    print(f"{held} of {len(data['claims'])} claims hold; report: "
+          f"{Path(out) / 'report.html'} (and report.md)")
+    if args.action == "run":
+        import spikelab
+
+        return _report_failures(spikelab.load(out))
+    return 0
+
+
 # ---------------------------------------------------------------------------------- parser
 
 
@@ -260,6 +385,74 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int)
     overrides(p)
     p.set_defaults(func=cmd_bench)
+
+    def executor(p: argparse.ArgumentParser) -> None:
+        p.add_argument("-j", "--jobs", type=_positive, metavar="N",
+                       help="worker processes (default: all cores)")
+        p.add_argument("--dask", metavar="ADDRESS",
+                       help="run on a Dask cluster: a scheduler address (tcp://host:8786) "
+                            "or 'local' for a LocalCluster of --jobs worker processes")
+        p.add_argument("--fresh", action="store_true",
+                       help="discard earlier results in OUTDIR instead of resuming")
+
+    p = sub.add_parser("sweep", help="run a scenario's [sweep]: grid points × replications")
+    p.add_argument("scenario", metavar="SCENARIO.toml")
+    p.add_argument("-o", "--out", metavar="OUTDIR", required=True,
+                   help="results directory (resumed if it holds this sweep)")
+    executor(p)
+    p.add_argument("--seed", type=int, help="base seed (default: the scenario's sim.seed)")
+    overrides(p)
+    p.add_argument("--trace", choices=("summary", "timeseries", "packets"),
+                   help="what each run records (default: the sweep's trace, else summary)")
+    p.add_argument("--no-plots", action="store_true", help="no default figures")
+    p.add_argument("-q", "--quiet", action="store_true")
+    p.set_defaults(func=cmd_sweep)
+
+    p = sub.add_parser("query", help="SQL (DuckDB) over a results directory: views runs, "
+                                     "timeseries, packets")
+    p.add_argument("dir", metavar="DIR")
+    p.add_argument("sql", metavar="SQL")
+    p.add_argument("--format", choices=("table", "csv", "json"), default="table")
+    p.set_defaults(func=cmd_query)
+
+    p = sub.add_parser("summary", help="mean ± 95%% CI per grid point of a sweep")
+    p.add_argument("dir", metavar="DIR")
+    p.add_argument("--metric", action="append", metavar="COLUMN",
+                   help="a runs column to summarise (repeatable; default: goodput, bytes, "
+                        "RTOs, fast retransmits, retransmitted segments)")
+    p.set_defaults(func=cmd_summary)
+
+    p = sub.add_parser("figure", help="draw a sweep figure (bar, line, cdf, heatmap)")
+    p.add_argument("dir", metavar="DIR")
+    p.add_argument("--kind", required=True, choices=("bar", "line", "cdf", "heatmap"))
+    p.add_argument("--y", required=True, metavar="METRIC", help="runs column to show")
+    p.add_argument("--x", metavar="PARAM")
+    p.add_argument("--hue", metavar="PARAM", help="one bar / line / curve per value")
+    p.add_argument("--col", metavar="PARAM", help="one panel per value")
+    p.add_argument("--row", metavar="PARAM", help="heatmap rows")
+    p.add_argument("--where", metavar="SQL", help="condition on runs rows")
+    p.add_argument("--scale", type=float, help="multiply y (e.g. 1e-6 for Mbit/s)")
+    p.add_argument("--ylabel")
+    p.add_argument("--title")
+    p.add_argument("--name", help="file name stem (default from the options)")
+    p.set_defaults(func=cmd_figure)
+
+    p = sub.add_parser("study", help="studies: list, run, report")
+    actions = p.add_subparsers(dest="action", required=True, metavar="ACTION",
+                               parser_class=_Parser)
+    a = actions.add_parser("list", help="studies shipped with spikelab and in ./studies")
+    a.set_defaults(func=cmd_study)
+    a = actions.add_parser("run", help="run a study and write its report")
+    a.add_argument("name", metavar="NAME|DIR")
+    a.add_argument("-o", "--out", metavar="OUTDIR", required=True)
+    executor(a)
+    a.add_argument("--replications", type=_positive, metavar="N",
+                   help="override the study's replications (quick look)")
+    a.add_argument("-q", "--quiet", action="store_true")
+    a.set_defaults(func=cmd_study)
+    a = actions.add_parser("report", help="re-evaluate claims and rewrite the report of DIR")
+    a.add_argument("dir", metavar="DIR")
+    a.set_defaults(func=cmd_study)
 
     from .emulate.cli import register as register_emulation  # emulate, compare
 

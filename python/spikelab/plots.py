@@ -2,9 +2,14 @@
 
 Per flow N:
 - ``seqack_flowN``: sequence numbers of data leaving the sender and ACK numbers arriving at
-  it vs. time, in MB, like Kato et al. Fig. 4; retransmissions and drops marked.
+  it vs. time, in MB, like Kato et al. Fig. 4; retransmissions and drops marked, and the
+  detectors' spurious verdicts and the responses at the sequence number of the episode's
+  retransmission.
 - ``cwnd_flowN``: cwnd and ssthresh in segments (bytes / MSS) vs. time, with vertical markers
-  for RTO expirations and fast retransmits (red = spurious by ground truth, black = genuine).
+  for RTO expirations and fast retransmits (red = spurious by ground truth, black = genuine),
+  the spurious-retransmission detectors' verdicts along the top (one marker shape per
+  detector: filled = declared spurious, hollow = declared genuine) and responses (diamonds at
+  the cwnd they restored).
 - ``rtt_flowN``: RTT samples, srtt and RTO vs. time, in seconds.
 
 A figure whose data is absent (e.g. a summary-only run) is skipped.
@@ -32,6 +37,13 @@ MB = 1e6
 NS = 1e9
 RASTERIZE_ABOVE = 5000  # points; denser layers are embedded in SVG as bitmaps
 SPURIOUS, GENUINE = "tab:red", "black"
+# Spurious-retransmission detectors: timeseries variable -> (label, marker, colour).
+DETECTORS = {
+    "verdict_eifel": ("Eifel", "v", "tab:purple"),
+    "verdict_dsack": ("DSACK", "s", "tab:brown"),
+    "verdict_frto": ("F-RTO", "^", "tab:cyan"),
+}
+UNDO_STYLE = {"marker": "D", "color": "tab:olive", "markersize": 7, "linestyle": "none"}
 
 
 def _eq(table: pa.Table, column: str, value: object) -> pa.ChunkedArray:
@@ -112,8 +124,19 @@ def _save(fig: Figure, figdir: Path, stem: str) -> list[Path]:
     return paths
 
 
-def seqack(packets: pa.Table, flow: int, zoom: Zoom = None) -> Figure | None:
-    """Sequence/ACK numbers vs. time for one flow (None if the flow has no packet events)."""
+def _verdict_rows(ts: pa.Table | None, var: str, zoom: Zoom) -> pa.Table | None:
+    if ts is None or ts.num_rows == 0 or "seq" not in ts.column_names:
+        return None
+    return _window(ts.filter(_eq(ts, "var", var)), zoom)
+
+
+def seqack(packets: pa.Table, flow: int, zoom: Zoom = None,
+           timeseries: pa.Table | None = None) -> Figure | None:
+    """Sequence/ACK numbers vs. time for one flow (None if the flow has no packet events).
+
+    With ``timeseries``, spurious verdicts (filled markers, one shape per detector) and
+    responses (diamonds) are drawn at the sequence number of their episode's retransmission.
+    """
     pk = packets.filter(_eq(packets, "flow", flow))
     if pk.num_rows == 0:
         return None
@@ -141,6 +164,18 @@ def seqack(packets: pa.Table, flow: int, zoom: Zoom = None) -> Figure | None:
             markersize=6, color="tab:red", label=f"data dropped ({data_drops.num_rows})")
     _points(ax, _np(ack_drops, "t_ns") / NS, _np(ack_drops, "ack") / MB, marker="x",
             markersize=5, color="tab:purple", label=f"ACK dropped ({ack_drops.num_rows})")
+    ts = None if timeseries is None else timeseries.filter(_eq(timeseries, "flow", flow))
+    for var, (label, marker, colour) in DETECTORS.items():
+        rows = _verdict_rows(ts, var, zoom)
+        if rows is None:
+            continue
+        rows = rows.filter(pc.equal(rows["value"], 1.0))
+        _points(ax, _np(rows, "t_ns") / NS, _np(rows, "seq") / MB, marker=marker,
+                markersize=9, color=colour, label=f"{label}: spurious ({rows.num_rows})")
+    undo = _verdict_rows(ts, "undo", zoom)
+    if undo is not None and undo.num_rows:
+        ax.plot(_np(undo, "t_ns") / NS, _np(undo, "seq") / MB, label=f"undo ({undo.num_rows})",
+                **UNDO_STYLE)
     if ax.has_data():
         ax.legend(loc="upper left", fontsize="small", markerscale=2)
     return fig
@@ -163,6 +198,30 @@ def _markers(ax, ts: pa.Table, zoom: Zoom) -> list[Line2D]:
     return handles
 
 
+def _verdicts(ax, ts: pa.Table, mss: int, zoom: Zoom) -> list[Line2D]:
+    """Detector verdicts along the top of the axes and responses at the cwnd they set."""
+    handles = []
+    for var, (label, marker, colour) in DETECTORS.items():
+        rows = _verdict_rows(ts, var, zoom)
+        if rows is None or rows.num_rows == 0:
+            continue
+        t, value = _np(rows, "t_ns") / NS, _np(rows, "value")
+        for mask, face, what in ((value == 1.0, colour, "spurious"),
+                                 (value == 0.0, "none", "genuine")):
+            if mask.any():
+                ax.plot(t[mask], np.full(mask.sum(), 0.97), transform=ax.get_xaxis_transform(),
+                        marker=marker, markersize=7, linestyle="none", color=colour,
+                        markerfacecolor=face, clip_on=False)
+                handles.append(Line2D([], [], marker=marker, linestyle="none", color=colour,
+                                      markerfacecolor=face,
+                                      label=f"{label} {what} ({int(mask.sum())})"))
+    undo = _verdict_rows(ts, "undo", zoom)
+    if undo is not None and undo.num_rows:
+        ax.plot(_np(undo, "t_ns") / NS, _np(undo, "value") / mss, **UNDO_STYLE)
+        handles.append(Line2D([], [], label=f"undo ({undo.num_rows})", **UNDO_STYLE))
+    return handles
+
+
 def cwnd(timeseries: pa.Table, flow: int, mss: int, zoom: Zoom = None) -> Figure | None:
     """cwnd and ssthresh in segments vs. time (None if the flow has no cwnd series)."""
     ts = timeseries.filter(_eq(timeseries, "flow", flow))
@@ -178,8 +237,8 @@ def cwnd(timeseries: pa.Table, flow: int, mss: int, zoom: Zoom = None) -> Figure
         _steps(ax, t, v / mss, color="tab:green", linestyle="--", label="ssthresh")
     ax.set_ylim(bottom=0)
     handles, _ = ax.get_legend_handles_labels()
-    fig.legend(handles=handles + _markers(ax, ts, zoom), loc="outside right upper",
-               fontsize="small")
+    fig.legend(handles=handles + _markers(ax, ts, zoom) + _verdicts(ax, ts, mss, zoom),
+               loc="outside right upper", fontsize="small")
     return fig
 
 
@@ -221,7 +280,8 @@ def draw(tables: Mapping[str, pa.Table], figdir: str | os.PathLike[str],
     written: list[Path] = []
     for flow, mss in zip(_np(runs, "flow").tolist(), _np(runs, "mss").tolist(), strict=True):
         figures = {
-            "seqack": seqack(packets, flow, zoom) if packets.num_rows else None,
+            "seqack": (seqack(packets, flow, zoom, timeseries if timeseries.num_rows else None)
+                       if packets.num_rows else None),
             "cwnd": cwnd(timeseries, flow, mss, zoom) if timeseries.num_rows else None,
             "rtt": rtt(timeseries, flow, zoom) if timeseries.num_rows else None,
         }

@@ -34,6 +34,7 @@ from . import _core
 
 if TYPE_CHECKING:
     from .simulate import RunResult
+    from .sweep import SweepResult
 
 MANIFEST = "manifest.json"
 FIGURES = "figures"
@@ -179,11 +180,15 @@ def write(
     return outdir
 
 
-def load(outdir: str | os.PathLike[str]) -> RunResult:
-    """Read a results directory back: tables, scenario, seed and manifest."""
+def load(outdir: str | os.PathLike[str]) -> RunResult | SweepResult:
+    """Read a results directory back: a run's tables, scenario, seed and manifest, or a
+    sweep's dataset (``SweepResult``: its ``runs`` table, one row per run × flow)."""
     from .simulate import RunResult
+    from .sweep import is_sweep, load_sweep
 
     outdir = Path(outdir)
+    if is_sweep(outdir):
+        return load_sweep(outdir)
     manifest = read_manifest(outdir)
     tables = {name: pq.read_table(outdir / f"{name}.parquet", memory_map=True)
               for name in TABLES}
@@ -203,8 +208,16 @@ def plot(
     outdir: str | os.PathLike[str],
     zoom: Zoom = None,
 ) -> list[Path]:
-    """Redraw the figures of a results directory from its tables alone; return their paths."""
+    """Redraw the figures of a results directory from its tables alone; return their paths.
+
+    For a sweep directory: its default figures (goodput by parameter, CDF)."""
+    from .sweep import is_sweep, load_sweep
+
     outdir = Path(outdir)
+    if is_sweep(outdir):
+        from .sweepplots import default_specs, draw
+
+        return draw(outdir, default_specs(load_sweep(outdir).params()))
     result = load(outdir)
     figures = _figures(outdir, result.tables(), result.manifest, True, zoom)
     _finish(outdir, result.manifest, figures, zoom)

@@ -8,6 +8,7 @@ use crate::units::{Bytes, Duration, Rate};
 use serde::{Deserialize, Serialize};
 use spikelab_core::{SimDuration, SimTime};
 use spikelab_net::{Profile, ProfileRow};
+use spikelab_tcp::spurious::{DetectorKind, DetectorSet, FrtoVariant, Response, SpuriousConfig};
 use spikelab_tcp::{RtoAlgorithm, RtoConfig, TcpConfig, Variant};
 use std::collections::BTreeMap;
 use std::fmt;
@@ -208,6 +209,90 @@ pub enum EstimatorSpec {
     Linux,
 }
 
+/// Which F-RTO algorithm `spurious = ["frto"]` runs.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum FrtoSpec {
+    /// SACK-enhanced (RFC 5682 §3) when SACK is on, basic (§2) otherwise: Linux `tcp_frto = 2`.
+    Auto,
+    Basic,
+    Sack,
+}
+
+/// The response to a detected spurious retransmission.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ResponseSpec {
+    None,
+    Eifel,
+    Undo,
+}
+
+/// Names accepted in `spurious = [...]`.
+pub const DETECTORS: &[&str] = &["eifel", "dsack", "frto"];
+
+/// Names accepted in `profile = "..."`.
+pub const PROFILES: &[&str] = &["linux"];
+
+/// The `linux` profile: the keys it fills in `[flow.tcp]` when the file does not set them,
+/// approximating a Linux sender's sysctl defaults (tcp_timestamps = 1, tcp_sack = 1,
+/// tcp_dsack = 1, tcp_frto = 2, undo on, RTO minimum 200 ms). See docs/models.md for where it
+/// differs from the kernel.
+const LINUX_PROFILE: &str = r#"
+variant = "sack"
+timestamps = true
+sack = true
+dsack = true
+clear_sack_on_rto = false
+spurious = ["eifel", "dsack", "frto"]
+frto = "auto"
+response = "undo"
+[rto]
+estimator = "linux"
+"#;
+
+/// Fills the keys of each flow's `tcp.profile` that the file leaves out (explicit keys win).
+fn apply_profiles(root: &mut toml::Value) -> Result<()> {
+    let Some(flows) = root.get_mut("flow").and_then(|f| f.as_array_mut()) else {
+        return Ok(());
+    };
+    for (i, flow) in flows.iter_mut().enumerate() {
+        let Some(tcp) = flow.get_mut("tcp").and_then(|t| t.as_table_mut()) else {
+            continue;
+        };
+        let Some(p) = tcp.get("profile") else {
+            continue;
+        };
+        let field = format!("flow[{i}].tcp.profile");
+        let name = p
+            .as_str()
+            .ok_or_else(|| ScenarioError::new(&field, "must be a string"))?;
+        let defaults: toml::Table = match name {
+            "linux" => toml::from_str(LINUX_PROFILE).expect("valid profile"),
+            _ => {
+                return Err(ScenarioError::new(
+                    field,
+                    format!("unknown profile {name:?} (known: {})", PROFILES.join(", ")),
+                ))
+            }
+        };
+        merge_missing(tcp, &defaults);
+    }
+    Ok(())
+}
+
+fn merge_missing(into: &mut toml::Table, defaults: &toml::Table) {
+    for (k, v) in defaults {
+        match (into.get_mut(k), v) {
+            (None, _) => {
+                into.insert(k.clone(), v.clone());
+            }
+            (Some(toml::Value::Table(sub)), toml::Value::Table(dsub)) => merge_missing(sub, dsub),
+            _ => {}
+        }
+    }
+}
+
 fn d_ms(ms: u64) -> Duration {
     Duration(SimDuration::from_millis(ms))
 }
@@ -274,6 +359,9 @@ impl Default for RtoSpec {
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct TcpSpec {
+    /// A named set of defaults for the keys not given (`linux`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub profile: Option<String>,
     pub variant: VariantSpec,
     pub mss: i64,
     pub initial_window: i64,
@@ -293,6 +381,12 @@ pub struct TcpSpec {
     pub delayed_ack: bool,
     pub delack_timeout: Duration,
     pub delack_segments: i64,
+    /// Spurious-retransmission detectors, any of `eifel`, `dsack`, `frto`.
+    pub spurious: Vec<String>,
+    /// Which F-RTO algorithm runs.
+    pub frto: FrtoSpec,
+    /// What a detection changes.
+    pub response: ResponseSpec,
     pub rto: RtoSpec,
 }
 
@@ -300,6 +394,7 @@ impl Default for TcpSpec {
     fn default() -> Self {
         let c = TcpConfig::default();
         TcpSpec {
+            profile: None,
             variant: VariantSpec::NewReno,
             mss: c.mss as i64,
             initial_window: c.initial_window as i64,
@@ -318,6 +413,9 @@ impl Default for TcpSpec {
             delayed_ack: c.delayed_ack,
             delack_timeout: Duration(c.delack_timeout),
             delack_segments: c.delack_segments as i64,
+            spurious: Vec::new(),
+            frto: FrtoSpec::Auto,
+            response: ResponseSpec::Undo,
             rto: RtoSpec::default(),
         }
     }
@@ -363,6 +461,10 @@ pub struct Scenario {
     pub path: BTreeMap<String, PathSpec>,
     #[serde(default)]
     pub flow: Vec<FlowSpec>,
+    /// The `[sweep]` table: read by the Python sweep runner (grid, replications); a single run
+    /// ignores it. Kept out of the resolved scenario.
+    #[serde(default, skip_serializing)]
+    pub sweep: Option<toml::Value>,
 }
 
 impl Default for Duration {
@@ -383,6 +485,7 @@ pub fn parse(text: &str, overrides: &[String], base_dir: &Path) -> Result<Scenar
     for o in overrides {
         apply_override(&mut value, o)?;
     }
+    apply_profiles(&mut value)?;
     let mut sc: Scenario = serde_path_to_error::deserialize(value).map_err(|e| {
         let field = e.path().to_string();
         let field = if field == "." { String::new() } else { field };
@@ -408,7 +511,9 @@ fn toml_error(e: &toml::de::Error) -> ScenarioError {
 }
 
 /// Applies one `key=value` override to the TOML tree. A key is a dotted path; `name[i]` picks
-/// one element of an array of tables, and a bare array name applies to every element.
+/// one element of an array of tables, and a bare array name applies to every element. Inside a
+/// path, a stage may be named by its `name` or its type when that is unambiguous:
+/// `path.fwd.delay.profile` is `path.fwd.stage[i].profile` for the path's only delay stage.
 pub fn apply_override(root: &mut toml::Value, spec: &str) -> Result<()> {
     let Some((key, raw)) = spec.split_once('=') else {
         return Err(ScenarioError::new(
@@ -459,6 +564,11 @@ fn set_path(
     };
     let (name, index) = &parts[0];
     let rest = &parts[1..];
+    if index.is_none() && !table.contains_key(name.as_str()) {
+        if let Some(toml::Value::Array(stages)) = table.get_mut("stage") {
+            return set_stage_by_name(stages, name, rest, value, key);
+        }
+    }
     if rest.is_empty() && index.is_none() {
         table.insert(name.clone(), value);
         return Ok(());
@@ -490,6 +600,45 @@ fn set_path(
         }
         (_, Some(_)) => Err(ScenarioError::new(key, format!("{name} is not an array"))),
         (child, None) => set_path(child, rest, value, key),
+    }
+}
+
+/// `path.NAME.STAGE.…`: the one stage whose `name` (or, without names, whose `type`) is `stage`.
+fn set_stage_by_name(
+    stages: &mut [toml::Value],
+    stage: &str,
+    rest: &[(String, Option<usize>)],
+    value: toml::Value,
+    key: &str,
+) -> Result<()> {
+    let field = |st: &toml::Value, f: &str| st.get(f).and_then(|v| v.as_str()).map(str::to_owned);
+    let by_name: Vec<usize> = (0..stages.len())
+        .filter(|&i| field(&stages[i], "name").as_deref() == Some(stage))
+        .collect();
+    let hits = if by_name.is_empty() {
+        (0..stages.len())
+            .filter(|&i| field(&stages[i], "type").as_deref() == Some(stage))
+            .collect()
+    } else {
+        by_name
+    };
+    match hits.as_slice() {
+        [i] if rest.is_empty() => {
+            stages[*i] = value;
+            Ok(())
+        }
+        [i] => set_path(&mut stages[*i], rest, value, key),
+        [] => Err(ScenarioError::new(
+            key,
+            format!("no stage named or of type {stage:?} in this path"),
+        )),
+        many => Err(ScenarioError::new(
+            key,
+            format!(
+                "{} stages of type {stage:?} in this path; name them or use stage[i]",
+                many.len()
+            ),
+        )),
     }
 }
 
@@ -905,6 +1054,46 @@ impl FlowSpec {
         if t.dsack {
             t.dsack = t.sack;
         }
+        let mut seen = Vec::new();
+        for (i, name) in t.spurious.iter().enumerate() {
+            let field = format!("{at}.spurious[{i}]");
+            check(
+                DETECTORS.contains(&name.as_str()),
+                &field,
+                format!(
+                    "unknown detector {name:?} (known: {})",
+                    DETECTORS.join(", ")
+                ),
+            )?;
+            check(
+                !seen.contains(name),
+                &field,
+                format!("{name:?} is listed twice"),
+            )?;
+            seen.push(name.clone());
+        }
+        let has = |d: &str| t.spurious.iter().any(|n| n == d);
+        if has("eifel") {
+            check(
+                t.timestamps,
+                format!("{at}.timestamps"),
+                "the eifel detector (RFC 3522) needs timestamps = true",
+            )?;
+        }
+        if has("dsack") {
+            check(
+                t.sack && t.dsack,
+                format!("{at}.dsack"),
+                "the dsack detector (RFC 3708) needs sack = true and dsack = true",
+            )?;
+        }
+        if has("frto") && t.frto == FrtoSpec::Sack {
+            check(
+                t.sack,
+                format!("{at}.frto"),
+                "SACK-enhanced F-RTO (RFC 5682 section 3) needs sack = true",
+            )?;
+        }
         t.block_fr_after_rto
             .get_or_insert(t.variant != VariantSpec::Reno);
         let r = &mut t.rto;
@@ -990,6 +1179,32 @@ impl FlowSpec {
             delayed_ack: t.delayed_ack,
             delack_timeout: t.delack_timeout.0,
             delack_segments: t.delack_segments as u32,
+            spurious: self.spurious_config(),
+        }
+    }
+
+    /// The detectors and response this flow runs with.
+    pub fn spurious_config(&self) -> SpuriousConfig {
+        let t = &self.tcp;
+        let mut detectors = DetectorSet::EMPTY;
+        for d in DetectorKind::ALL {
+            if t.spurious.iter().any(|n| n == d.name()) {
+                detectors = detectors.with(d);
+            }
+        }
+        SpuriousConfig {
+            detectors,
+            frto: match t.frto {
+                FrtoSpec::Basic => FrtoVariant::Basic,
+                FrtoSpec::Sack => FrtoVariant::SackEnhanced,
+                FrtoSpec::Auto if t.sack => FrtoVariant::SackEnhanced,
+                FrtoSpec::Auto => FrtoVariant::Basic,
+            },
+            response: match t.response {
+                ResponseSpec::None => Response::None,
+                ResponseSpec::Eifel => Response::Eifel,
+                ResponseSpec::Undo => Response::Undo,
+            },
         }
     }
 }
@@ -1057,6 +1272,63 @@ mod tests {
     }
 
     #[test]
+    fn spurious_fields_are_checked_with_the_field_named() {
+        assert_eq!(
+            err("[[flow]]\n[flow.tcp]\nspurious = [\"eifle\"]\n"),
+            "flow[0].tcp.spurious[0]: unknown detector \"eifle\" (known: eifel, dsack, frto)"
+        );
+        assert_eq!(
+            err("[[flow]]\n[flow.tcp]\nspurious = [\"eifel\"]\ntimestamps = false\n"),
+            "flow[0].tcp.timestamps: the eifel detector (RFC 3522) needs timestamps = true"
+        );
+        assert_eq!(
+            err("[[flow]]\n[flow.tcp]\nspurious = [\"dsack\"]\nsack = false\n"),
+            "flow[0].tcp.dsack: the dsack detector (RFC 3708) needs sack = true and dsack = true"
+        );
+        assert_eq!(
+            err("[[flow]]\n[flow.tcp]\nspurious = [\"frto\", \"frto\"]\n"),
+            "flow[0].tcp.spurious[1]: \"frto\" is listed twice"
+        );
+        let e = err("[[flow]]\n[flow.tcp]\nresponse = \"restore\"\n");
+        assert!(
+            e.starts_with("flow[0].tcp.response: unknown variant `restore`"),
+            "{e}"
+        );
+        assert!(e.contains("`none`, `eifel`, `undo`"), "{e}");
+        assert_eq!(
+            err("[[flow]]\n[flow.tcp]\nprofile = \"bsd\"\n"),
+            "flow[0].tcp.profile: unknown profile \"bsd\" (known: linux)"
+        );
+    }
+
+    #[test]
+    fn linux_profile_fills_missing_keys_and_explicit_keys_win() {
+        let sc = parse(
+            "[[flow]]\n[flow.tcp]\nprofile = \"linux\"\nvariant = \"reno\"\n",
+            &[],
+            Path::new("."),
+        )
+        .unwrap();
+        let t = &sc.flow[0].tcp;
+        assert_eq!(t.variant, VariantSpec::Reno, "explicit key kept");
+        assert_eq!(t.spurious, vec!["eifel", "dsack", "frto"]);
+        assert_eq!(t.response, ResponseSpec::Undo);
+        assert_eq!(t.rto.estimator, EstimatorSpec::Linux);
+        assert_eq!(t.rto.min, Some(d_ms(200)));
+        assert!(!t.clear_sack_on_rto);
+        let c = sc.flow[0].tcp_config().spurious;
+        assert_eq!(c.frto, FrtoVariant::SackEnhanced);
+        assert_eq!(c.detectors.label(), "eifel+dsack+frto");
+        // The resolved scenario re-parses to the same thing.
+        let back = toml::to_string(&sc).unwrap();
+        let sc2 = parse(&back, &[], Path::new(".")).unwrap();
+        assert_eq!(
+            serde_json::to_string(&sc).unwrap(),
+            serde_json::to_string(&sc2).unwrap()
+        );
+    }
+
+    #[test]
     fn overrides_reach_every_flow_or_one() {
         let text = "[[flow]]\n[[flow]]\n";
         let sc = parse(text, &["flow.tcp.variant=\"reno\"".into()], Path::new(".")).unwrap();
@@ -1077,6 +1349,43 @@ mod tests {
         );
         let e = parse(text, &["nonsense".into()], Path::new(".")).unwrap_err();
         assert_eq!(e.to_string(), "--set nonsense: expected key=value");
+    }
+
+    #[test]
+    fn overrides_name_a_stage_by_type_or_name() {
+        let text = "[path.fwd]\n[[path.fwd.stage]]\ntype = \"rate\"\nrate = \"1Mbps\"\n\
+                    [[path.fwd.stage]]\ntype = \"delay\"\ndelay = \"10ms\"\n[[flow]]\n";
+        let sc = parse(
+            text,
+            &["path.fwd.delay.delay=\"30ms\"".into()],
+            Path::new("."),
+        )
+        .unwrap();
+        assert_eq!(sc.path["fwd"].stage[1].delay, Some(d_ms(30)));
+        let e = parse(text, &["path.fwd.loss.p=0.1".into()], Path::new(".")).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "path.fwd.loss.p: no stage named or of type \"loss\" in this path"
+        );
+        let two = format!(
+            "{text}[[path.fwd.stage]]\ntype = \"delay\"\ndelay = \"1ms\"\nname = \"air\"\n"
+        );
+        let e = parse(
+            &two,
+            &["path.fwd.delay.delay=\"5ms\"".into()],
+            Path::new("."),
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("2 stages of type \"delay\""), "{e}");
+        let sc = parse(&two, &["path.fwd.air.delay=\"5ms\"".into()], Path::new(".")).unwrap();
+        assert_eq!(sc.path["fwd"].stage[2].delay, Some(d_ms(5)));
+    }
+
+    #[test]
+    fn a_sweep_table_is_accepted_and_left_out_of_the_resolved_scenario() {
+        let sc = parse("[[flow]]\n[sweep]\nreplications = 3\n", &[], Path::new(".")).unwrap();
+        assert!(sc.sweep.is_some());
+        assert!(!serde_json::to_string(&sc).unwrap().contains("sweep"));
     }
 
     #[test]

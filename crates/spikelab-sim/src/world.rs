@@ -6,7 +6,8 @@ use spikelab_core::{Arena, ArenaId, EventQueue, Rng, SimDuration, SimTime};
 use spikelab_net::{
     DelayStage, DropCause, LossModel, LossStage, Outcome, PacketInfo, QueueLimit, RateStage, Stage,
 };
-use spikelab_tcp::{Segment, TcpReceiver, TcpSender, TxKind};
+use spikelab_tcp::spurious::{DetectorKind, EpisodeKind};
+use spikelab_tcp::{Segment, SpuriousEvent, TcpReceiver, TcpSender, TxKind};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 /// Shared with another thread while a run executes: progress out, cancellation in.
@@ -82,6 +83,23 @@ struct SegTruth {
 
 const NO_DELIVERY: u16 = u16::MAX;
 
+/// What the simulator records about one loss-recovery episode of a sender.
+#[derive(Clone)]
+struct EpisodeRec {
+    kind: EpisodeKind,
+    seq: u64,
+    start: SimTime,
+    /// Segment index and transmission number of the retransmission that started the episode
+    /// (`None` until it leaves the sender).
+    trigger: Option<(usize, u16)>,
+    /// When the next episode started (the end of this one's judging).
+    end: Option<SimTime>,
+    /// Each detector's first verdict: (time, spurious).
+    verdicts: [Option<(SimTime, bool)>; 3],
+    /// The response's time, if one was applied.
+    undo: Option<(SimTime, u64)>,
+}
+
 struct FlowRt {
     fwd: u16,
     rev: u16,
@@ -94,6 +112,7 @@ struct FlowRt {
     truth: Vec<SegTruth>,
     rto_events: Vec<(SimTime, usize, u16)>,
     fr_events: Vec<(SimTime, usize, u16)>,
+    episodes: Vec<EpisodeRec>,
     last_vars: [u64; N_VARS],
     last_rcv_nxt: u64,
     last_progress: SimTime,
@@ -102,7 +121,7 @@ struct FlowRt {
     drops: Vec<u64>,
 }
 
-const VAR_NAMES: [&str; 14] = [
+const VAR_NAMES: [&str; 18] = [
     "cwnd",
     "ssthresh",
     "srtt",
@@ -117,12 +136,19 @@ const VAR_NAMES: [&str; 14] = [
     "rto_expiry",
     "fast_retx",
     "dupacks",
+    "verdict_eifel",
+    "verdict_dsack",
+    "verdict_frto",
+    "undo",
 ];
 const N_VARS: usize = 9;
 const VAR_RTT_SAMPLE: i32 = 9;
 const VAR_RCV_NXT: i32 = 10;
 const VAR_RTO_EXPIRY: i32 = 11;
 const VAR_FAST_RETX: i32 = 12;
+/// `verdict_<detector>`: `VAR_VERDICT + DetectorKind as i32`.
+const VAR_VERDICT: i32 = 14;
+const VAR_UNDO: i32 = 17;
 
 const EVENT_NAMES: [&str; 7] = [
     "send",
@@ -164,14 +190,23 @@ struct SeriesTrace {
     flow: Vec<i32>,
     var: Vec<i32>,
     value: Vec<f64>,
+    /// Markers: first byte of the retransmission concerned; -1 otherwise.
+    seq: Vec<i64>,
+    /// Markers: transmission number of that retransmission; -1 otherwise.
+    tx: Vec<i32>,
 }
 
 impl SeriesTrace {
     fn push(&mut self, t: SimTime, flow: u32, var: i32, value: f64) {
+        self.mark(t, flow, var, value, -1, -1);
+    }
+    fn mark(&mut self, t: SimTime, flow: u32, var: i32, value: f64, seq: i64, tx: i32) {
         self.t.push(t.as_nanos() as i64);
         self.flow.push(flow as i32);
         self.var.push(var);
         self.value.push(value);
+        self.seq.push(seq);
+        self.tx.push(tx);
     }
 }
 
@@ -307,6 +342,7 @@ impl World {
                     truth: Vec::with_capacity(1024),
                     rto_events: Vec::new(),
                     fr_events: Vec::new(),
+                    episodes: Vec::new(),
                     last_vars: [u64::MAX; N_VARS],
                     last_rcv_nxt: 0,
                     last_progress: start,
@@ -370,6 +406,7 @@ impl World {
                         fl.snd_timer = None;
                     }
                     fl.snd.on_timer(t);
+                    fl.take_spurious_events();
                     self.pump_sender(f);
                 }
                 Ev::RcvTimer(f) => {
@@ -521,6 +558,7 @@ impl World {
             }
             Dir::Ack => {
                 f.snd.on_ack(now, &p.seg);
+                f.take_spurious_events();
                 if f.completed.is_none() && f.snd.is_done() {
                     f.completed = Some(now);
                 }
@@ -559,6 +597,13 @@ impl World {
                 TxKind::RtoRetransmit => f.rto_events.push((now, idx, tn)),
                 TxKind::FastRetransmit => f.fr_events.push((now, idx, tn)),
                 _ => {}
+            }
+            if matches!(tx.kind, TxKind::RtoRetransmit | TxKind::FastRetransmit) {
+                if let Some(ep) = f.episodes.last_mut() {
+                    if ep.trigger.is_none() && ep.seq == tx.seg.seq {
+                        ep.trigger = Some((idx, tn));
+                    }
+                }
             }
             let ev = if tx.kind == TxKind::New {
                 EV_SEND
@@ -646,19 +691,92 @@ impl World {
                 .filter(|t| t.first_delivered != NO_DELIVERY && t.tx_count > 0)
                 .map(|t| (t.tx_count as u64 - 1).saturating_sub(t.first_delivered as u64))
                 .sum();
-            let mut ev: Vec<(SimTime, i32, bool)> = f
+            // Retransmission markers carry their segment and transmission number.
+            let mss = f.mss;
+            let mark = |var: i32| {
+                move |e: &(SimTime, usize, u16)| {
+                    let (t, idx, tn) = *e;
+                    (
+                        t,
+                        var,
+                        spurious(e) as u8 as f64,
+                        (idx as u64 * mss) as i64,
+                        tn as i32,
+                    )
+                }
+            };
+            let mut ev: Vec<(SimTime, i32, f64, i64, i32)> = f
                 .rto_events
                 .iter()
-                .map(|e| (e.0, VAR_RTO_EXPIRY, spurious(e)))
-                .chain(
-                    f.fr_events
-                        .iter()
-                        .map(|e| (e.0, VAR_FAST_RETX, spurious(e))),
-                )
+                .map(mark(VAR_RTO_EXPIRY))
+                .chain(f.fr_events.iter().map(mark(VAR_FAST_RETX)))
                 .collect();
-            ev.sort_by_key(|e| e.0);
-            for (t, var, sp) in ev {
-                markers.push(t, fi as u32, var, sp as u8 as f64);
+            // Episodes: one verdict marker per enabled detector that judges the episode's kind
+            // (value 1 spurious, 0 genuine, -1 undecided), and one marker per response.
+            let enabled = f.snd.config().spurious.detectors;
+            let mut scores = [DetScore::default(); 3];
+            let (mut rto_eps, mut fr_eps, mut rto_eps_true, mut fr_eps_true) = (0, 0, 0, 0);
+            let (mut rto_detected, mut fr_detected) = (0, 0);
+            for ep in &f.episodes {
+                let Some((idx, tn)) = ep.trigger else {
+                    continue;
+                };
+                let fd = f.truth[idx].first_delivered;
+                let truth = fd != NO_DELIVERY && fd < tn;
+                let (seq, tx) = ((idx as u64 * mss) as i64, tn as i32);
+                let timeout = ep.kind == EpisodeKind::Timeout;
+                if timeout {
+                    rto_eps += 1;
+                    rto_eps_true += truth as i64;
+                } else {
+                    fr_eps += 1;
+                    fr_eps_true += truth as i64;
+                }
+                let mut detected = false;
+                for d in enabled.iter().filter(|d| d.judges(ep.kind)) {
+                    let sc = &mut scores[d as usize];
+                    let (t, value) = match ep.verdicts[d as usize] {
+                        Some((t, true)) => {
+                            detected = true;
+                            sc.delay_sum_s += t.since(ep.start).as_secs_f64();
+                            if truth {
+                                sc.tp += 1;
+                            } else {
+                                sc.fp += 1;
+                            }
+                            (t, 1.0)
+                        }
+                        v => {
+                            if v.is_none() {
+                                sc.undecided += 1;
+                            }
+                            if truth {
+                                sc.fn_ += 1;
+                            } else {
+                                sc.tn += 1;
+                            }
+                            match v {
+                                Some((t, _)) => (t, 0.0),
+                                None => (ep.end.unwrap_or(stop).min(end), -1.0),
+                            }
+                        }
+                    };
+                    ev.push((t, VAR_VERDICT + d as i32, value, seq, tx));
+                }
+                if detected {
+                    if timeout {
+                        rto_detected += 1;
+                    } else {
+                        fr_detected += 1;
+                    }
+                }
+                if let Some((t, cwnd)) = ep.undo {
+                    ev.push((t, VAR_UNDO, cwnd as f64, seq, tx));
+                }
+            }
+            ev.sort_by_key(|e| (e.0, e.1));
+            for (t, var, value, seq, tx) in ev {
+                markers.mark(t, fi as u32, var, value, seq, tx);
             }
             let st = f.snd.stats();
             let active = stop.since(f.start).as_secs_f64();
@@ -701,6 +819,16 @@ impl World {
                     .map_or(f64::NAN, |c| c.since(f.start).as_secs_f64()),
                 mss: f.mss as i64,
                 drops: f.drops.clone(),
+                spurious: enabled.label(),
+                response: f.snd.config().spurious.response.name(),
+                rto_episodes: rto_eps,
+                rto_episodes_spurious_true: rto_eps_true,
+                rto_spurious_detected: rto_detected,
+                fr_episodes: fr_eps,
+                fr_episodes_spurious_true: fr_eps_true,
+                fr_spurious_detected: fr_detected,
+                undo_count: st.undo_count as i64,
+                det: scores,
             });
         }
         let runs = runs.build(&self.global_stages, self.seed);
@@ -747,6 +875,60 @@ impl World {
     }
 }
 
+impl FlowRt {
+    /// Moves the sender's spurious-retransmission events into the episode records.
+    fn take_spurious_events(&mut self) {
+        for e in self.snd.spurious_events() {
+            match *e {
+                SpuriousEvent::EpisodeStart(ep) => {
+                    if let Some(prev) = self.episodes.last_mut() {
+                        prev.end = Some(ep.start);
+                    }
+                    debug_assert_eq!(ep.id as usize, self.episodes.len());
+                    self.episodes.push(EpisodeRec {
+                        kind: ep.kind,
+                        seq: ep.seq,
+                        start: ep.start,
+                        trigger: None,
+                        end: None,
+                        verdicts: [None; 3],
+                        undo: None,
+                    });
+                }
+                SpuriousEvent::Verdict {
+                    episode,
+                    detector,
+                    verdict,
+                    t,
+                } => {
+                    if let Some(rec) = self.episodes.get_mut(episode as usize) {
+                        rec.verdicts[detector as usize].get_or_insert((t, verdict.is_spurious()));
+                    }
+                }
+                SpuriousEvent::Undo {
+                    episode, t, cwnd, ..
+                } => {
+                    if let Some(rec) = self.episodes.get_mut(episode as usize) {
+                        rec.undo.get_or_insert((t, cwnd));
+                    }
+                }
+            }
+        }
+        self.snd.clear_spurious_events();
+    }
+}
+
+/// Per-detector score of one flow.
+#[derive(Clone, Copy, Default)]
+struct DetScore {
+    tp: i64,
+    fp: i64,
+    fn_: i64,
+    tn: i64,
+    undecided: i64,
+    delay_sum_s: f64,
+}
+
 /// Lazy timers: an endpoint's deadline moves on nearly every ACK, so an event is pushed only
 /// when the deadline comes earlier than the earliest one already queued (`scheduled`). An event
 /// that fires early finds the deadline later and the endpoint re-arms it then.
@@ -774,6 +956,8 @@ fn merge_series(a: SeriesTrace, b: SeriesTrace) -> SeriesTrace {
         out.flow.push(src.flow[*k]);
         out.var.push(src.var[*k]);
         out.value.push(src.value[*k]);
+        out.seq.push(src.seq[*k]);
+        out.tx.push(src.tx[*k]);
         *k += 1;
     }
     out
@@ -788,6 +972,8 @@ fn series_table(s: SeriesTrace) -> Table {
         ColumnData::Dict(s.var, VAR_NAMES.iter().map(|v| v.to_string()).collect()),
     );
     t.push("value", ColumnData::F64(s.value));
+    t.push("seq", ColumnData::I64(s.seq));
+    t.push("tx", ColumnData::I32(s.tx));
     t
 }
 
@@ -811,6 +997,16 @@ struct RunRow {
     completion_time_s: f64,
     mss: i64,
     drops: Vec<u64>,
+    spurious: String,
+    response: &'static str,
+    rto_episodes: i64,
+    rto_episodes_spurious_true: i64,
+    rto_spurious_detected: i64,
+    fr_episodes: i64,
+    fr_episodes_spurious_true: i64,
+    fr_spurious_detected: i64,
+    undo_count: i64,
+    det: [DetScore; 3],
 }
 
 #[derive(Default)]
@@ -863,6 +1059,63 @@ impl RunsBuilder {
         col!(f64 longest_stall_s);
         col!(f64 completion_time_s);
         col!(i64 mss);
+        let mut labels: Vec<String> = Vec::new();
+        let codes = rows
+            .iter()
+            .map(|r| match labels.iter().position(|l| *l == r.spurious) {
+                Some(c) => c as i32,
+                None => {
+                    labels.push(r.spurious.clone());
+                    labels.len() as i32 - 1
+                }
+            })
+            .collect();
+        t.push("spurious", ColumnData::Dict(codes, labels));
+        let responses: Vec<String> = ["none", "eifel", "undo"].map(String::from).to_vec();
+        t.push(
+            "response",
+            ColumnData::Dict(
+                rows.iter()
+                    .map(|r| responses.iter().position(|x| x == r.response).unwrap_or(0) as i32)
+                    .collect(),
+                responses.clone(),
+            ),
+        );
+        col!(i64 rto_episodes);
+        col!(i64 rto_episodes_spurious_true);
+        col!(i64 rto_spurious_detected);
+        col!(i64 fr_episodes);
+        col!(i64 fr_episodes_spurious_true);
+        col!(i64 fr_spurious_detected);
+        col!(i64 undo_count);
+        for d in DetectorKind::ALL {
+            let name = d.name();
+            let k = d as usize;
+            let int = |f: fn(&DetScore) -> i64| {
+                ColumnData::I64(rows.iter().map(|r| f(&r.det[k])).collect())
+            };
+            t.push(&format!("det_{name}_detections"), int(|s| s.tp + s.fp));
+            t.push(&format!("det_{name}_tp"), int(|s| s.tp));
+            t.push(&format!("det_{name}_fp"), int(|s| s.fp));
+            t.push(&format!("det_{name}_fn"), int(|s| s.fn_));
+            t.push(&format!("det_{name}_tn"), int(|s| s.tn));
+            t.push(&format!("det_{name}_undecided"), int(|s| s.undecided));
+            t.push(
+                &format!("det_{name}_delay_mean_s"),
+                ColumnData::F64(
+                    rows.iter()
+                        .map(|r| {
+                            let s = &r.det[k];
+                            if s.tp + s.fp > 0 {
+                                s.delay_sum_s / (s.tp + s.fp) as f64
+                            } else {
+                                f64::NAN
+                            }
+                        })
+                        .collect(),
+                ),
+            );
+        }
         for (g, (path, stage)) in stages.iter().enumerate() {
             t.push(
                 &format!("drops_{path}_{stage}"),

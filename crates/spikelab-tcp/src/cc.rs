@@ -4,6 +4,17 @@
 //! congestion event (`ssthresh`) and how cwnd grows on an ACK (`cong_avoid`). Shared building
 //! blocks ([`slow_start`], [`cong_avoid_ai`]) are composed by the algorithms, as in Linux's
 //! `tcp_slow_start` / `tcp_cong_avoid_ai`.
+//!
+//! Undo (a loss episode found spurious): when an episode starts the sender saves the
+//! algorithm's internal state ([`CongestionControl::save_state`]) next to the prior cwnd and
+//! ssthresh in its undo ledger; a full undo restores that copy ([`restore_state`]) and asks the
+//! algorithm which cwnd to restore ([`undo_cwnd`], Linux `undo_cwnd`), so no field is forgotten
+//! (quinn's CUBIC undoes the same way).
+//!
+//! [`restore_state`]: CongestionControl::restore_state
+//! [`undo_cwnd`]: CongestionControl::undo_cwnd
+
+use std::any::Any;
 
 /// What the algorithm may read and change.
 #[derive(Clone, Copy, Debug)]
@@ -16,12 +27,37 @@ pub struct Window {
     pub mss: u64,
 }
 
+/// An opaque copy of an algorithm's internal state (`None`: the algorithm keeps none).
+#[derive(Default)]
+pub struct CcState(pub Option<Box<dyn Any + Send>>);
+
+impl std::fmt::Debug for CcState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.0.is_some() {
+            "CcState(saved)"
+        } else {
+            "CcState(none)"
+        })
+    }
+}
+
 pub trait CongestionControl: Send {
     fn name(&self) -> &'static str;
     /// The new ssthresh after a congestion event with `flight_size` bytes outstanding.
     fn ssthresh(&mut self, w: &Window, flight_size: u64) -> u64;
     /// Grow cwnd for an ACK that newly acknowledged `acked` bytes.
     fn cong_avoid(&mut self, w: &mut Window, acked: u64);
+    /// A copy of the internal state, taken when a loss episode starts (before `ssthresh`).
+    fn save_state(&self) -> CcState {
+        CcState(None)
+    }
+    /// Puts back a copy taken by `save_state` (a full undo).
+    fn restore_state(&mut self, _saved: CcState) {}
+    /// The cwnd a full undo restores, given the cwnd before the episode (Linux
+    /// `tcp_reno_undo_cwnd`: the larger of the current and the prior cwnd).
+    fn undo_cwnd(&mut self, w: &Window, prior_cwnd: u64) -> u64 {
+        w.cwnd.max(prior_cwnd)
+    }
 }
 
 /// How slow start and congestion avoidance count ACKs.
@@ -61,8 +97,15 @@ pub fn cong_avoid_ai(w: &mut Window, acked: u64, counting: AckCounting, bytes_ac
 }
 
 /// Reno AIMD: halve on loss (RFC 5681 eq. 4), slow start below ssthresh, +1 MSS per RTT above.
+/// Its only internal state is the byte counter of appropriate byte counting.
 pub struct Reno {
     counting: AckCounting,
+    bytes_acked: u64,
+}
+
+/// What [`Reno`] saves for an undo.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+struct RenoState {
     bytes_acked: u64,
 }
 
@@ -90,6 +133,16 @@ impl CongestionControl for Reno {
             cong_avoid_ai(w, acked, self.counting, &mut self.bytes_acked);
         }
     }
+    fn save_state(&self) -> CcState {
+        CcState(Some(Box::new(RenoState {
+            bytes_acked: self.bytes_acked,
+        })))
+    }
+    fn restore_state(&mut self, saved: CcState) {
+        if let Some(s) = saved.0.and_then(|b| b.downcast::<RenoState>().ok()) {
+            self.bytes_acked = s.bytes_acked;
+        }
+    }
 }
 
 #[cfg(test)]
@@ -106,6 +159,24 @@ mod tests {
         };
         assert_eq!(r.ssthresh(&w, 10_000), 5_000);
         assert_eq!(r.ssthresh(&w, 3_000), 2_000);
+    }
+
+    #[test]
+    fn reno_restores_its_byte_counter_and_undo_keeps_the_larger_cwnd() {
+        let mut r = Reno::new(AckCounting::ByteCounting { limit_segments: 2 });
+        let mut w = Window {
+            cwnd: 10_000,
+            ssthresh: 5_000,
+            mss: 1000,
+        };
+        r.cong_avoid(&mut w, 3000);
+        let saved = r.save_state();
+        r.ssthresh(&w, 10_000); // clears the counter
+        r.restore_state(saved);
+        r.cong_avoid(&mut w, 7000);
+        assert_eq!(w.cwnd, 11_000, "3000 + 7000 bytes counted = one cwnd");
+        let w = Window { cwnd: 2000, ..w };
+        assert_eq!(r.undo_cwnd(&w, 8000), 8000);
     }
 
     #[test]

@@ -1,5 +1,6 @@
 //! Every knob of the TCP model. The scenario layer fills this from the TOML file.
 
+use crate::spurious::SpuriousConfig;
 use spikelab_core::SimDuration;
 
 /// Loss-recovery variant.
@@ -105,6 +106,8 @@ pub struct TcpConfig {
     pub delack_timeout: SimDuration,
     /// Full-sized segments that force an ACK (RFC 5681: at least every second).
     pub delack_segments: u32,
+    /// Spurious-retransmission detectors and the response to a detection.
+    pub spurious: SpuriousConfig,
 }
 
 impl Default for TcpConfig {
@@ -129,6 +132,7 @@ impl Default for TcpConfig {
             delayed_ack: true,
             delack_timeout: SimDuration::from_millis(40),
             delack_segments: 2,
+            spurious: SpuriousConfig::default(),
         }
     }
 }

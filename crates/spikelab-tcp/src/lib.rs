@@ -18,8 +18,11 @@ pub mod rtt;
 mod scoreboard;
 mod segment;
 mod sender;
+pub mod spurious;
 
 pub use config::{RtoAlgorithm, RtoConfig, TcpConfig, Variant};
 pub use receiver::{ReceiverStats, TcpReceiver};
 pub use segment::{SackBlocks, Segment, Timestamps, IP_TCP_HEADER};
-pub use sender::{CaState, SenderStats, TcpSender, Transmit, TxKind};
+pub use sender::{
+    CaState, Episode, SenderStats, SpuriousEvent, TcpSender, Transmit, TxKind, UndoLedger,
+};

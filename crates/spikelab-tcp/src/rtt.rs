@@ -125,6 +125,46 @@ impl RttEstimator {
         self.base_rto = SimDuration(rto.round() as u64);
     }
 
+    /// RFC 4015 §3.1 step (11), on the first RTT sample `r` taken from data sent after a
+    /// spurious timeout: `SRTT = max(SRTT_prev, R)`, `RTTVAR = max(RTTVAR_prev, R/2)`, `RTO =
+    /// SRTT + max(G, K·RTTVAR)` (K = 4 in the RFC), bounded by the minimum and maximum RTO.
+    /// `srtt_prev` is `None` when there was no sample before the timeout: then `r` is the first
+    /// sample. In `linux` mode the same rule is applied to the kernel's variables (`rttvar` is
+    /// four mean deviations there, so `R/2` becomes `2R`; not an RFC rule).
+    pub fn restart_after_spurious_timeout(
+        &mut self,
+        srtt_prev: Option<SimDuration>,
+        rttvar_prev: SimDuration,
+        r: SimDuration,
+    ) {
+        let Some(srtt_prev) = srtt_prev else {
+            // No history: RFC 6298 (2.2) from this sample.
+            self.srtt = None;
+            self.on_sample(r, self.rtt_seq, self.rtt_seq);
+            return;
+        };
+        let m = r.as_nanos() as f64;
+        let srtt = (srtt_prev.as_nanos() as f64).max(m);
+        self.srtt = Some(srtt);
+        match self.cfg.algorithm {
+            RtoAlgorithm::Rfc6298 { k, granularity, .. } => {
+                self.rttvar = (rttvar_prev.as_nanos() as f64).max(m / 2.0);
+                let rto = srtt + (granularity.as_nanos() as f64).max(k * self.rttvar);
+                self.base_rto = SimDuration(rto.round() as u64);
+            }
+            RtoAlgorithm::Linux => {
+                let rto_min = self.cfg.min.as_nanos() as f64;
+                let var = (rttvar_prev.as_nanos() as f64).max(2.0 * m);
+                self.mdev4 = var as i64;
+                self.mdev_max = self.mdev4;
+                self.rttvar = var.max(rto_min);
+                self.base_rto = SimDuration((srtt + self.rttvar).round() as u64);
+            }
+        }
+        self.base_rto = self.base_rto.max(self.cfg.min).min(self.cfg.max);
+        self.backoff = 0;
+    }
+
     /// Doubles the RTO after an expiry (RFC 6298 (5.5)), capped at the maximum. The count of
     /// backoffs grows even at the cap: it records that the timer expired since the last sample
     /// (the sender holds ssthresh on a repeated timeout, RFC 5681 §3.1).
@@ -259,6 +299,25 @@ mod tests {
         // decays by a quarter of the excess: 950 - (950 - 534.375) / 4 = 846.09375 ms.
         e.on_sample(ms(200), 310, 400);
         assert_eq!(e.rttvar(), SimDuration(846_093_750));
+    }
+
+    #[test]
+    fn rfc4015_restart_takes_the_larger_of_history_and_sample() {
+        let mut cfg = RtoConfig::rfc6298();
+        cfg.min = ms(1);
+        let mut e = RttEstimator::new(cfg);
+        e.on_sample(ms(100), 0, 0);
+        e.backoff();
+        // A 1.5 s sample after a spike: SRTT = max(102, 1500), RTTVAR = max(50, 750).
+        e.restart_after_spurious_timeout(Some(ms(102)), ms(50), ms(1500));
+        assert_eq!(e.srtt(), Some(ms(1500)));
+        assert_eq!(e.rttvar(), ms(750));
+        assert_eq!(e.rto(), ms(4500));
+        assert_eq!(e.backoff_count(), 0);
+        // A small sample keeps the history.
+        e.restart_after_spurious_timeout(Some(ms(102)), ms(50), ms(10));
+        assert_eq!(e.srtt(), Some(ms(102)));
+        assert_eq!(e.rto(), ms(302));
     }
 
     #[test]

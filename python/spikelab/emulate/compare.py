@@ -80,6 +80,7 @@ def metrics(run: Run, flow: int) -> dict[str, Any]:
         "  spurious (truth)": c("rto_spurious_true"),
         "fast retransmits": c("fast_retx_count"),
         "retransmitted segs": c("retx_segments"),
+        "  detected spurious": c("rto_spurious_detected"),
         "undo events": undo_count(run, flow),
         "DSACKs received": c("dsacks_rcvd"),
         "RTT mean ms": c("rtt_mean_s") * 1e3 if c("rtt_mean_s") is not None else None,

@@ -24,6 +24,7 @@ from typing import Any
 
 from .. import _core, results
 from .._progress import ProgressBar
+from .._tables import to_arrow
 from ..simulate import RunResult, ScenarioSource, _overrides, read_scenario
 from . import kernel, tables
 from .kernel import EmulationError
@@ -208,8 +209,10 @@ def emulate(
         raw = _run(text, emu_overrides, base_dir, seed, duration_ns, plan, workdir,
                    realtime=realtime, spin_ns=int(spin_us * 1000), snaplen=snaplen,
                    sample_ns=int(sample_ms * 1e6), tcp_probe=tcp_probe, progress=progress)
+        template = to_arrow(_core.Simulation(text, emu_overrides, base_dir, seed,
+                                             "summary").run()["runs"])
         result = tables.build(raw, resolved, view, plan, seed, duration_ns,
-                              keep_capture=out is not None)
+                              keep_capture=out is not None, template=template)
         if out is not None:
             results.write_parquet(tables.tcp_info_table(raw), workdir / "tcp_info.parquet")
             result.manifest["emulation"]["tcp_info"] = "emulation/tcp_info.parquet"

@@ -196,45 +196,59 @@ def _merge_probe(info: dict[str, list], probe: dict[str, list]) -> dict[str, lis
 
 
 def _events(samples: list[dict[str, int]], t0: int, total_rto_ok: bool
-            ) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
-    """(time, previous sample time) of each RTO expiration and each entry into Recovery."""
+            ) -> tuple[list[tuple[int, int, bool]], list[tuple[int, int, bool]]]:
+    """(time, previous sample time, starts an episode) of each RTO expiration and each entry
+    into Recovery. A timeout that recurs before snd_una advanced continues its episode, as
+    in the simulator's ``rto_episodes``; every recovery starts one."""
     rtos, recoveries = [], []
     prev = None
+    una_at_last_rto = None
     for s in samples:
         t = max(s["t_ns"] - t0, 0)
         if prev is not None:
             tp = max(prev["t_ns"] - t0, 0)
             if total_rto_ok:
-                for _ in range(max(s["total_rto"] - prev["total_rto"], 0)):
-                    rtos.append((t, tp))
-            elif s["ca_state"] == 4 and prev["ca_state"] != 4 or s["backoff"] > prev["backoff"]:
-                rtos.append((t, tp))
+                n = max(s["total_rto"] - prev["total_rto"], 0)
+            else:
+                n = int(s["ca_state"] == 4 and prev["ca_state"] != 4
+                        or s["backoff"] > prev["backoff"])
+            for _ in range(n):
+                # The timer fired at the state of the previous sample's snd_una.
+                new = una_at_last_rto is None or prev["bytes_acked"] > una_at_last_rto
+                rtos.append((t, tp, new))
+                una_at_last_rto = prev["bytes_acked"]
             if s["ca_state"] == 3 and prev["ca_state"] != 3:
-                recoveries.append((t, tp))
+                recoveries.append((t, tp, True))
         prev = s
     return rtos, recoveries
 
 
-def _label(events: list[tuple[int, int]], retx: list[dict[str, Any]]) -> list[tuple[int, bool]]:
-    """Each event with the ground truth of the first retransmission seen after the sample
-    before it (each retransmission used once)."""
+def _label(events: list[tuple], retx: list[dict[str, Any]]
+           ) -> list[tuple[int, bool, int, int]]:
+    """Each event (time, previous sample time, ...) with the ground truth, first byte and
+    transmission number of the first retransmission seen after the sample before it (each
+    retransmission used once); (time, False, -1, -1) if none follows within the window."""
     out = []
     used = 0
     times = [r["t_ns"] for r in retx]
-    for t, tp in events:
+    for t, tp, *_ in events:
         i = int(np.searchsorted(times, tp, side="left"))
         i = max(i, used)
         if i < len(retx) and retx[i]["t_ns"] <= t + MARKER_WINDOW_NS:
-            out.append((t, bool(retx[i]["spurious"])))
+            r = retx[i]
+            out.append((t, bool(r["spurious"]), int(r["seq"]), int(r["tx"])))
             used = i + 1
         else:
-            out.append((t, False))
+            out.append((t, False, -1, -1))
     return out
 
 
 def build(raw: dict[str, Any], resolved: dict[str, Any], view: dict[str, Any],
-          plan: KernelPlan, seed: int, duration_ns: int, keep_capture: bool) -> RunResult:
-    """The RunResult of an emulated run from what its processes left (see run._run)."""
+          plan: KernelPlan, seed: int, duration_ns: int, keep_capture: bool,
+          template: pa.Table) -> RunResult:
+    """The RunResult of an emulated run from what its processes left (see run._run).
+    ``template`` is the simulator's runs table of the same scenario (any trace level): the
+    emulated table has its columns, in its order and types."""
     t0 = int(raw["t0_ns"])
     an = _core.emu_analyze(raw["pcap"], duration_ns)
     packets = to_arrow(an["packets"])
@@ -247,7 +261,8 @@ def build(raw: dict[str, Any], resolved: dict[str, Any], view: dict[str, Any],
     fields = snd["fields"]
 
     ts_rows: dict[str, list] = {"t_ns": [], "flow": [], "var": [], "value": []}
-    marker_rows: dict[str, list] = {"t_ns": [], "flow": [], "var": [], "value": []}
+    marker_rows: dict[str, list] = {"t_ns": [], "flow": [], "var": [], "value": [],
+                                    "seq": [], "tx": []}
     flow_kernel = []
     run_rows = []
     probe_by_port: dict[int, list] = {}
@@ -270,11 +285,13 @@ def build(raw: dict[str, Any], resolved: dict[str, Any], view: dict[str, Any],
         rtos = _label(rto_ev, retx)
         recs = _label(rec_ev, retx)
         for var, evs in (("rto_expiry", rtos), ("fast_retx", recs)):
-            for t, sp in evs:
+            for t, sp, seq, tx in evs:
                 marker_rows["t_ns"].append(t)
                 marker_rows["flow"].append(i)
                 marker_rows["var"].append(var)
                 marker_rows["value"].append(1.0 if sp else 0.0)
+                marker_rows["seq"].append(seq)
+                marker_rows["tx"].append(tx)
         last = samples[-1] if samples else {}
         flow_kernel.append({
             "flow": i,
@@ -300,9 +317,9 @@ def build(raw: dict[str, Any], resolved: dict[str, Any], view: dict[str, Any],
             "goodput_bps": delivered * 8 / active,
             "bytes_delivered": delivered,
             "rto_count": rto_count,
-            "rto_spurious_true": sum(sp for _, sp in rtos),
+            "rto_spurious_true": sum(r[1] for r in rtos),
             "fast_retx_count": len(recs),
-            "fast_retx_spurious_true": sum(sp for _, sp in recs),
+            "fast_retx_spurious_true": sum(r[1] for r in recs),
             "retx_segments": cf["retx_segments"],
             "spurious_retx_true": cf["spurious_retx_true"],
             "dupacks_rcvd": cf["dupacks_rcvd"],
@@ -318,17 +335,30 @@ def build(raw: dict[str, Any], resolved: dict[str, Any], view: dict[str, Any],
         for g, (path, stage) in enumerate(stages):
             row[f"drops_{path}_{stage}"] = cf["drops"][g]
         row["drops_total"] = sum(cf["drops"])
+        starts = [lab for lab, ev in zip(rtos, rto_ev, strict=True) if ev[2]]
+        row["rto_episodes"] = len(starts)
+        row["rto_episodes_spurious_true"] = sum(lab[1] for lab in starts)
+        row["fr_episodes"] = len(recs)
+        row["fr_episodes_spurious_true"] = sum(r[1] for r in recs)
         run_rows.append(row)
 
-    runs = _runs_table(run_rows, stages)
-    timeseries = _timeseries_table(ts_rows, marker_rows, cap_series)
-    # The simulator stops at the scenario's end; so do the tables.
-    timeseries = timeseries.filter(pa.compute.less_equal(timeseries["t_ns"], duration_ns))
     counters = {
         "sender": _delta(snd["counters_before"], snd["counters_after"]),
         "receiver": _delta(rcv["counters_before"], rcv["counters_after"]),
     }
     undo = sum(counters["sender"].get(k, 0) for k in UNDO_COUNTERS)
+    if len(run_rows) == 1:
+        # The kernel's counters are per namespace: per flow only when there is one flow.
+        c = counters["sender"]
+        run_rows[0]["undo_count"] = undo
+        run_rows[0]["rto_spurious_detected"] = c.get("TcpExtTCPLossUndo", 0)
+        run_rows[0]["fr_spurious_detected"] = sum(
+            c.get(k, 0) for k in ("TcpExtTCPFullUndo", "TcpExtTCPPartialUndo",
+                                  "TcpExtTCPDSACKUndo"))
+    runs, missing = _runs_table(run_rows, template)
+    timeseries = _timeseries_table(ts_rows, marker_rows, cap_series)
+    # The simulator stops at the scenario's end; so do the tables.
+    timeseries = timeseries.filter(pa.compute.less_equal(timeseries["t_ns"], duration_ns))
     engine = raw["emulator"]
     manifest = results.new_manifest(resolved, seed, "packets", duration_ns / 1e9,
                                     raw["wall_s"], int(packets.num_rows))
@@ -351,7 +381,7 @@ def build(raw: dict[str, Any], resolved: dict[str, Any], view: dict[str, Any],
                 "TCP_INFO samples where no ACK came for 2 ms"}
             if probe_used else {})},
         "tcp_probe": {**raw.get("probe", {}), "flows": probe_used},
-        "unavailable": _unavailable(flow_kernel),
+        "unavailable": _unavailable(flow_kernel, missing),
         "capture": "emulation/capture.pcapng" if keep_capture else None,
         "frames_unclassified": an["unclassified"],
         "paths": {p["name"]: {"frames": p["frames"], "drops": len(p["dropped"])}
@@ -364,8 +394,12 @@ def build(raw: dict[str, Any], resolved: dict[str, Any], view: dict[str, Any],
     )
 
 
-def _unavailable(flow_kernel: list[dict[str, Any]]) -> list[str]:
-    out = [
+def _unavailable(flow_kernel: list[dict[str, Any]], missing: list[str]) -> list[str]:
+    out = [f"runs.{name}: null (the kernel does not provide it)" for name in missing]
+    out += [
+        "runs.rto_spurious_detected, fr_spurious_detected, undo_count: the kernel's undo "
+        "counters (TCPLossUndo; TCPFullUndo + TCPPartialUndo + TCPDSACKUndo; their sum), per "
+        "namespace, so null with more than one flow",
         "runs.rto_spurious_true, runs.fast_retx_spurious_true: the ground truth of the first "
         "retransmission after the kernel's event (the kernel does not say which segment its "
         "timer retransmitted)",
@@ -378,28 +412,36 @@ def _unavailable(flow_kernel: list[dict[str, Any]]) -> list[str]:
     return out
 
 
-FLOAT_COLUMNS = {"goodput_bps", "rtt_mean_s", "rtt_sd_s", "longest_stall_s",
-                 "completion_time_s"}
-
-
-def _runs_table(rows: list[dict[str, Any]], stages: list[tuple[str, str]]) -> pa.Table:
-    """The simulator's runs columns and types (flow int32, the FLOAT_COLUMNS float64, the
-    rest int64)."""
+def _runs_table(rows: list[dict[str, Any]], template: pa.Table
+                ) -> tuple[pa.Table, list[str]]:
+    """The runs rows in the simulator's columns (``template``: its runs table for the same
+    scenario): values the emulation has, the template's own for the scenario's settings
+    (dictionary columns such as ``spurious``, ``response``), null for the rest; returns the
+    table and the columns left null."""
     cols: dict[str, pa.Array] = {}
-    names = list(rows[0].keys()) if rows else []
-    for name in names:
-        values = [r[name] for r in rows]
-        if name == "flow":
-            cols[name] = pa.array(values, pa.int32())
-        elif name in FLOAT_COLUMNS:
-            cols[name] = pa.array([float(v) for v in values], pa.float64())
+    missing = []
+    for field in template.schema:
+        name, typ = field.name, field.type
+        if all(name in r for r in rows):
+            values = [r[name] for r in rows]
+        elif pa.types.is_dictionary(typ):
+            values = [template[name][min(i, template.num_rows - 1)].as_py()
+                      for i in range(len(rows))]
         else:
-            cols[name] = pa.array([int(v) for v in values], pa.int64())
-    return pa.table(cols)
+            values = [None] * len(rows)
+            missing.append(name)
+        if pa.types.is_floating(typ):
+            values = [None if v is None else float(v) for v in values]
+        elif pa.types.is_integer(typ):
+            values = [None if v is None else int(v) for v in values]
+        cols[name] = pa.array(values).cast(typ) if values else pa.array([], typ)
+    return pa.table(cols, schema=template.schema), missing
 
 
 def _timeseries_table(ts: dict[str, list], markers: dict[str, list],
                       cap: pa.Table) -> pa.Table:
+    """All series in time order, with the simulator's columns (``seq``/``tx`` name the
+    retransmission of a marker, -1 elsewhere)."""
     t = np.concatenate([np.asarray(ts["t_ns"], np.int64), np.asarray(markers["t_ns"], np.int64),
                         cap["t_ns"].to_numpy()])
     flow = np.concatenate([np.asarray(ts["flow"], np.int32),
@@ -408,6 +450,11 @@ def _timeseries_table(ts: dict[str, list], markers: dict[str, list],
     value = np.concatenate([np.asarray(ts["value"], np.float64),
                             np.asarray(markers["value"], np.float64),
                             cap["value"].to_numpy()])
+    n_ts, n_cap = len(ts["t_ns"]), cap.num_rows
+    seq = np.concatenate([np.full(n_ts, -1, np.int64), np.asarray(markers["seq"], np.int64),
+                          np.full(n_cap, -1, np.int64)])
+    tx = np.concatenate([np.full(n_ts, -1, np.int32), np.asarray(markers["tx"], np.int32),
+                         np.full(n_cap, -1, np.int32)])
     order = np.argsort(t, kind="stable")
     codes = np.asarray([VAR_NAMES.index(v) for v in var], np.int32)[order]
     return pa.table({
@@ -416,6 +463,8 @@ def _timeseries_table(ts: dict[str, list], markers: dict[str, list],
         "var": pa.DictionaryArray.from_arrays(pa.array(codes, pa.int32()),
                                               pa.array(VAR_NAMES, pa.string())),
         "value": pa.array(value[order], pa.float64()),
+        "seq": pa.array(seq[order], pa.int64()),
+        "tx": pa.array(tx[order], pa.int32()),
     })
 
 

@@ -1,0 +1,163 @@
+"""Statistics over a sweep's runs: mean and 95% confidence interval per grid point; DuckDB.
+
+The interval is Student's t: ``mean ± t(0.975, n−1) · sd / √n`` over the replications of a
+grid point (runs that failed are left out). With one replication the half-width is NaN.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import statistics
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import duckdb
+    import pandas as pd
+
+# Two-sided 95% quantiles t(0.975, df) for df = 1..30; beyond that, the values at 40, 60 and
+# 120 and the normal limit, interpolated in 1/df (standard tables).
+_T975 = [12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179,
+         2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064,
+         2.060, 2.056, 2.052, 2.048, 2.045, 2.042]
+_T975_TAIL = [(30, 2.042), (40, 2.021), (60, 2.000), (120, 1.980), (math.inf, 1.960)]
+
+DEFAULT_METRICS = ("goodput_bps", "bytes_delivered", "rto_count", "rto_spurious_true",
+                   "fast_retx_count", "retx_segments")
+
+
+def t975(df: int) -> float:
+    """The 0.975 quantile of Student's t with ``df`` degrees of freedom."""
+    if df < 1:
+        return math.nan
+    if df <= 30:
+        return _T975[df - 1]
+    for (d0, t0), (d1, t1) in zip(_T975_TAIL, _T975_TAIL[1:], strict=False):
+        if d0 <= df <= d1:
+            x0, x1, x = 1 / d0, (0.0 if math.isinf(d1) else 1 / d1), 1 / df
+            return t0 + (t1 - t0) * (x0 - x) / (x0 - x1)
+    return 1.960
+
+
+def mean_ci(values: Sequence[float]) -> tuple[float, float, int]:
+    """(mean, 95% CI half-width, n) of the non-NaN values."""
+    xs = [float(v) for v in values if v is not None and not math.isnan(float(v))]
+    n = len(xs)
+    if n == 0:
+        return math.nan, math.nan, 0
+    mean = sum(xs) / n
+    if n == 1:
+        return mean, math.nan, 1
+    sd = statistics.stdev(xs)
+    return mean, t975(n - 1) * sd / math.sqrt(n), n
+
+
+def group_columns(runs: pd.DataFrame, params: Sequence[str]) -> list[str]:
+    """What identifies a grid point in a runs frame: the parameters, plus ``flow`` if several."""
+    cols = [p for p in params if p in runs.columns]
+    if "flow" in runs.columns and runs["flow"].nunique(dropna=True) > 1:
+        cols.append("flow")
+    return cols
+
+
+def summarize(runs: pd.DataFrame, params: Sequence[str],
+              metrics: Sequence[str] = DEFAULT_METRICS) -> pd.DataFrame:
+    """One row per grid point: ``n`` and, per metric, ``<m>_mean`` and ``<m>_ci95``."""
+    import pandas as pd
+
+    ok = runs[runs["status"] == "ok"] if "status" in runs.columns else runs
+    missing = [m for m in metrics if m not in runs.columns]
+    if missing:
+        raise ValueError(f"no metric {missing[0]!r} in the runs table "
+                         f"(columns: {', '.join(runs.columns)})")
+    by = group_columns(runs, params)
+    rows = []
+    groups = ok.groupby(by, sort=False, dropna=False) if by else [((), ok)]
+    for key, frame in groups:
+        key = key if isinstance(key, tuple) else (key,)
+        row: dict[str, Any] = dict(zip(by, key, strict=True))
+        row["n"] = len(frame)
+        for m in metrics:
+            mean, half, _ = mean_ci(frame[m].tolist())
+            row[f"{m}_mean"], row[f"{m}_ci95"] = mean, half
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def _fmt(x: float) -> str:
+    if x is None or (isinstance(x, float) and math.isnan(x)):
+        return "-"
+    ax = abs(x)
+    if ax >= 1e6:
+        return f"{x / 1e6:.3f}M"
+    if ax >= 1e4:
+        return f"{x / 1e3:.1f}k"
+    if ax == int(ax) and ax < 1e4:
+        return f"{x:.0f}" if ax >= 100 else f"{x:.3g}"
+    return f"{x:.3g}"
+
+
+def format_summary(table: pd.DataFrame, metrics: Sequence[str]) -> str:
+    """The summary as aligned text: one column ``mean ± ci`` per metric."""
+    keys = [c for c in table.columns if c != "n" and not c.endswith(("_mean", "_ci95"))]
+    header = [*keys, "n", *metrics]
+    rows = []
+    for _, r in table.iterrows():
+        cells = [str(r[k]) for k in keys] + [str(int(r["n"]))]
+        for m in metrics:
+            mean, half = r[f"{m}_mean"], r[f"{m}_ci95"]
+            cells.append(_fmt(mean) + ("" if math.isnan(half) else f" ± {_fmt(half)}"))
+        rows.append(cells)
+    widths = [max(len(h), *(len(row[i]) for row in rows)) if rows else len(h)
+              for i, h in enumerate(header)]
+    lines = ["  ".join(h.rjust(w) for h, w in zip(header, widths, strict=True))]
+    lines += ["  ".join(c.rjust(w) for c, w in zip(row, widths, strict=True)) for row in rows]
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------------------------- DuckDB
+
+
+def connect(outdir: str | os.PathLike[str]) -> duckdb.DuckDBPyConnection:
+    """An in-memory DuckDB with views over a results directory's tables.
+
+    ``runs`` always exists (for an unfinished sweep it is built from the finished runs);
+    ``timeseries`` and ``packets`` exist when the directory has them.
+    """
+    import duckdb
+
+    from .sweep import is_sweep, load_sweep
+
+    outdir = Path(outdir)
+    con = duckdb.connect(":memory:")
+    if is_sweep(outdir) and not (outdir / "manifest.json").is_file():
+        con.register("runs", load_sweep(outdir).runs)
+    elif (outdir / "runs.parquet").is_file():
+        path = _sql_str(outdir / "runs.parquet")
+        con.execute(f"CREATE VIEW runs AS SELECT * FROM read_parquet({path})")
+    else:
+        raise FileNotFoundError(f"{outdir}: no runs.parquet; not a spikelab results directory")
+    for name in ("timeseries", "packets"):
+        path = outdir / f"{name}.parquet"
+        if path.is_file():
+            con.execute(f"CREATE VIEW {name} AS SELECT * FROM read_parquet({_sql_str(path)})")
+    return con
+
+
+def _sql_str(path: Path) -> str:
+    return "'" + str(path).replace("'", "''") + "'"
+
+
+def query(outdir: str | os.PathLike[str], sql: str) -> pd.DataFrame:
+    """Run SQL over a results directory (views ``runs``, ``timeseries``, ``packets``)."""
+    import duckdb
+
+    con = connect(outdir)
+    try:
+        return con.execute(sql).df()
+    except duckdb.Error as exc:
+        raise ValueError(f"query failed: {str(exc).splitlines()[0]}") from None
+    finally:
+        con.close()

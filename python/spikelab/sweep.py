@@ -1,0 +1,482 @@
+"""Run a sweep: every grid point × replication, on a local process pool or a Dask cluster.
+
+The results directory (see docs/results.md, "Sweeps")::
+
+    OUTDIR/sweep.json            the sweep's identity, written first (a rerun must match it)
+    OUTDIR/parts/RUN.parquet     one file per finished run (ok or failed), written atomically
+    OUTDIR/parts/RUN.TABLE.parquet   its time series / packet events when traced
+    OUTDIR/runs.parquet          all runs, one row per run × flow, sorted by run
+    OUTDIR/timeseries.parquet    (traced sweeps) all runs' time series, with run_id
+    OUTDIR/packets.parquet       (traced sweeps) all runs' packet events, with run_id
+    OUTDIR/manifest.json         written last
+
+A run counts as done when its part file exists. Killing the sweep at any moment loses at most
+the runs in progress; the same command resumes it, skipping done runs and retrying failed ones.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime
+import json
+import multiprocessing
+import os
+import platform
+import time
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from . import _core, results
+from ._progress import SweepProgress
+from ._tables import to_arrow
+from .simulate import ScenarioSource, _overrides, read_scenario
+from .sweepspec import RunTask, SweepSpec, fingerprint, sweep_table
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+SWEEP_JSON = "sweep.json"
+PARTS = "parts"
+FORMAT = 1
+OK, FAILED = "ok", "failed"
+
+
+# ---------------------------------------------------------------------------------- worker
+
+
+def execute(job: dict[str, Any]) -> dict[str, Any]:
+    """Run one task in a worker process (pool or Dask); never raises for a bad run.
+
+    Returns ``{"run_id", "status", "error", "tables": {name: pyarrow.Table}, "wall_s"}``.
+    """
+    out: dict[str, Any] = {"run_id": job["run_id"], "status": OK, "error": None,
+                           "tables": {}, "wall_s": 0.0}
+    try:
+        sim = _core.Simulation(job["text"], list(job["overrides"]), job["base_dir"],
+                               job["seed"], job["trace"])
+        raw = sim.run()
+        out["wall_s"] = float(raw["wall_s"])
+        out["tables"] = {name: to_arrow(raw[name]) for name in results.TABLES
+                         if name == "runs" or job["trace"] != "summary"}
+    except _core.ScenarioError as exc:
+        out.update(status=FAILED, error=str(exc))
+    except Exception as exc:  # noqa: BLE001 - a failed run is data, not a crash
+        out.update(status=FAILED, error=f"{type(exc).__name__}: {exc}")
+    return out
+
+
+def _worker_init(parent: int) -> None:
+    """Pool workers: Ctrl-C is the parent's to handle, and a worker whose parent died (e.g.
+    the sweep was killed) exits instead of lingering."""
+    import signal
+    import threading
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(0.5)
+        os._exit(0)
+
+    threading.Thread(target=watch, name="spikelab-parent-watch", daemon=True).start()
+
+
+# ---------------------------------------------------------------------------------- executors
+
+
+def _local(jobs: list[dict[str, Any]], workers: int) -> Iterator[dict[str, Any]]:
+    """Yield results as they finish, from a pool of ``workers`` processes."""
+    if workers == 1:
+        for job in jobs:
+            yield execute(job)
+        return
+    ctx = multiprocessing.get_context("spawn")
+
+    def new_pool() -> ProcessPoolExecutor:
+        return ProcessPoolExecutor(max_workers=workers, mp_context=ctx,
+                                   initializer=_worker_init, initargs=(os.getpid(),))
+
+    pool = new_pool()
+    pending: dict[Future, dict[str, Any]] = {}
+    queue = list(reversed(jobs))
+    broken = False
+    try:
+        while queue or pending:
+            if broken and not pending:
+                # A worker died and took the pool with it: start a new one for the rest.
+                pool.shutdown(wait=False, cancel_futures=True)
+                pool, broken = new_pool(), False
+            # Keep a short queue per worker, so an interrupt cancels little work.
+            while queue and not broken and len(pending) < 2 * workers:
+                job = queue.pop()
+                pending[pool.submit(execute, job)] = job
+            done, _ = wait(pending, return_when=FIRST_COMPLETED)
+            for fut in done:
+                job = pending.pop(fut)
+                try:
+                    yield fut.result()
+                except Exception as exc:  # the worker process died (killed, crashed)
+                    broken = broken or isinstance(exc, BrokenProcessPool)
+                    yield {"run_id": job["run_id"], "status": FAILED, "tables": {},
+                           "wall_s": 0.0, "error": f"worker failed: {type(exc).__name__}: {exc}"}
+    except BaseException:
+        for child in multiprocessing.active_children():
+            child.terminate()
+        pool.shutdown(wait=False, cancel_futures=True)
+        raise
+    pool.shutdown(wait=True)
+
+
+@contextlib.contextmanager
+def _dask_client(address: str, workers: int) -> Iterator[Any]:
+    try:
+        from distributed import Client, LocalCluster
+    except ImportError:
+        raise RuntimeError("--dask needs the 'distributed' package: pip install "
+                           "'dask[distributed]'") from None
+    if address == "local":
+        with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
+                          dashboard_address=None) as cluster, Client(cluster) as client:
+            yield client
+    else:
+        with Client(address, timeout="10s") as client:
+            yield client
+
+
+def _dask(jobs: list[dict[str, Any]], address: str, workers: int,
+          tag: str) -> Iterator[dict[str, Any]]:
+    from distributed import as_completed
+
+    with _dask_client(address, workers) as client:
+        futures = {client.submit(execute, job, key=f"spikelab-{tag}-{job['run_id']}",
+                                 pure=False): job for job in jobs}
+        try:
+            for fut in as_completed(list(futures)):
+                job = futures[fut]
+                try:
+                    yield fut.result()
+                except Exception as exc:  # the task or its worker failed
+                    yield {"run_id": job["run_id"], "status": FAILED, "tables": {},
+                           "wall_s": 0.0, "error": f"dask: {type(exc).__name__}: {exc}"}
+        except BaseException:
+            client.cancel(list(futures))
+            raise
+
+
+# ---------------------------------------------------------------------------------- store
+
+
+def _param_array(value: Any, kind: str, n: int) -> pa.Array:
+    types = {"bool": pa.bool_(), "int64": pa.int64(), "float64": pa.float64(),
+             "string": pa.string()}
+    return pa.array([value] * n, type=types[kind])
+
+
+def part_table(task: RunTask, spec: SweepSpec, outcome: dict[str, Any]) -> pa.Table:
+    """The runs rows of one finished run: identity, parameters, status, then metrics."""
+    runs = outcome["tables"].get("runs")
+    n = runs.num_rows if outcome["status"] == OK and runs is not None else 1
+    cols: dict[str, pa.Array] = {
+        "run_id": pa.array([task.run_id] * n, pa.string()),
+        "point": pa.array([task.point] * n, pa.int32()),
+        "replication": pa.array([task.replication] * n, pa.int32()),
+        "seed": pa.array([task.seed] * n, pa.int64()),
+    }
+    for p in spec.params:
+        cols[p.name] = _param_array(task.params[p.name], p.kind, n)
+    cols["status"] = pa.array([outcome["status"]] * n, pa.string())
+    cols["error"] = pa.array([outcome["error"]] * n, pa.string())
+    if outcome["status"] == OK and runs is not None:
+        for name in runs.column_names:
+            if name not in cols:  # `seed` is already there; parameters never clash (plan)
+                cols[name] = runs.column(name)
+    return pa.table(cols)
+
+
+def _with_run_id(table: pa.Table, run_id: str) -> pa.Table:
+    return table.add_column(0, "run_id", pa.array([run_id] * table.num_rows, pa.string()))
+
+
+def _concat(tables: list[pa.Table]) -> pa.Table:
+    """Concatenate part tables; columns in order of first appearance, dictionaries unified."""
+    if not tables:
+        return pa.table({})
+    order: list[str] = []
+    for t in tables:
+        order += [c for c in t.column_names if c not in order]
+    merged = pa.concat_tables(tables, promote_options="default")
+    merged = merged.select(order).unify_dictionaries().combine_chunks()
+    return merged
+
+
+class Store:
+    """A sweep's results directory."""
+
+    def __init__(self, outdir: str | os.PathLike[str]):
+        self.dir = results.prepare(outdir)
+        self.parts = self.dir / PARTS
+
+    def claim(self, identity: dict[str, Any], fresh: bool) -> None:
+        """Record which sweep this directory holds; refuse to mix two sweeps."""
+        path = self.dir / SWEEP_JSON
+        if self.parts.is_dir():
+            # Temporary files of a writer that was killed: never complete, never needed.
+            for f in self.parts.glob(".*.tmp"):
+                f.unlink()
+        if path.is_file() and not fresh:
+            old = json.loads(path.read_text(encoding="utf-8"))
+            if old.get("fingerprint") != identity["fingerprint"]:
+                raise ValueError(
+                    f"{self.dir} holds results of a different sweep (scenario, sweep, seed "
+                    f"or overrides changed); use another directory or --fresh to start over")
+            return
+        if fresh and self.parts.is_dir():
+            for f in self.parts.glob("*.parquet"):
+                f.unlink()
+        self.parts.mkdir(exist_ok=True)
+        results.write_json(identity, path)
+
+    def done(self) -> dict[str, str]:
+        """run_id -> status of every run with a part file."""
+        out = {}
+        if not self.parts.is_dir():
+            return out
+        for f in self.parts.glob("*.parquet"):
+            stem = f.name[: -len(".parquet")]
+            if "." in stem:
+                continue
+            try:
+                status = pq.read_table(f, columns=["status"]).column(0)[0].as_py()
+            except Exception:  # noqa: BLE001 - unreadable: treat as not done (rerun)
+                continue
+            out[stem] = status
+        return out
+
+    def write_part(self, task: RunTask, spec: SweepSpec, outcome: dict[str, Any]) -> None:
+        # Extra tables first: the runs part is the "done" marker.
+        for name, table in outcome["tables"].items():
+            if name != "runs" and outcome["status"] == OK:
+                results.write_parquet(_with_run_id(table, task.run_id),
+                                      self.parts / f"{task.run_id}.{name}.parquet")
+        results.write_parquet(part_table(task, spec, outcome),
+                              self.parts / f"{task.run_id}.parquet")
+
+    def consolidate(self, tasks: list[RunTask], trace: str) -> list[str]:
+        """Write the dataset tables from the parts, in run order; return their file names."""
+        names = ["runs"] + ([] if trace == "summary" else
+                            ["timeseries"] + (["packets"] if trace == "packets" else []))
+        written = []
+        for name in names:
+            suffix = "" if name == "runs" else f".{name}"
+            tables = [pq.read_table(self.parts / f"{t.run_id}{suffix}.parquet")
+                      for t in tasks if (self.parts / f"{t.run_id}{suffix}.parquet").is_file()]
+            if not tables:
+                continue
+            results.write_parquet(_concat(tables), self.dir / f"{name}.parquet")
+            written.append(f"{name}.parquet")
+        return written
+
+
+# ---------------------------------------------------------------------------------- API
+
+
+@dataclass(frozen=True)
+class SweepResult:
+    """A sweep's dataset: ``runs`` has one row per run × flow (failed runs: one row)."""
+
+    dir: Path
+    runs: pa.Table
+    manifest: dict[str, Any]
+
+    @property
+    def failed(self) -> int:
+        return int(self.manifest.get("runs_failed", 0))
+
+    @property
+    def summary(self) -> pd.DataFrame:
+        return self.runs.to_pandas()
+
+    def to_pandas(self, name: str = "runs") -> pd.DataFrame:
+        return self.table(name).to_pandas()
+
+    def table(self, name: str) -> pa.Table:
+        if name == "runs":
+            return self.runs
+        path = self.dir / f"{name}.parquet"
+        if not path.is_file():
+            raise KeyError(f"{self.dir}: no {name} table (the sweep's trace level did not "
+                           f"record it)")
+        return pq.read_table(path, memory_map=True)
+
+    def params(self) -> list[str]:
+        return [p["name"] for p in self.manifest["sweep"]["params"]]
+
+
+@dataclass(frozen=True)
+class Plan:
+    text: str
+    base_dir: str
+    spec: SweepSpec
+    tasks: list[RunTask]
+    identity: dict[str, Any]
+    scenario: dict[str, Any]
+
+
+def _metric_columns(text: str, overrides: tuple[str, ...], base_dir: str) -> set[str]:
+    """The runs table's columns for this scenario, from a run of one nanosecond."""
+    sim = _core.Simulation(text, [*overrides, 'sim.duration="1ns"'], base_dir, None, "summary")
+    return {c["name"] for c in sim.run()["runs"]["columns"]}
+
+
+def plan(scenario: ScenarioSource, *, seed: int | None = None, overrides: Iterable[str] = (),
+         sweep_spec: Any = None, trace: str | None = None) -> Plan:
+    """Expand a scenario's ``[sweep]`` (or ``sweep_spec``, a dict) into its runs."""
+    text, base_dir = read_scenario(scenario)
+    extra = tuple(_overrides(overrides))
+    base = json.loads(_core.resolve(text, list(extra), base_dir))  # the base must be valid
+    table = sweep_spec if sweep_spec is not None else sweep_table(text)
+    spec = SweepSpec.parse(table)
+    if trace is not None:
+        spec = SweepSpec(params=spec.params, mode=spec.mode, replications=spec.replications,
+                         trace=SweepSpec.parse({"trace": trace}).trace)
+    metrics = _metric_columns(text, extra, base_dir)
+    for prm in spec.params:
+        if prm.name in metrics and prm.name != "seed":
+            raise _core.ScenarioError(
+                f"sweep.params.{json.dumps(prm.key)}.name: column {prm.name!r} is also a "
+                f"metric of the runs table; give this parameter another `name`")
+    base_seed = int(base["sim"]["seed"]) if seed is None else int(seed)
+    tasks = spec.tasks(base_seed, extra)
+    identity = {"format": FORMAT, "fingerprint": fingerprint(text, spec, base_seed, extra),
+                "seed": base_seed, "overrides": list(extra), "sweep": spec.describe(),
+                "runs": len(tasks)}
+    return Plan(text=text, base_dir=base_dir, spec=spec, tasks=tasks, identity=identity,
+                scenario=base)
+
+
+def sweep(
+    scenario: ScenarioSource,
+    out: str | os.PathLike[str],
+    *,
+    jobs: int | None = None,
+    dask: str | None = None,
+    seed: int | None = None,
+    overrides: Iterable[str] = (),
+    sweep_spec: Any = None,
+    trace: str | None = None,
+    fresh: bool = False,
+    progress: bool | None = None,
+    on_result: Callable[[RunTask, dict[str, Any]], None] | None = None,
+) -> SweepResult:
+    """Run every grid point × replication of a scenario's ``[sweep]`` into ``out``.
+
+    ``jobs``: worker processes (default: all cores). ``dask``: ``"local"`` for a Dask
+    ``LocalCluster`` of ``jobs`` worker processes, or a scheduler address
+    (``tcp://host:8786``); workers need spikelab installed and the scenario's trace files at
+    the same paths. Resumes a sweep already in ``out`` (done runs are skipped, failed runs are
+    retried); ``fresh=True`` discards it. Failed runs are recorded with their error and do not
+    stop the sweep; check ``result.failed``.
+    """
+    p = plan(scenario, seed=seed, overrides=overrides, sweep_spec=sweep_spec, trace=trace)
+    workers = jobs if jobs is not None else (os.cpu_count() or 1)
+    if workers < 1:
+        raise ValueError(f"jobs must be >= 1, got {workers}")
+    store = Store(out)
+    store.claim(p.identity, fresh)
+    with contextlib.suppress(FileNotFoundError):
+        (store.dir / results.MANIFEST).unlink()  # present only when the dataset is complete
+    done = store.done()
+    todo = [t for t in p.tasks if done.get(t.run_id) != OK]
+    by_id = {t.run_id: t for t in p.tasks}
+    jobs_ = [{"run_id": t.run_id, "text": p.text, "base_dir": p.base_dir, "seed": t.seed,
+              "overrides": list(t.overrides), "trace": p.spec.trace} for t in todo]
+    bar = SweepProgress(len(p.tasks), len(p.tasks) - len(todo), progress)
+    executor = f"dask {dask}" if dask else f"local pool of {min(workers, max(1, len(todo)))}"
+    start = time.monotonic()
+    core_wall = 0.0
+    try:
+        stream = (_dask(jobs_, dask, workers, p.identity["fingerprint"][:12]) if dask
+                  else _local(jobs_, min(workers, max(1, len(todo)))))
+        for outcome in stream:
+            task = by_id[outcome["run_id"]]
+            store.write_part(task, p.spec, outcome)
+            core_wall += outcome.get("wall_s", 0.0)
+            bar.update(outcome["status"] == OK)
+            if on_result is not None:
+                on_result(task, outcome)
+    finally:
+        bar.close()
+    return finish(store, p, executor=executor, wall_s=time.monotonic() - start,
+                  core_wall_s=core_wall, workers=workers)
+
+
+def finish(store: Store, p: Plan, *, executor: str, wall_s: float, core_wall_s: float,
+           workers: int) -> SweepResult:
+    """Consolidate the parts into the dataset and write manifest.json last."""
+    files = store.consolidate(p.tasks, p.spec.trace)
+    runs = pq.read_table(store.dir / "runs.parquet")
+    status = dict(zip(runs.column("run_id").to_pylist(), runs.column("status").to_pylist(),
+                      strict=True))
+    errors = {}
+    if "error" in runs.column_names:
+        for rid, err in zip(runs.column("run_id").to_pylist(),
+                            runs.column("error").to_pylist(), strict=True):
+            if err is not None:
+                errors.setdefault(rid, err)
+    failed = sorted(rid for rid, s in status.items() if s != OK)
+    manifest = {
+        "format": FORMAT,
+        "kind": "sweep",
+        "created": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+        "fingerprint": p.identity["fingerprint"],
+        "seed": p.identity["seed"],
+        "overrides": p.identity["overrides"],
+        "sweep": p.identity["sweep"],
+        "seed_rule": "replication r of every grid point runs with seed base + r",
+        "runs_total": len(p.tasks),
+        "runs_ok": len(p.tasks) - len(failed),
+        "runs_failed": len(failed),
+        "failures": [{"run_id": rid, "error": errors.get(rid)} for rid in failed],
+        "executor": executor,
+        "jobs": workers,
+        "wall_s": wall_s,
+        "core_wall_s": core_wall_s,
+        "versions": {"spikelab": _core.__version__, "python": platform.python_version(),
+                     "pyarrow": pa.__version__},
+        "platform": platform.platform(),
+        "scenario": p.scenario,
+        "scenario_text": p.text,
+        "runs": [{"run_id": t.run_id, "seed": t.seed, "overrides": list(t.overrides)}
+                 for t in p.tasks],
+        "files": [],
+    }
+    manifest["files"] = results._describe(store.dir, files)  # noqa: SLF001
+    results.write_json(manifest, store.dir / results.MANIFEST)
+    return SweepResult(dir=store.dir, runs=runs, manifest=manifest)
+
+
+def is_sweep(outdir: str | os.PathLike[str]) -> bool:
+    return (Path(outdir) / SWEEP_JSON).is_file()
+
+
+def load_sweep(outdir: str | os.PathLike[str]) -> SweepResult:
+    """A sweep's dataset; an unfinished sweep (killed, still running) is read from its parts."""
+    outdir = Path(outdir)
+    manifest_path = outdir / results.MANIFEST
+    if manifest_path.is_file():
+        manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
+        return SweepResult(dir=outdir, runs=pq.read_table(outdir / "runs.parquet"),
+                           manifest=manifest)
+    identity = json.loads((outdir / SWEEP_JSON).read_text(encoding="utf-8"))
+    parts = sorted(f for f in (outdir / PARTS).glob("*.parquet")
+                   if "." not in f.name[: -len(".parquet")])
+    runs = _concat([pq.read_table(f) for f in parts])
+    manifest = dict(identity, kind="sweep", complete=False)
+    return SweepResult(dir=outdir, runs=runs, manifest=manifest)

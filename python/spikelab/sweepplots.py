@@ -1,0 +1,226 @@
+"""Figures of a sweep, drawn from its runs table alone (PNG + SVG).
+
+Kinds (each figure is a ``[[figure]]`` table of a study, or ``spikelab figure`` options):
+
+- ``bar``: mean of ``y`` per value of ``x``, one bar per ``hue`` value side by side, 95% CI
+  error bars over the replications (paper 000 Fig. 11).
+- ``line``: mean of ``y`` against a numeric ``x``, one line per ``hue``, 95% CI band
+  (paper 002 throughput vs. link rate, paper 001 goodput vs. SNR).
+- ``cdf``: empirical CDF of ``y`` over all runs (replications and flows), one curve per
+  ``hue`` (paper 003).
+- ``heatmap``: mean of ``y`` over two parameters ``x`` and ``row`` (paper 004 alpha × beta).
+
+``col`` splits any kind into side-by-side panels, one per value of that column. ``where`` is
+a SQL condition on the runs table (DuckDB) choosing the rows; failed runs are always left out.
+``scale`` multiplies ``y`` (e.g. 1e-6 for bit/s -> Mbit/s); ``ylabel`` names it.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+from matplotlib.figure import Figure
+
+from .plots import _save
+from .stats import mean_ci
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+KINDS = ("bar", "line", "cdf", "heatmap")
+
+
+@dataclass(frozen=True)
+class FigureSpec:
+    kind: str
+    y: str
+    x: str | None = None
+    hue: str | None = None
+    col: str | None = None
+    row: str | None = None
+    where: str | None = None
+    scale: float = 1.0
+    ylabel: str | None = None
+    title: str | None = None
+    name: str | None = None
+    caption: str | None = None
+
+    @classmethod
+    def parse(cls, raw: Any, at: str = "figure") -> FigureSpec:
+        if not isinstance(raw, dict):
+            raise ValueError(f"{at}: must be a table")
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(raw) - known)
+        if unknown:
+            raise ValueError(f"{at}.{unknown[0]}: unknown key (expected "
+                             f"{', '.join(sorted(known))})")
+        kind = raw.get("kind")
+        if kind not in KINDS:
+            raise ValueError(f"{at}.kind: must be one of {', '.join(KINDS)}, got {kind!r}")
+        if not isinstance(raw.get("y"), str):
+            raise ValueError(f"{at}.y: the metric to show is required (a runs column)")
+        if kind in ("bar", "line", "heatmap") and not isinstance(raw.get("x"), str):
+            raise ValueError(f"{at}.x: a {kind} figure needs x (a parameter column)")
+        if kind == "heatmap" and not isinstance(raw.get("row"), str):
+            raise ValueError(f"{at}.row: a heatmap needs row (its second parameter)")
+        scale = raw.get("scale", 1.0)
+        if isinstance(scale, bool) or not isinstance(scale, int | float) or scale == 0:
+            raise ValueError(f"{at}.scale: must be a non-zero number, got {scale!r}")
+        spec = cls(**{**raw, "scale": float(scale)})
+        return spec
+
+    def stem(self) -> str:
+        if self.name:
+            return self.name
+        parts = [self.kind, self.y] + [p for p in (self.x, self.row, self.hue, self.col) if p]
+        return "-".join(parts).replace("/", "_").replace(" ", "_")
+
+    def columns(self) -> list[str]:
+        return [c for c in (self.y, self.x, self.hue, self.col, self.row) if c]
+
+
+def _values(frame: pd.DataFrame, col: str | None) -> list[Any]:
+    """Distinct values of a column in order of first appearance (the sweep's order)."""
+    if col is None:
+        return [None]
+    return list(dict.fromkeys(frame[col].tolist()))
+
+
+def _subset(frame: pd.DataFrame, col: str | None, value: Any) -> pd.DataFrame:
+    return frame if col is None else frame[frame[col] == value]
+
+
+def _label(v: Any) -> str:
+    if isinstance(v, float) and v == int(v):
+        return f"{v:g}"
+    return str(v)
+
+
+def _bar(ax, frame: pd.DataFrame, spec: FigureSpec) -> None:
+    xs, hues = _values(frame, spec.x), _values(frame, spec.hue)
+    width = 0.8 / len(hues)
+    for j, h in enumerate(hues):
+        sub = _subset(frame, spec.hue, h)
+        means, errs = [], []
+        for x in xs:
+            m, half, _ = mean_ci((sub[sub[spec.x] == x][spec.y] * spec.scale).tolist())
+            means.append(m)
+            errs.append(0.0 if math.isnan(half) else half)
+        pos = np.arange(len(xs)) + (j - (len(hues) - 1) / 2) * width
+        ax.bar(pos, means, width * 0.92, yerr=errs, capsize=3,
+               label=None if h is None else _label(h))
+    labels = [_label(x) for x in xs]
+    crowded = sum(len(t) for t in labels) > 30
+    ax.set_xticks(np.arange(len(xs)), labels, rotation=30 if crowded else 0,
+                  ha="right" if crowded else "center")
+    ax.set_xlabel(spec.x)
+
+
+def _line(ax, frame: pd.DataFrame, spec: FigureSpec) -> None:
+    for h in _values(frame, spec.hue):
+        sub = _subset(frame, spec.hue, h)
+        xs = sorted(set(sub[spec.x].tolist()))
+        stats = [mean_ci((sub[sub[spec.x] == x][spec.y] * spec.scale).tolist()) for x in xs]
+        mean = np.array([s[0] for s in stats])
+        half = np.array([0.0 if math.isnan(s[1]) else s[1] for s in stats])
+        (line,) = ax.plot(xs, mean, marker="o", label=None if h is None else _label(h))
+        ax.fill_between(xs, mean - half, mean + half, color=line.get_color(), alpha=0.2,
+                        linewidth=0)
+    ax.set_xlabel(spec.x)
+    positive = frame[spec.x].astype(float) > 0
+    if positive.all() and frame[spec.x].astype(float).max() / frame[spec.x].astype(float).min() > 50:
+        ax.set_xscale("log")
+
+
+def _cdf(ax, frame: pd.DataFrame, spec: FigureSpec) -> None:
+    for h in _values(frame, spec.hue):
+        ys = np.sort((_subset(frame, spec.hue, h)[spec.y] * spec.scale).to_numpy(float))
+        ys = ys[~np.isnan(ys)]
+        if ys.size:
+            p = np.arange(1, ys.size + 1) / ys.size
+            ax.step(np.concatenate([[ys[0]], ys]), np.concatenate([[0.0], p]), where="post",
+                    label=None if h is None else _label(h))
+    ax.set_xlabel(spec.ylabel or spec.y)
+    ax.set_ylabel("fraction of runs")
+    ax.set_ylim(0, 1.02)
+
+
+def _heatmap(ax, fig: Figure, frame: pd.DataFrame, spec: FigureSpec) -> None:
+    xs, rows = sorted(set(frame[spec.x].tolist())), sorted(set(frame[spec.row].tolist()))
+    grid = np.full((len(rows), len(xs)), np.nan)
+    for i, r in enumerate(rows):
+        for j, x in enumerate(xs):
+            cell = frame[(frame[spec.row] == r) & (frame[spec.x] == x)][spec.y] * spec.scale
+            grid[i, j] = mean_ci(cell.tolist())[0]
+    image = ax.imshow(grid, origin="lower", aspect="auto", cmap="viridis")
+    ax.set_xticks(range(len(xs)), [_label(x) for x in xs], rotation=90 if len(xs) > 8 else 0)
+    ax.set_yticks(range(len(rows)), [_label(r) for r in rows])
+    ax.set_xlabel(spec.x)
+    ax.set_ylabel(spec.row)
+    fig.colorbar(image, ax=ax, label=spec.ylabel or spec.y)
+
+
+def draw_one(frame: pd.DataFrame, spec: FigureSpec) -> Figure:
+    """Draw ``spec`` from a runs frame (already filtered to the rows it shows)."""
+    missing = [c for c in spec.columns() if c not in frame.columns]
+    if missing:
+        raise ValueError(f"figure {spec.stem()!r}: no column {missing[0]!r} in the runs table")
+    panels = _values(frame, spec.col)
+    fig = Figure(figsize=(max(6.4, 4.2 * len(panels)), 4.2), layout="constrained")
+    axes = fig.subplots(1, len(panels), squeeze=False, sharey=spec.kind != "heatmap")[0]
+    for ax, value in zip(axes, panels, strict=True):
+        sub = _subset(frame, spec.col, value)
+        if spec.kind == "bar":
+            _bar(ax, sub, spec)
+        elif spec.kind == "line":
+            _line(ax, sub, spec)
+        elif spec.kind == "cdf":
+            _cdf(ax, sub, spec)
+        else:
+            _heatmap(ax, fig, sub, spec)
+        if spec.kind in ("bar", "line"):
+            ax.set_ylabel(spec.ylabel or spec.y)
+            ax.grid(axis="y", alpha=0.3)
+        if spec.col is not None:
+            ax.set_title(f"{spec.col} = {_label(value)}", fontsize="medium")
+        if spec.hue is not None and spec.kind != "heatmap":
+            ax.legend(title=spec.hue, fontsize="small")
+    if spec.title:
+        fig.suptitle(spec.title)
+    return fig
+
+
+def draw(outdir: str | os.PathLike[str], specs: list[FigureSpec],
+         figdir: str | os.PathLike[str] | None = None) -> list[Path]:
+    """Draw each figure of a sweep directory into ``figdir`` (default OUTDIR/figures)."""
+    from .stats import query
+
+    outdir = Path(outdir)
+    figdir = Path(figdir) if figdir is not None else outdir / "figures"
+    figdir.mkdir(parents=True, exist_ok=True)
+    paths: list[Path] = []
+    for spec in specs:
+        where = f"status = 'ok' AND ({spec.where})" if spec.where else "status = 'ok'"
+        frame = query(outdir, f"SELECT * FROM runs WHERE {where}")
+        if frame.empty:
+            raise ValueError(f"figure {spec.stem()!r}: no successful runs match")
+        paths += _save(draw_one(frame, spec), figdir, spec.stem())
+    return paths
+
+
+def default_specs(params: list[str], metric: str = "goodput_bps") -> list[FigureSpec]:
+    """What ``spikelab sweep`` draws without being told: goodput by the first parameter(s)."""
+    ylabel = "goodput (Mbit/s)" if metric == "goodput_bps" else metric
+    scale = 1e-6 if metric == "goodput_bps" else 1.0
+    if not params:
+        return [FigureSpec(kind="cdf", y=metric, scale=scale, ylabel=ylabel)]
+    return [
+        FigureSpec(kind="bar", y=metric, x=params[0], hue=params[1] if len(params) > 1 else None,
+                   col=params[2] if len(params) > 2 else None, scale=scale, ylabel=ylabel),
+        FigureSpec(kind="cdf", y=metric, hue=params[0], scale=scale, ylabel=ylabel),
+    ]

@@ -1,0 +1,255 @@
+"""The ``[sweep]`` table of a scenario: parameters, grid or zip, replications, seeds.
+
+    [sweep]
+    mode = "grid"                 # "grid" (cartesian product, default) or "zip"
+    replications = 10             # runs per grid point (default 1)
+    trace = "summary"             # what each run records: summary | timeseries | packets
+
+    [sweep.params]
+    "flow.tcp.variant" = ["reno", "newreno", "sack"]
+    "path.fwd.delay.profile" = { name = "path", labels = ["spike", "spike+loss"],
+                                 values = [[...], [...]] }
+
+Parameter keys are scenario paths, exactly as ``spikelab run --set KEY=VALUE`` takes them.
+A parameter is an array of values, or a table with ``values`` and optional ``labels`` (one
+per value, shown instead of the value in tables and figures) and ``name`` (its column name;
+default: the key's last segment).
+
+Seeds: replication ``r`` (0-based) of every grid point runs with seed ``base + r``, where
+``base`` is ``sim.seed`` (or ``--seed``). Grid points share seeds (common random numbers), so
+differences between points are not differences of random draws. Any run can be re-run alone
+with ``spikelab run FILE --set KEY=VALUE ... --seed SEED`` (the runs table has every value).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+import math
+import tomllib
+from dataclasses import dataclass, field
+from typing import Any
+
+from . import _core
+
+MODES = ("grid", "zip")
+TRACES = ("summary", "timeseries", "packets")
+# Columns every sweep's runs table has before the parameters; parameter names must differ.
+BASE_COLUMNS = ("run_id", "point", "replication", "seed", "status", "error")
+_SWEEP_KEYS = {"mode", "replications", "trace", "params"}
+_PARAM_KEYS = {"values", "labels", "name"}
+
+
+def _err(field_: str, message: str) -> _core.ScenarioError:
+    return _core.ScenarioError(f"{field_}: {message}")
+
+
+def toml_literal(value: Any) -> str:
+    """``value`` (from tomllib) as a TOML inline value, for a ``KEY=VALUE`` override."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        if math.isnan(value):
+            return "nan"
+        if math.isinf(value):
+            return "inf" if value > 0 else "-inf"
+        return repr(value)
+    if isinstance(value, str):
+        return json.dumps(value, ensure_ascii=False)
+    if isinstance(value, list | tuple):
+        return "[" + ", ".join(toml_literal(v) for v in value) + "]"
+    if isinstance(value, dict):
+        items = (f"{json.dumps(str(k))} = {toml_literal(v)}" for k, v in value.items())
+        return "{" + ", ".join(items) + "}"
+    raise TypeError(f"cannot write {type(value).__name__} as TOML")
+
+
+def _compact(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"), sort_keys=True, default=str)
+
+
+@dataclass(frozen=True)
+class Param:
+    key: str
+    """Scenario path, as for ``--set``."""
+    name: str
+    """Column name in the runs table."""
+    values: tuple[Any, ...]
+    labels: tuple[Any, ...]
+    """What the runs table shows for each value (the value itself when scalar)."""
+    kind: str
+    """Arrow type of the column: ``bool``, ``int64``, ``float64`` or ``string``."""
+
+
+def _column_kind(shown: list[Any]) -> str:
+    if all(isinstance(v, bool) for v in shown):
+        return "bool"
+    if any(isinstance(v, bool) for v in shown):
+        return "string"
+    if all(isinstance(v, int) for v in shown):
+        return "int64"
+    if all(isinstance(v, int | float) for v in shown):
+        return "float64"
+    return "string"
+
+
+def _flatten(table: dict[str, Any], prefix: str = "") -> list[tuple[str, Any]]:
+    """Parameter entries; unquoted dotted keys arrive as nested tables and are joined again."""
+    out = []
+    for key, value in table.items():
+        full = f"{prefix}.{key}" if prefix else key
+        if isinstance(value, dict) and "values" not in value:
+            out.extend(_flatten(value, full))
+        else:
+            out.append((full, value))
+    return out
+
+
+def _param(key: str, spec: Any) -> Param:
+    at = f"sweep.params.{json.dumps(key)}"
+    name, labels = None, None
+    if isinstance(spec, dict):
+        unknown = sorted(set(spec) - _PARAM_KEYS)
+        if unknown:
+            raise _err(f"{at}.{unknown[0]}", "unknown key (expected values, labels, name)")
+        values, labels, name = spec.get("values"), spec.get("labels"), spec.get("name")
+    else:
+        values = spec
+    if not isinstance(values, list) or not values:
+        raise _err(at, "must be a non-empty array of values (or a table with `values`)")
+    if labels is not None:
+        if not isinstance(labels, list) or len(labels) != len(values):
+            raise _err(f"{at}.labels", f"must be an array of {len(values)} labels, one per value")
+        if not all(isinstance(x, str | int | float | bool) for x in labels):
+            raise _err(f"{at}.labels", "labels must be strings or numbers")
+        shown = list(labels)
+    else:
+        shown = [v if isinstance(v, str | int | float | bool) else _compact(v) for v in values]
+    if len({_compact(s) for s in shown}) != len(shown):
+        raise _err(at, "values (or labels) must be distinct")
+    if name is None:
+        name = key.rsplit(".", 1)[-1].split("[", 1)[0]
+    if not isinstance(name, str) or not name.strip():
+        raise _err(f"{at}.name", "must be a non-empty string")
+    kind = _column_kind(shown)
+    if kind == "string":
+        shown = [s if isinstance(s, str) else _compact(s) for s in shown]
+    elif kind == "float64":
+        shown = [float(s) for s in shown]
+    return Param(key=key, name=name, values=tuple(values), labels=tuple(shown), kind=kind)
+
+
+@dataclass(frozen=True)
+class RunTask:
+    """One run of a sweep: a grid point, a replication, its seed and its overrides."""
+
+    run_id: str
+    point: int
+    replication: int
+    seed: int
+    overrides: tuple[str, ...]
+    params: dict[str, Any] = field(hash=False)
+
+    def command(self, scenario_path: str = "SCENARIO.toml") -> list[str]:
+        """The ``spikelab run`` command line that repeats this run alone."""
+        return run_command(self.overrides, self.seed, scenario_path)
+
+
+def run_command(overrides: tuple[str, ...] | list[str], seed: int,
+                scenario_path: str = "SCENARIO.toml") -> list[str]:
+    """``spikelab run SCENARIO --set ... --seed SEED``: one run of a sweep, alone."""
+    cmd = ["spikelab", "run", scenario_path]
+    for o in overrides:
+        cmd += ["--set", o]
+    return [*cmd, "--seed", str(seed)]
+
+
+@dataclass(frozen=True)
+class SweepSpec:
+    params: tuple[Param, ...]
+    mode: str = "grid"
+    replications: int = 1
+    trace: str = "summary"
+
+    @classmethod
+    def parse(cls, table: Any, at: str = "sweep") -> SweepSpec:
+        if table is None:
+            return cls(params=())
+        if not isinstance(table, dict):
+            raise _err(at, "must be a table")
+        unknown = sorted(set(table) - _SWEEP_KEYS)
+        if unknown:
+            raise _err(f"{at}.{unknown[0]}",
+                       "unknown key (expected mode, replications, trace, params)")
+        mode = table.get("mode", "grid")
+        if mode not in MODES:
+            raise _err(f"{at}.mode", f"must be one of {', '.join(MODES)}, got {mode!r}")
+        reps = table.get("replications", 1)
+        if isinstance(reps, bool) or not isinstance(reps, int) or reps < 1:
+            raise _err(f"{at}.replications", f"must be an integer >= 1, got {reps!r}")
+        trace = table.get("trace", "summary")
+        if trace not in TRACES:
+            raise _err(f"{at}.trace", f"must be one of {', '.join(TRACES)}, got {trace!r}")
+        raw = table.get("params", {})
+        if not isinstance(raw, dict):
+            raise _err(f"{at}.params", "must be a table of KEY = [values]")
+        params = tuple(_param(k, v) for k, v in _flatten(raw))
+        names = [p.name for p in params]
+        for p in params:
+            if names.count(p.name) > 1 or p.name in BASE_COLUMNS:
+                raise _err(f"{at}.params.{json.dumps(p.key)}.name",
+                           f"column name {p.name!r} is taken; give this parameter a `name`")
+        if mode == "zip" and len({len(p.values) for p in params}) > 1:
+            sizes = ", ".join(f"{p.key}: {len(p.values)}" for p in params)
+            raise _err(f"{at}.params", f"zip needs equally long value lists ({sizes})")
+        return cls(params=params, mode=mode, replications=reps, trace=trace)
+
+    def points(self) -> list[tuple[int, ...]]:
+        """Index tuples into each parameter's values, in run order."""
+        if not self.params:
+            return [()]
+        if self.mode == "zip":
+            return [(i,) * len(self.params) for i in range(len(self.params[0].values))]
+        return list(itertools.product(*(range(len(p.values)) for p in self.params)))
+
+    def tasks(self, base_seed: int, extra_overrides: tuple[str, ...] = ()) -> list[RunTask]:
+        points = self.points()
+        pw = max(3, len(str(len(points) - 1)))
+        rw = max(2, len(str(self.replications - 1)))
+        out = []
+        for k, idx in enumerate(points):
+            overrides = tuple(extra_overrides) + tuple(
+                f"{p.key}={toml_literal(p.values[i])}" for p, i in zip(self.params, idx,
+                                                                       strict=True))
+            shown = {p.name: p.labels[i] for p, i in zip(self.params, idx, strict=True)}
+            for r in range(self.replications):
+                out.append(RunTask(run_id=f"p{k:0{pw}d}-r{r:0{rw}d}", point=k, replication=r,
+                                   seed=base_seed + r, overrides=overrides, params=shown))
+        return out
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "mode": self.mode,
+            "replications": self.replications,
+            "trace": self.trace,
+            "params": [{"key": p.key, "name": p.name, "labels": list(p.labels),
+                        "values": list(p.values), "kind": p.kind} for p in self.params],
+        }
+
+
+def sweep_table(text: str) -> Any:
+    """The ``[sweep]`` table of a scenario's TOML text (None if absent)."""
+    try:
+        return tomllib.loads(text).get("sweep")
+    except tomllib.TOMLDecodeError as exc:
+        raise _core.ScenarioError(f"not valid TOML: {exc}") from None
+
+
+def fingerprint(text: str, spec: SweepSpec, base_seed: int, overrides: tuple[str, ...]) -> str:
+    """Identifies a sweep: a results directory only resumes the sweep that started it."""
+    blob = _compact({"scenario": text, "sweep": spec.describe(), "seed": base_seed,
+                     "overrides": list(overrides)})
+    return hashlib.sha256(blob.encode()).hexdigest()

@@ -1,0 +1,183 @@
+"""Studies: definitions, claims evaluated from the data, reports (HTML opened in a browser)."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+import spikelab
+from spikelab import stats, study
+from spikelab.cli import main
+
+from test_sweep import LOSSY
+
+BROWSERS = ("chromium", "chromium-browser", "google-chrome", "chrome")
+
+
+@pytest.fixture(scope="module")
+def basic(tmp_path_factory) -> Path:
+    """The bundled lte-handover-basic study, 2 replications (the claims need only the data)."""
+    out = tmp_path_factory.mktemp("study") / "basic"
+    assert main(["study", "run", "lte-handover-basic", "-o", str(out), "-j", "2",
+                 "--replications", "2", "-q"]) == 0
+    return out
+
+
+def test_study_list_names_the_bundled_study(capsys):
+    assert main(["study", "list"]) == 0
+    assert re.search(r"^lte-handover-basic\s+\S", capsys.readouterr().out, re.M)
+
+
+def test_claims_are_evaluated_from_the_data(basic):
+    data = json.loads((basic / "claims.json").read_text())
+    definition = study.parse(basic / "study")
+    assert [c["id"] for c in data["claims"]] == [c.id for c in definition.claims]
+    for claim, result in zip(definition.claims, data["claims"], strict=True):
+        frame = stats.query(basic, claim.sql)
+        verdict = bool(frame.iloc[0, 0])
+        assert result["status"] == ("holds" if verdict else "fails"), claim.id
+        assert set(result["numbers"]) == set(frame.columns[1:])
+    # An independent check of the first claim straight from the runs table.
+    runs = spikelab.load(basic).runs.to_pandas()
+    assert len(runs) == 3 * 2 * 2
+    expected = bool(((runs.rto_count >= 1) & (runs.rto_spurious_true >= 1)).all())
+    assert data["claims"][0]["status"] == ("holds" if expected else "fails")
+
+
+def test_report_has_claims_figures_and_provenance(basic):
+    html = (basic / "report.html").read_text()
+    md = (basic / "report.md").read_text()
+    # 3 sweep figures + seq/ack and cwnd of 2 single runs (reno, replication 0).
+    assert html.count("<img ") == 7 and html.count("data:image/png;base64,") == 7
+    assert "src='figures/" not in html  # self-contained
+    for c in study.parse(basic / "study").claims:
+        assert c.id in html and c.id in md
+    assert "spike-forces-spurious-rto" in html and "Mean ± 95% CI per grid point" in html
+    assert "replication r of every grid point runs with seed base + r" in html
+    for name in re.findall(r"\]\((figures/[^)]+)\)", md):
+        assert (basic / name).is_file()
+
+
+def test_single_run_figures_rerun_exactly_the_sweep_rows(basic):
+    data = json.loads((basic / "claims.json").read_text())
+    assert [r["run_id"] for r in data["run_figures"]] == ["p000-r00", "p001-r00"]
+    sweep_rows = spikelab.load(basic).runs.to_pandas().set_index("run_id")
+    for entry in data["run_figures"]:
+        single = spikelab.load(basic / "runs-figures" / entry["run_id"])
+        assert single.trace == "packets" and single.packets.num_rows > 0
+        row = sweep_rows.loc[entry["run_id"]]
+        assert single.runs.column("bytes_delivered")[0].as_py() == row.bytes_delivered
+        assert single.seed == row.seed
+        assert sorted(Path(f).name for f in entry["figures"]) == ["cwnd_flow0.png",
+                                                                  "seqack_flow0.png"]
+        assert single.manifest["figures_zoom"] == [9.5, 16.0]
+
+
+def test_report_can_be_rewritten_from_the_directory_alone(basic, tmp_path, capsys):
+    copy = tmp_path / "copy"
+    shutil.copytree(basic, copy)
+    (copy / "report.html").unlink()
+    assert main(["study", "report", str(copy)]) == 0
+    assert "claims hold; report:" in capsys.readouterr().out
+    assert (copy / "report.html").is_file()
+
+
+def _tiny_study(root: Path, claims: str) -> Path:
+    root.mkdir()
+    (root / "scenario.toml").write_text(LOSSY, encoding="utf-8")
+    (root / "study.toml").write_text(f"""
+[study]
+name = "tiny"
+title = "Tiny"
+scenario = "scenario.toml"
+[sweep]
+replications = 2
+[sweep.params]
+"flow.tcp.variant" = ["reno", "sack"]
+[[figure]]
+kind = "bar"
+x = "variant"
+y = "goodput_bps"
+{claims}
+""", encoding="utf-8")
+    return root
+
+
+def test_claim_verdicts_holds_fails_and_errors(tmp_path):
+    root = _tiny_study(tmp_path / "tiny", """
+[[claim]]
+id = "positive"
+claim = "every run delivers data"
+source = "test"
+sql = "SELECT bool_and(bytes_delivered > 0) AS holds, min(bytes_delivered) AS least FROM runs"
+[[claim]]
+id = "impossible"
+claim = "a run delivers more than 1 GB in 2 s at 2 Mbit/s"
+source = "test"
+sql = "SELECT bool_or(bytes_delivered > 1e9) FROM runs"
+[[claim]]
+id = "not-boolean"
+claim = "a number is not a verdict"
+source = "test"
+sql = "SELECT count(*) FROM runs"
+[[claim]]
+id = "many-rows"
+claim = "one row per variant is not one verdict"
+source = "test"
+sql = "SELECT true FROM runs GROUP BY variant"
+[[claim]]
+id = "bad-sql"
+claim = "a typo"
+source = "test"
+sql = "SELECT holds FROM nowhere"
+""")
+    data = spikelab.study.run(root, tmp_path / "out", jobs=1, progress=False)
+    status = {c["id"]: (c["status"], c["error"]) for c in data["claims"]}
+    assert status["positive"] == ("holds", None)
+    assert data["claims"][0]["numbers"]["least"] > 0
+    assert status["impossible"] == ("fails", None)
+    assert status["not-boolean"][0] == "error" and "not a boolean" in status["not-boolean"][1]
+    assert status["many-rows"][0] == "error" and "returned 2 rows" in status["many-rows"][1]
+    assert status["bad-sql"][0] == "error" and "query failed" in status["bad-sql"][1]
+
+
+@pytest.mark.parametrize(("claims", "message"), [
+    ('[[claim]]\nid = "x"\nclaim = "c"\nsql = "SELECT true"\n', "claim[0].source: required"),
+    ('[[claim]]\nid = "x"\nclaim = "c"\nsource = "s"\nsql = "SELECT true"\nwhy = 1\n',
+     "claim[0].why: unknown key"),
+    ('[[figure]]\nkind = "pie"\ny = "goodput_bps"\n', "figure[1].kind: must be one of"),
+    ('[run_figures]\nzoom = [5, 1]\n', "run_figures.zoom: must be [t0, t1]"),
+])
+def test_bad_study_definitions_name_the_field(tmp_path, claims, message, capsys):
+    root = _tiny_study(tmp_path / "tiny", claims)
+    assert main(["study", "run", str(root), "-o", str(tmp_path / "out")]) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_unknown_study_lists_the_known_ones(capsys):
+    assert main(["study", "run", "no-such-study", "-o", "/tmp/never"]) == 2
+    err = capsys.readouterr().err
+    assert "no study named 'no-such-study' (available: " in err and "lte-handover-basic" in err
+
+
+def _browser() -> str | None:
+    return next((shutil.which(b) for b in BROWSERS if shutil.which(b)), None)
+
+
+@pytest.mark.skipif(_browser() is None, reason="no headless browser (chromium) installed")
+def test_report_opens_in_a_headless_browser_without_errors(basic, tmp_path):
+    proc = subprocess.run(
+        [_browser(), "--headless", "--no-sandbox", "--disable-gpu", "--enable-logging=stderr",
+         "--v=0", f"--user-data-dir={tmp_path / 'profile'}", "--virtual-time-budget=5000",
+         "--dump-dom", (basic / "report.html").as_uri()],
+        capture_output=True, text=True, timeout=120, check=False)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    # The report's own check: every embedded figure decoded (count, count decoded).
+    assert 'data-figures="7 7"' in proc.stdout
+    console = [line for line in proc.stderr.splitlines()
+               if "CONSOLE" in line or "Uncaught" in line]
+    assert not console, console

@@ -1,0 +1,294 @@
+"""Sweeps: grid expansion, seeds, executors (local pool and Dask), resumability, failures."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import tomllib
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+import spikelab
+from spikelab import stats, sweepspec
+from spikelab.cli import main
+
+# 2 s of a lossy 2 Mbit/s path: every run draws random numbers, so seeds matter.
+LOSSY = """
+name = "lossy"
+[sim]
+duration = "2s"
+seed = 11
+[path.fwd]
+[[path.fwd.stage]]
+type = "rate"
+rate = "2Mbps"
+queue = 30
+[[path.fwd.stage]]
+type = "delay"
+delay = "20ms"
+[[path.fwd.stage]]
+type = "loss"
+model = "bernoulli"
+p = 0.02
+[[flow]]
+[flow.tcp]
+variant = "newreno"
+"""
+
+SWEEP_2X2X3 = LOSSY + """
+[sweep]
+replications = 3
+[sweep.params]
+"flow.tcp.variant" = ["reno", "sack"]
+"path.fwd.delay.delay" = ["20ms", "60ms"]
+"""
+
+
+def write(tmp_path: Path, text: str, name: str = "s.toml") -> Path:
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+# ---------------------------------------------------------------------------------- spec
+
+
+def test_toml_literal_round_trips_through_tomllib():
+    values = ["a \"quoted\" \\ string\n", 3, -2.5, 1e-9, True, [1, [2.0, "x"]],
+              {"type": "bulk", "size": "1MB"}, float("inf")]
+    for v in values:
+        assert tomllib.loads(f"v = {sweepspec.toml_literal(v)}")["v"] == v
+
+
+def test_grid_expands_in_order_with_seed_base_plus_replication():
+    spec = sweepspec.SweepSpec.parse({"replications": 2, "params": {
+        "flow.tcp.variant": ["reno", "sack"], "sim.duration": ["1s", "2s", "3s"]}})
+    tasks = spec.tasks(base_seed=40)
+    assert len(tasks) == 2 * 3 * 2
+    assert [t.run_id for t in tasks[:3]] == ["p000-r00", "p000-r01", "p001-r00"]
+    assert [t.seed for t in tasks] == [40, 41] * 6
+    assert tasks[2].params == {"variant": "reno", "duration": "2s"}
+    assert tasks[2].overrides == ('flow.tcp.variant="reno"', 'sim.duration="2s"')
+    assert tasks[-1].params == {"variant": "sack", "duration": "3s"}
+    assert tasks[3].command("x.toml") == ["spikelab", "run", "x.toml", "--set",
+                                          'flow.tcp.variant="reno"', "--set",
+                                          'sim.duration="2s"', "--seed", "41"]
+
+
+def test_zip_pairs_values_and_needs_equal_lengths():
+    spec = sweepspec.SweepSpec.parse({"mode": "zip", "params": {"a.b": [1, 2], "c": [3, 4]}})
+    assert [t.params for t in spec.tasks(0)] == [{"b": 1, "c": 3}, {"b": 2, "c": 4}]
+    with pytest.raises(ValueError, match=r"sweep.params: zip needs equally long value lists"):
+        sweepspec.SweepSpec.parse({"mode": "zip", "params": {"a": [1, 2], "c": [3]}})
+
+
+def test_labelled_values_and_nested_keys():
+    spec = sweepspec.SweepSpec.parse({"params": {
+        "path": {"fwd": {"delay": {"profile": {"name": "shape", "labels": ["flat", "spike"],
+                                               "values": [[[0, 50]], [[0, 50], [5, 900]]]}}}},
+        "flow.tcp.mss": [1000, 1448]}})
+    assert [p.key for p in spec.params] == ["path.fwd.delay.profile", "flow.tcp.mss"]
+    assert spec.params[0].labels == ("flat", "spike") and spec.params[0].kind == "string"
+    assert spec.params[1].kind == "int64"
+    assert spec.tasks(0)[2].overrides[0] == "path.fwd.delay.profile=[[0, 50], [5, 900]]"
+
+
+@pytest.mark.parametrize(("table", "message"), [
+    ({"mode": "random"}, "sweep.mode: must be one of grid, zip, got 'random'"),
+    ({"replications": 0}, "sweep.replications: must be an integer >= 1, got 0"),
+    ({"workers": 3}, "sweep.workers: unknown key"),
+    ({"params": {"a": []}}, 'sweep.params."a": must be a non-empty array'),
+    ({"params": {"a": {"values": [1, 2], "labels": ["x"]}}},
+     'sweep.params."a".labels: must be an array of 2 labels'),
+    ({"params": {"x.seed": [1, 2]}}, "column name 'seed' is taken"),
+    ({"params": {"a.v": [1], "b.v": [2]}}, "column name 'v' is taken"),
+    ({"params": {"a": [1, 1]}}, "must be distinct"),
+])
+def test_bad_sweep_tables_name_the_field(table, message):
+    with pytest.raises(ValueError, match=None) as info:
+        sweepspec.SweepSpec.parse(table)
+    assert message in str(info.value)
+
+
+def test_t_quantiles_and_confidence_interval():
+    assert stats.t975(1) == pytest.approx(12.706)
+    assert stats.t975(9) == pytest.approx(2.262)
+    assert stats.t975(10**6) == pytest.approx(1.96, abs=1e-3)
+    mean, half, n = stats.mean_ci([1.0, 2.0, 3.0, 4.0])
+    # sd = 1.29099, t(3) = 3.182: 3.182 * 1.29099 / 2
+    assert (mean, n) == (2.5, 4) and half == pytest.approx(2.0540, rel=1e-4)
+    assert stats.mean_ci([5.0, 5.0, 5.0])[1] == 0.0
+
+
+# ---------------------------------------------------------------------------------- runs
+
+
+def _rows(table) -> list[tuple]:
+    cols = [c for c in table.column_names]
+    return sorted(zip(*(table.column(c).to_pylist() for c in cols), strict=True))
+
+
+def test_local_pool_and_dask_local_cluster_give_identical_runs_tables(tmp_path):
+    pytest.importorskip("distributed")
+    scenario = write(tmp_path, SWEEP_2X2X3)
+    local = spikelab.sweep(scenario, tmp_path / "local", jobs=2, progress=False)
+    dask = spikelab.sweep(scenario, tmp_path / "dask", jobs=2, dask="local", progress=False)
+    assert local.runs.num_rows == 12 and local.failed == 0
+    assert local.runs.to_pandas().equals(dask.runs.to_pandas())  # NaN == NaN here
+    assert (tmp_path / "local/runs.parquet").read_bytes() == \
+        (tmp_path / "dask/runs.parquet").read_bytes()
+    # Seeds differ between replications, so a lossy path gives different results.
+    frame = local.runs.to_pandas()
+    assert frame.groupby("point")["bytes_delivered"].nunique().max() > 1
+    # Any run re-runs alone with the documented rule.
+    row = frame[frame.run_id == "p003-r02"].iloc[0]
+    assert (row.variant, row.delay, row.seed) == ("sack", "60ms", 13)
+    alone = spikelab.run(scenario, seed=13, trace="summary", progress=False,
+                         overrides=['flow.tcp.variant="sack"', 'path.fwd.delay.delay="60ms"'])
+    assert alone.runs.column("bytes_delivered")[0].as_py() == row.bytes_delivered
+
+
+def test_a_rejected_value_is_a_failed_run_and_the_rest_complete(tmp_path, capsys):
+    text = LOSSY + '[sweep]\n[sweep.params]\n"path.fwd.loss.p" = [0.01, 1.5, 0.02]\n'
+    scenario = write(tmp_path, text)
+    code = main(["sweep", str(scenario), "-o", str(tmp_path / "out"), "-j", "2", "-q"])
+    err = capsys.readouterr().err
+    assert code == 3
+    assert "1 of 3 runs failed (first: p001-r00: path.fwd.stage[2].p: must be a probability" in err
+    assert "to repeat p001-r00 alone: spikelab run SCENARIO.toml --set path.fwd.loss.p=1.5 --seed 11" in err
+    runs = spikelab.load(tmp_path / "out").runs.to_pandas()
+    assert list(runs.status) == ["ok", "failed", "ok"]
+    assert runs.error[1].startswith("path.fwd.stage[2].p:") and runs.bytes_delivered[0] > 0
+    manifest = json.loads((tmp_path / "out/manifest.json").read_text())
+    assert manifest["runs_failed"] == 1 and manifest["failures"][0]["run_id"] == "p001-r00"
+
+
+def test_a_directory_resumes_only_its_own_sweep(tmp_path):
+    scenario = write(tmp_path, SWEEP_2X2X3.replace("replications = 3", "replications = 1"))
+    spikelab.sweep(scenario, tmp_path / "out", jobs=1, progress=False)
+    changed = write(tmp_path, SWEEP_2X2X3.replace("replications = 3", "replications = 2"),
+                    "t.toml")
+    with pytest.raises(ValueError, match="holds results of a different sweep"):
+        spikelab.sweep(changed, tmp_path / "out", jobs=1, progress=False)
+    again = spikelab.sweep(changed, tmp_path / "out", jobs=1, progress=False, fresh=True)
+    assert again.runs.num_rows == 8
+
+
+def _children(pid: int) -> list[int]:
+    kids = []
+    for task in Path(f"/proc/{pid}/task").glob("*"):
+        with contextlib.suppress(OSError):
+            kids += [int(k) for k in (task / "children").read_text().split()]
+    return kids
+
+
+def test_a_killed_sweep_resumes_without_recomputing_or_losing_runs(tmp_path):
+    # 24 runs of ~0.2 s each on two workers; kill the command after a few have finished.
+    text = SWEEP_2X2X3.replace("replications = 3", "replications = 6").replace(
+        'duration = "2s"', 'duration = "20s"')
+    scenario = write(tmp_path, text)
+    out = tmp_path / "out"
+    cmd = [sys.executable, "-m", "spikelab", "sweep", str(scenario), "-o", str(out), "-j", "2",
+           "-q", "--no-plots"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    parts = out / "parts"
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        done = [p for p in parts.glob("p*-r??.parquet")] if parts.is_dir() else []
+        if len(done) >= 4 or proc.poll() is not None:
+            break
+        time.sleep(0.02)
+    workers = _children(proc.pid)
+    assert workers, "the sweep should run a pool of worker processes"
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    # Its pool workers notice and exit rather than linger.
+    deadline = time.monotonic() + 10
+    while any(Path(f"/proc/{w}").exists() for w in workers) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not [w for w in workers if Path(f"/proc/{w}").exists()]
+    before = {p.name: (p.stat().st_ino, p.stat().st_mtime_ns)
+              for p in parts.glob("*.parquet")}
+    assert 4 <= len(before) < 24, "the kill should land mid-sweep"
+    assert not (out / "manifest.json").exists()
+    for name in before:  # every file that exists under its final name is complete
+        assert pq.read_table(parts / name).num_rows >= 1
+    # The unfinished dataset is readable, from its parts.
+    assert spikelab.load(out).runs.num_rows == len(before)
+
+    seen = []
+    result = spikelab.sweep(scenario, out, jobs=2, progress=False,
+                            on_result=lambda task, outcome: seen.append(task.run_id))
+    assert not set(seen) & {n[: -len(".parquet")] for n in before}, "a done run was recomputed"
+    assert len(seen) == 24 - len(before)
+    for name, ident in before.items():
+        path = parts / name
+        assert (path.stat().st_ino, path.stat().st_mtime_ns) == ident
+    ids = result.runs.column("run_id").to_pylist()
+    assert sorted(ids) == ids and len(ids) == len(set(ids)) == 24
+    assert not [p for p in out.rglob("*") if p.name.endswith(".tmp")]
+    for f in out.rglob("*.parquet"):
+        pq.read_table(f)
+
+
+def test_traced_sweeps_keep_time_series_with_run_ids(tmp_path):
+    text = LOSSY + "[sweep]\nreplications = 2\ntrace = \"timeseries\"\n"
+    result = spikelab.sweep(write(tmp_path, text), tmp_path / "out", jobs=1, progress=False)
+    ts = result.table("timeseries")
+    assert set(ts.column("run_id").to_pylist()) == {"p000-r00", "p000-r01"}
+    with pytest.raises(KeyError, match="no packets table"):
+        result.table("packets")
+    con = stats.query(tmp_path / "out", "SELECT count(DISTINCT run_id) AS n FROM timeseries")
+    assert con.n[0] == 2
+
+
+# ---------------------------------------------------------------------------------- CLI
+
+
+def test_query_and_summary_commands(tmp_path, capsys):
+    scenario = write(tmp_path, SWEEP_2X2X3)
+    assert main(["sweep", str(scenario), "-o", str(tmp_path / "o"), "-j", "2", "-q"]) == 0
+    assert sorted(p.name for p in (tmp_path / "o/figures").glob("*.png")) == [
+        "bar-goodput_bps-variant-delay.png", "cdf-goodput_bps-variant.png"]
+    capsys.readouterr()
+    assert main(["query", str(tmp_path / "o"), "SELECT variant, count(*) AS n FROM runs "
+                 "GROUP BY variant ORDER BY variant", "--format", "csv"]) == 0
+    assert capsys.readouterr().out == "variant,n\nreno,6\nsack,6\n"
+    assert main(["summary", str(tmp_path / "o"), "--metric", "bytes_delivered"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split() == ["variant", "delay", "n", "bytes_delivered"]
+    assert len(lines) == 5 and all(" ± " in line for line in lines[1:])
+    frame = spikelab.load(tmp_path / "o").runs.to_pandas()
+    first = frame[(frame.variant == "reno") & (frame.delay == "20ms")].bytes_delivered
+    mean, half, _ = stats.mean_ci(first.tolist())
+    assert lines[1].split()[3] == stats._fmt(mean)
+    assert main(["query", str(tmp_path / "o"), "SELECT nope FROM runs"]) == 2
+    assert "query failed" in capsys.readouterr().err
+
+
+def test_a_parameter_named_like_a_metric_is_refused_before_any_run(tmp_path):
+    scenario = write(tmp_path, LOSSY + '[sweep.params]\n"flow.tcp.mss" = [1000, 1448]\n')
+    with pytest.raises(ValueError, match=r'sweep.params."flow.tcp.mss".name: column \'mss\''):
+        spikelab.sweep(scenario, tmp_path / "o", progress=False)
+    assert not (tmp_path / "o").exists()
+
+
+def test_sweep_errors_are_one_line(tmp_path, capsys):
+    scenario = write(tmp_path, LOSSY + '[sweep]\nmode = "diagonal"\n')
+    assert main(["sweep", str(scenario), "-o", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == (f"spikelab: error: {scenario}: sweep.mode: must be one of grid, zip, "
+                   f"got 'diagonal'")
+
+
+@pytest.mark.skipif(os.cpu_count() == 1, reason="needs two cores")
+def test_sweep_uses_all_cores_by_default(tmp_path):
+    scenario = write(tmp_path, SWEEP_2X2X3)
+    result = spikelab.sweep(scenario, tmp_path / "o", progress=False)
+    assert result.manifest["executor"] == f"local pool of {os.cpu_count()}"
