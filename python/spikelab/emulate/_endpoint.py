@@ -16,6 +16,7 @@ before the first connection and after the end.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import fcntl
 import json
@@ -105,10 +106,9 @@ def _ready() -> None:
 
 
 def _rst_close(sock: socket.socket) -> None:
-    try:
+    """Close at once with a RST (no FIN exchange through the emulated path after the end)."""
+    with contextlib.suppress(OSError):
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
-    except OSError:
-        pass
     sock.close()
 
 

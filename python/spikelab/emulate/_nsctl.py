@@ -19,6 +19,7 @@ Answer: ``{"sysctl": {key: value read back}, "offloads": {dev: {feature: on}}, "
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import errno
 import fcntl
@@ -131,10 +132,8 @@ def _pairs(path: str) -> dict[str, int]:
         proto, _, names = head.partition(":")
         _, _, values = vals.partition(":")
         for name, value in zip(names.split(), values.split(), strict=False):
-            try:
+            with contextlib.suppress(ValueError):
                 out[f"{proto}{name}"] = int(value)
-            except ValueError:
-                pass
     return out
 
 

@@ -88,9 +88,13 @@ class _Child:
             done.set()
 
         threading.Thread(target=read, daemon=True).start()
-        if not done.wait(max(deadline - time.monotonic(), 0.0)) or line.strip() != b"ready":
-            self.proc.wait(timeout=2) if self.proc.poll() is None and done.is_set() else None
-            raise EmulationError(f"the {self.name} did not start: {self.error() or 'timeout'}")
+        in_time = done.wait(max(deadline - time.monotonic(), 0.0))
+        if in_time and line.strip() == b"ready":
+            return
+        if in_time:  # it closed stdout: it is exiting; let it finish writing its error
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.proc.wait(timeout=2)
+        raise EmulationError(f"the {self.name} did not start: {self.error() or 'timeout'}")
 
     def start(self, t0: int) -> None:
         assert self.proc.stdin is not None

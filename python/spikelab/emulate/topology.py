@@ -63,7 +63,7 @@ def _owner_alive(run_id: str) -> int | None:
     return pid if b"python" in cmdline or b"spikelab" in cmdline else None
 
 
-class TopologyError(RuntimeError):
+class TopologyError(OSError):
     """An ``ip`` command or a namespace helper failed."""
 
 
