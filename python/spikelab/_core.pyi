@@ -45,3 +45,18 @@ class Simulation:
         """Ask a run() executing in another thread to stop; that run() raises KeyboardInterrupt."""
     def run(self) -> dict[str, Any]:
         """Run once, without the GIL. Keys: runs, timeseries, packets (Table), wall_s, events."""
+
+# ---- emulation (crates/spikelab-py/src/emu.rs) ------------------------------------------
+
+class Emulator:
+    """The real-time emulator; opens its AF_PACKET sockets in the calling process's network
+    namespace (Linux, CAP_NET_RAW)."""
+    def __init__(self, config_json: str) -> None: ...
+    def run(self, t0_ns: int) -> str:
+        """Emulate from t0_ns (CLOCK_REALTIME) to the end, without the GIL; statistics JSON."""
+
+def emu_analyze(pcap: str, duration_ns: int) -> dict[str, Any]:
+    """An emulator capture -> packets and series (Table), flows/timing/meta (JSON), stages."""
+
+def emu_scenario(text: str, overrides: list[str] = ..., base_dir: str = ...) -> str:
+    """The numbers (ns, bytes) of a scenario that the kernel side needs, as JSON."""

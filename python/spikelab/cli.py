@@ -453,6 +453,10 @@ def parser() -> argparse.ArgumentParser:
     a = actions.add_parser("report", help="re-evaluate claims and rewrite the report of DIR")
     a.add_argument("dir", metavar="DIR")
     a.set_defaults(func=cmd_study)
+
+    from .emulate.cli import register as register_emulation  # emulate, compare
+
+    register_emulation(sub, _override, _zoom)
     return top
 
 

@@ -13,6 +13,8 @@ use std::path::Path;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 
+mod emu;
+
 create_exception!(
     _core,
     PyScenarioError,
@@ -177,5 +179,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("ScenarioError", m.py().get_type::<PyScenarioError>())?;
     m.add_function(wrap_pyfunction!(resolve, m)?)?;
     m.add_class::<Simulation>()?;
+    emu::register(m)?;
     Ok(())
 }

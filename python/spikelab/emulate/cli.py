@@ -1,0 +1,137 @@
+"""The ``emulate`` and ``compare`` commands; :func:`register` adds them to ``spikelab``."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+
+def _nonnegative(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected a number >= 0, got {text!r}")
+    return value
+
+
+def _positive(text: str) -> float:
+    value = _nonnegative(text)
+    if value == 0:
+        raise argparse.ArgumentTypeError(f"expected a number > 0, got {text!r}")
+    return value
+
+
+def _ms(ns: float) -> str:
+    return f"{ns / 1e6:.3f} ms"
+
+
+def timing_line(timing: dict) -> str:
+    """One line on the emulator's departure timing error."""
+    if not timing or not timing.get("departures"):
+        return "emulator timing: no departures"
+    return (f"emulator timing error (actual - intended departure, {timing['departures']:,} "
+            f"frames): median {_ms(timing['p50_ns'])}, p99 {_ms(timing['p99_ns'])}, "
+            f"max {_ms(timing['max_ns'])}; {100 * timing['within_1ms']:.2f}% within 1 ms")
+
+
+def kernel_line(emulation: dict) -> str:
+    c = emulation.get("counters", {}).get("sender", {})
+    parts = [f"{name.removeprefix('TcpExt')} {c[name]}"
+             for name in ("TcpExtTCPTimeouts", "TcpExtTCPSpuriousRTOs", "TcpExtTCPLossUndo",
+                          "TcpExtTCPFullUndo", "TcpExtTCPPartialUndo", "TcpExtTCPDSACKUndo")
+             if name in c]
+    return "kernel (sender): " + ", ".join(parts) if parts else "kernel: no counters"
+
+
+def cmd_emulate(args: argparse.Namespace) -> int:
+    from .. import cli
+    from . import cleanup, emulate, kernel
+
+    kernel.require_privileges()
+    if args.cleanup:
+        removed = cleanup()
+        n = len(removed["namespaces"]) + len(removed["links"])
+        if not args.quiet:
+            if n:
+                print(f"removed {', '.join(removed['namespaces'] + removed['links'])}")
+            else:
+                print("nothing to clean up")
+            if removed["in_use"]:
+                print(f"left alone (runs in progress): {', '.join(removed['in_use'])}")
+        return 0
+    if args.scenario is None:
+        raise ValueError("a scenario is required (or --cleanup)")
+    with cli._scenario_file(args.scenario) as scenario:
+        result = emulate(scenario, out=args.out, seed=args.seed, overrides=args.set,
+                         sysctls=args.sysctl, realtime=not args.no_realtime,
+                         spin_us=args.spin_us, snaplen=args.snaplen, sample_ms=args.sample_ms,
+                         tcp_probe=not args.no_tcp_probe,
+                         plots=not args.no_plots, progress=False if args.quiet else None)
+    if args.quiet:
+        return 0
+    em = result.manifest["emulation"]
+    print(f"{args.scenario}: emulated {result.duration_s:g} s against the Linux TCP stack "
+          f"(seed {result.seed})")
+    print(cli.summary_table(result.runs))
+    print(timing_line(em["timing"]))
+    print(kernel_line(em))
+    unmapped = em["kernel"]["unmapped"]
+    if unmapped:
+        print(f"{len(unmapped)} scenario setting(s) have no exact kernel equivalent "
+              "(manifest.json: emulation.kernel.unmapped)")
+    if args.out is not None:
+        figures = [f for f in result.manifest["files"] if f["path"].startswith("figures/")]
+        print(f"results: {args.out} (capture: {Path(args.out) / 'emulation' / 'capture.pcapng'})")
+        if figures:
+            print(f"figures: {Path(args.out) / 'figures'} ({len(figures)} files)")
+    return 0
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    from .compare import compare
+
+    text, files = compare(args.dir_a, args.dir_b, out=args.out, zoom=args.zoom)
+    print(text)
+    if files:
+        print(f"figures: {files[0].parent} ({len(files)} files)")
+    return 0
+
+
+def register(sub, override_type, zoom_type) -> None:
+    """Add ``emulate`` and ``compare`` to the ``spikelab`` subparsers ``sub``."""
+    p = sub.add_parser("emulate", help="run a scenario's paths in real time against the "
+                       "Linux TCP stack (needs root)")
+    p.add_argument("scenario", metavar="SCENARIO.toml", nargs="?")
+    p.add_argument("-o", "--out", metavar="OUTDIR", help="results directory to write")
+    p.add_argument("--seed", type=int, help="master seed (default: the scenario's sim.seed)")
+    p.add_argument("--set", action="append", default=[], type=override_type,
+                   metavar="KEY=VALUE", help="override a scenario field (repeatable)")
+    p.add_argument("--sysctl", action="append", default=[], metavar="net.KEY=VALUE",
+                   help="extra sysctl in both hosts' namespaces, e.g. "
+                        "net.ipv4.tcp_frto=0 (repeatable)")
+    p.add_argument("--no-realtime", action="store_true",
+                   help="do not run the emulator thread under SCHED_FIFO")
+    p.add_argument("--spin-us", type=_nonnegative, default=50.0, metavar="US",
+                   help="busy-wait this long before each departure (default 50)")
+    p.add_argument("--snaplen", type=int, default=160, metavar="BYTES",
+                   help="bytes of each frame kept in the capture, 0 = all (default 160)")
+    p.add_argument("--sample-ms", type=_positive, default=1.0, metavar="MS",
+                   help="TCP_INFO sampling period (default 1)")
+    p.add_argument("--no-tcp-probe", action="store_true",
+                   help="do not use the tcp_probe tracepoint even if tracefs is mounted")
+    p.add_argument("--no-plots", action="store_true", help="write tables only")
+    p.add_argument("--cleanup", action="store_true",
+                   help="remove namespaces and veths that crashed runs left, then exit")
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress bar, no summary")
+    p.set_defaults(func=cmd_emulate)
+
+    p = sub.add_parser("compare", help="two runs side by side: metrics and an overlay of "
+                       "cwnd and seq/ack (e.g. simulated vs emulated)")
+    p.add_argument("dir_a", metavar="DIR_SIM")
+    p.add_argument("dir_b", metavar="DIR_EMU")
+    p.add_argument("-o", "--out", metavar="DIR", help="where the figures go "
+                   "(default: DIR_EMU/compare)")
+    p.add_argument("--zoom", type=zoom_type, metavar="T0:T1", help="time window, seconds")
+    p.set_defaults(func=cmd_compare)

@@ -1,0 +1,299 @@
+"""From a scenario's TCP settings to the kernel's: sysctls, routes, socket options.
+
+Linux takes most TCP settings per network namespace (sysctls) or per route, a few per socket.
+:func:`plan` maps what can be mapped and lists, in plain words, what cannot
+(``KernelPlan.unmapped``). The mapping is documented in ``docs/emulation.md``.
+
+Spurious-timeout detectors (``[flow.tcp] spurious = [...]``, ``response = ...``):
+
+================  =====================================================================
+spikelab          Linux
+================  =====================================================================
+``eifel``         ``tcp_timestamps = 1``: the kernel's timestamp-based undo
+                  (``tcp_packet_delayed``) is Eifel detection (RFC 3522); it cannot be
+                  turned off while timestamps are on
+``dsack``         ``tcp_sack = 1``, ``tcp_dsack = 1``: DSACK-based undo (RFC 3708 style)
+``frto``          ``tcp_frto = 2``: Linux implements SACK-enhanced F-RTO (RFC 5682 §3);
+                  ``frto = "auto"`` (SACK-enhanced with SACK, basic without) is what it does
+``frto-basic``,   ``tcp_frto = 2`` as well: since Linux 3.10 the same algorithm runs
+``frto = "basic"`` without SACK (set ``sack = false`` for the basic algorithm's inputs)
+``linux``         all three: the kernel's defaults
+response ``undo`` (or ``linux``): the kernel's full undo (prior cwnd and ssthresh)
+response ``eifel`` (RFC 4015), ``none``: no kernel equivalent (the kernel always undoes)
+================  =====================================================================
+
+Without a ``spurious`` field (a scenario format without detectors) the kernel's F-RTO default
+(``tcp_frto = 2``) is kept; ``spurious = []`` turns F-RTO off.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+MS = 1_000_000
+SYSCTL_DIR = Path("/proc/sys/net/ipv4")
+CAP_NET_ADMIN, CAP_SYS_ADMIN = 12, 21
+TCP_TIMESTAMPS_OPTION = 12  # bytes of the timestamps option as sent (with 2 NOPs)
+
+DETECTORS = {
+    "eifel": "eifel",
+    "dsack": "dsack",
+    "frto": "frto",
+    "f-rto": "frto",
+    "frto-sack": "frto",
+    "frto_sack": "frto",
+    "sack-frto": "frto",
+    "frto-basic": "frto-basic",
+    "frto_basic": "frto-basic",
+    "basic-frto": "frto-basic",
+    "linux": "linux",
+}
+RESPONSES_MAPPED = {"linux", "undo", "full-undo", "full_undo", "linux-undo"}
+
+
+class EmulationError(ValueError):
+    """A scenario or setting that the emulation cannot run (the message says why)."""
+
+
+def has_privileges() -> bool:
+    """Root, or both CAP_NET_ADMIN (veths, addresses) and CAP_SYS_ADMIN (``ip netns``)."""
+    if os.geteuid() == 0:
+        return True
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("CapEff:"):
+                caps = int(line.split()[1], 16)
+                return bool(caps >> CAP_NET_ADMIN & 1) and bool(caps >> CAP_SYS_ADMIN & 1)
+    except (OSError, ValueError):
+        pass
+    return False
+
+
+def require_privileges() -> None:
+    if not has_privileges():
+        raise PermissionError(
+            "spikelab emulate needs root (or CAP_NET_ADMIN and CAP_SYS_ADMIN) to create "
+            "network namespaces and veth pairs; run it as root, e.g. with sudo"
+        )
+
+
+def available_congestion_controls() -> list[str]:
+    try:
+        return (SYSCTL_DIR / "tcp_available_congestion_control").read_text().split()
+    except OSError:
+        return []
+
+
+def check_congestion_control(name: str, where: str) -> None:
+    have = available_congestion_controls()
+    if have and name not in have:
+        raise EmulationError(
+            f"{where}: congestion control {name!r} is not available in this kernel "
+            f"(available: {', '.join(have)})"
+        )
+
+
+def _sysctl_exists(name: str) -> bool:
+    return (SYSCTL_DIR / name).exists()
+
+
+@dataclass
+class KernelPlan:
+    """What the kernel side of a run is set to."""
+
+    sysctl_snd: dict[str, str] = field(default_factory=dict)
+    sysctl_rcv: dict[str, str] = field(default_factory=dict)
+    route_snd: list[str] = field(default_factory=list)
+    route_rcv: list[str] = field(default_factory=list)
+    mtu: int = 1500
+    flows: list[dict[str, Any]] = field(default_factory=list)
+    detectors: list[dict[str, Any]] = field(default_factory=list)
+    unmapped: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "sysctl_sender": self.sysctl_snd,
+            "sysctl_receiver": self.sysctl_rcv,
+            "route_sender": self.route_snd,
+            "route_receiver": self.route_rcv,
+            "mtu": self.mtu,
+            "flows": self.flows,
+            "detectors": self.detectors,
+            "unmapped": self.unmapped,
+        }
+
+
+def map_detectors(tcp: dict[str, Any], flow: int) -> tuple[str | None, dict[str, Any],
+                                                            list[str]]:
+    """The ``tcp_frto`` value (None: leave the kernel default) for a flow's ``spurious`` and
+    ``response`` fields (if the scenario format has them), a description, and notes on what
+    does not map."""
+    notes: list[str] = []
+    at = f"flow[{flow}].tcp"
+    spurious = tcp.get("spurious")
+    response = tcp.get("response")
+    info: dict[str, Any] = {"flow": flow, "spurious": spurious, "response": response}
+    frto: str | None = None
+    if spurious is not None:
+        names = [spurious] if isinstance(spurious, str) else list(spurious)
+        unknown = [n for n in names if str(n).lower() not in DETECTORS]
+        if unknown:
+            raise EmulationError(
+                f"{at}.spurious: unknown detector(s) {', '.join(map(repr, unknown))} "
+                f"(known: {', '.join(sorted(set(DETECTORS.values())))})"
+            )
+        wanted = {DETECTORS[str(n).lower()] for n in names}
+        if "linux" in wanted:
+            wanted |= {"eifel", "dsack", "frto"}
+        frto = "2" if wanted & {"frto", "frto-basic"} else "0"
+        variant = str(tcp.get("frto") or "auto").lower()
+        if "frto-basic" in wanted or ("frto" in wanted and variant == "basic"):
+            notes.append(f"{at}.frto: Linux has only SACK-enhanced F-RTO (RFC 5682 §3, which "
+                         "also runs without SACK); the basic algorithm maps to it")
+        if "frto" in wanted and variant == "sack" and not tcp.get("sack", True):
+            notes.append(f"{at}.frto = sack with sack off: the kernel's F-RTO runs on "
+                         "cumulative ACKs")
+        if "eifel" in wanted and not tcp.get("timestamps", True):
+            notes.append(f"{at}.spurious: eifel needs timestamps, which are off: no Eifel "
+                         "detection in the kernel")
+        if "eifel" not in wanted and tcp.get("timestamps", True):
+            notes.append(f"{at}.spurious: without eifel but with timestamps on, the kernel "
+                         "still undoes on timestamp evidence (it cannot be separated)")
+        if "dsack" in wanted and not (tcp.get("sack", True) and tcp.get("dsack", True)):
+            notes.append(f"{at}.spurious: dsack needs sack and dsack on: no DSACK undo")
+        if "dsack" not in wanted and tcp.get("dsack", True) and tcp.get("sack", True):
+            notes.append(f"{at}.spurious: without dsack but with DSACK on, the kernel still "
+                         "undoes on DSACK evidence (it cannot be separated)")
+        info["kernel"] = sorted(wanted - {"linux"})
+    if response is not None and str(response).lower() not in RESPONSES_MAPPED:
+        notes.append(f"{at}.response = {response!r}: the kernel always responds with its full "
+                     "undo (prior cwnd and ssthresh); no Eifel response (RFC 4015) or none")
+    info["tcp_frto"] = frto
+    return frto, info, notes
+
+
+def _ns_wide(values: list[Any], what: str) -> Any:
+    if any(v != values[0] for v in values):
+        raise EmulationError(
+            f"flows differ in {what}, which the kernel sets per namespace: "
+            "emulate them in separate runs"
+        )
+    return values[0]
+
+
+def plan(view: dict[str, Any], resolved: dict[str, Any], ccs: list[str],
+         extra_sysctls: dict[str, str] | None = None, base_port: int = 5000) -> KernelPlan:
+    """Map a scenario (``view``: the numbers from ``_core.emu_scenario``; ``resolved``: the
+    resolved scenario, which may carry fields such as ``spurious``) to kernel settings.
+    ``ccs`` are the congestion controls asked for, per flow."""
+    p = KernelPlan()
+    flows = view["flows"]
+    tcps = [f["tcp"] for f in flows]
+    raw_tcps = [(f.get("tcp") or {}) for f in resolved.get("flow", [])]
+    u = p.unmapped
+
+    ts = _ns_wide([t["timestamps"] for t in tcps], "tcp.timestamps")
+    sack = _ns_wide([t["sack"] for t in tcps], "tcp.sack")
+    dsack = _ns_wide([t["dsack"] for t in tcps], "tcp.dsack")
+    both = {
+        "net.ipv4.tcp_timestamps": "1" if ts else "0",
+        "net.ipv4.tcp_sack": "1" if sack else "0",
+        "net.ipv4.tcp_dsack": "1" if dsack else "0",
+        # No cached metrics (RTT, ssthresh) from a connection before this one.
+        "net.ipv4.tcp_no_metrics_save": "1",
+        "net.ipv4.tcp_ecn": "0",
+    }
+    frtos = []
+    for i, raw in enumerate(raw_tcps):
+        frto, info, notes = map_detectors({**tcps[i], **raw}, i)
+        frtos.append(frto)
+        p.detectors.append(info)
+        u.extend(notes)
+    frto = _ns_wide(frtos, "tcp.spurious (F-RTO)") if frtos else None
+    if frto is not None:
+        both["net.ipv4.tcp_frto"] = frto
+    dupthresh = _ns_wide([t["dupthresh"] for t in tcps], "tcp.dupthresh")
+    both["net.ipv4.tcp_reordering"] = str(dupthresh)
+
+    snd: dict[str, str] = {}
+    rto = [t["rto"] for t in tcps]
+    rto_min = _ns_wide([r["min_ns"] for r in rto], "tcp.rto.min")
+    if _sysctl_exists("tcp_rto_min_us"):
+        snd["net.ipv4.tcp_rto_min_us"] = str(max(1, rto_min // 1000))
+    else:
+        p.route_snd += ["rto_min", "lock", f"{max(1, rto_min // MS)}ms"]
+    rto_max = _ns_wide([r["max_ns"] for r in rto], "tcp.rto.max")
+    if _sysctl_exists("tcp_rto_max_ms"):
+        ms = min(max(rto_max // MS, 1000), 120_000)
+        snd["net.ipv4.tcp_rto_max_ms"] = str(ms)
+        if ms * MS != rto_max:
+            u.append(f"tcp.rto.max = {rto_max / 1e9:g} s: the kernel accepts 1-120 s; "
+                     f"using {ms / 1000:g} s")
+    elif rto_max != 120_000 * MS:
+        u.append(f"tcp.rto.max = {rto_max / 1e9:g} s: this kernel's maximum is fixed at 120 s")
+    for r in rto:
+        if r["initial_ns"] != 1000 * MS:
+            u.append(f"tcp.rto.initial = {r['initial_ns'] / 1e9:g} s: the kernel's initial "
+                     "RTO is fixed at 1 s")
+            break
+    if any(r["estimator"] != "linux" for r in rto):
+        u.append("tcp.rto.estimator = rfc6298: the kernel always uses its own estimator "
+                 "(alpha, beta, k and granularity do not map; rto.min and rto.max do)")
+
+    iw = _ns_wide([t["initial_window"] for t in tcps], "tcp.initial_window")
+    p.route_snd += ["initcwnd", str(iw)]
+    ssthresh = _ns_wide([t["initial_ssthresh"] for t in tcps], "tcp.initial_ssthresh")
+    mss = _ns_wide([t["mss"] for t in tcps], "tcp.mss")
+    if ssthresh is not None:
+        p.route_snd += ["ssthresh", "lock", str(max(2, math.ceil(ssthresh / mss)))]
+    delack = _ns_wide([t["delayed_ack"] for t in tcps], "tcp.delayed_ack")
+    if not delack:
+        p.route_rcv += ["quickack", "1"]
+    for t in tcps:
+        if t["delayed_ack"] and t["delack_timeout_ns"] != 40 * MS:
+            u.append(f"tcp.delack_timeout = {t['delack_timeout_ns'] / MS:g} ms: the kernel's "
+                     "delayed-ACK timer adapts between 40 and 200 ms")
+        if t["delayed_ack"] and t["delack_segments"] != 2:
+            u.append("tcp.delack_segments: the kernel ACKs at least every second full segment")
+        if t["variant"] == "reno":
+            u.append("tcp.variant = reno: Linux has no pure Reno recovery; it handles partial "
+                     "ACKs as NewReno does (and uses SACK when negotiated)")
+        if t["variant"] != "sack" and sack:
+            u.append(f"tcp.variant = {t['variant']} with sack on: Linux uses SACK-based "
+                     "recovery whenever SACK is negotiated")
+        if t["abc"]:
+            u.append("tcp.abc: Linux grows cwnd by the segments an ACK covers; no ABC limit")
+        if not t["limited_transmit"]:
+            u.append("tcp.limited_transmit = false: Linux always uses limited transmit "
+                     "(RFC 3042)")
+        if not t["block_fr_after_rto"]:
+            u.append("tcp.block_fr_after_rto = false: not a kernel setting")
+        break
+    p.mtu = max(1500, mss + 40 + (TCP_TIMESTAMPS_OPTION if ts else 0))
+
+    p.sysctl_snd = {**both, **snd}
+    p.sysctl_rcv = dict(both)
+    for k, v in (extra_sysctls or {}).items():
+        p.sysctl_snd[k] = str(v)
+        p.sysctl_rcv[k] = str(v)
+    for i, f in enumerate(flows):
+        if f["fwd"] == f["rev"]:
+            u.append(f"flow[{i}]: fwd and rev are the same path {f['fwd']!r}: both directions "
+                     "share its stages")
+        p.flows.append({
+            "flow": i,
+            "port": base_port + i,
+            "start_ns": f["start_ns"],
+            "cc": ccs[i],
+            "size": f["size"] if f["app"] == "file" else None,
+            # TCP_MAXSEG excludes options: the payload per segment is mss.
+            "maxseg": mss + (TCP_TIMESTAMPS_OPTION if ts else 0),
+            "rwnd": tcps[i]["rwnd"],
+        })
+    # Duplicates (the same sentence from two flows) once.
+    p.unmapped = list(dict.fromkeys(u))
+    return p

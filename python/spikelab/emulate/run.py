@@ -1,0 +1,328 @@
+"""``spikelab.emulate``: a scenario's path in real time, against the Linux TCP stack.
+
+One run: build the topology (:mod:`.topology`), start the receiver, the emulator and the
+sender in their namespaces, tell all three the same time 0, wait for the scenario's duration,
+tear everything down, then turn the emulator's capture and the kernel's samples into the
+simulator's result tables (:mod:`.tables`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+from .. import _core, results
+from .._progress import ProgressBar
+from .._tables import to_arrow
+from ..simulate import RunResult, ScenarioSource, _overrides, read_scenario
+from . import kernel, tables
+from .kernel import EmulationError
+from .probe import Probe
+from .topology import Topology, TopologyError, in_ns
+
+START_MARGIN_NS = 300_000_000  # between "everyone is ready" and time 0
+READY_TIMEOUT_S = 30.0
+FINISH_GRACE_S = 15.0
+DEFAULT_SAMPLE_MS = 1.0
+_CC_ERROR = re.compile(r'^flow\[(\d+)\]\.cc: unknown congestion control "([^"]*)"')
+
+
+def resolve(text: str, overrides: list[str], base_dir: str
+            ) -> tuple[dict[str, Any], dict[str, Any], list[str], list[str]]:
+    """Validate a scenario for emulation. Returns (resolved scenario, kernel view, overrides
+    for the emulator, congestion control per flow).
+
+    The simulator knows fewer congestion controls than the kernel; a flow asking for one the
+    simulator lacks (``cubic``, ``bbr``) is validated as ``reno`` and runs with the kernel's.
+    """
+    ccs: dict[int, str] = {}
+    extra: list[str] = []
+    for _ in range(256):
+        try:
+            resolved = json.loads(_core.resolve(text, overrides + extra, base_dir))
+            break
+        except _core.ScenarioError as exc:
+            m = _CC_ERROR.match(str(exc))
+            if not m or int(m.group(1)) in ccs:
+                raise
+            ccs[int(m.group(1))] = m.group(2)
+            extra.append(f'flow[{m.group(1)}].cc="reno"')
+    else:  # pragma: no cover - 256 flows with unknown congestion controls
+        raise EmulationError("too many flows")
+    view = json.loads(_core.emu_scenario(text, overrides + extra, base_dir))
+    names = [ccs.get(i, f["cc"]) for i, f in enumerate(view["flows"])]
+    for i, f in enumerate(resolved["flow"]):
+        f["cc"] = names[i]
+    return resolved, view, overrides + extra, names
+
+
+class _Child:
+    """One of the three processes of a run."""
+
+    def __init__(self, name: str, argv: list[str], workdir: Path):
+        self.name = name
+        self.stderr_path = workdir / f"{name}.stderr"
+        self._stderr = open(self.stderr_path, "w+b")  # noqa: SIM115 - closed in close()
+        self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=self._stderr, start_new_session=True)
+
+    def wait_ready(self, deadline: float) -> None:
+        assert self.proc.stdout is not None
+        line = b""
+        done = threading.Event()
+
+        def read() -> None:
+            nonlocal line
+            line = self.proc.stdout.readline()
+            done.set()
+
+        threading.Thread(target=read, daemon=True).start()
+        if not done.wait(max(deadline - time.monotonic(), 0.0)) or line.strip() != b"ready":
+            self.proc.wait(timeout=2) if self.proc.poll() is None and done.is_set() else None
+            raise EmulationError(f"the {self.name} did not start: {self.error() or 'timeout'}")
+
+    def start(self, t0: int) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(f"{t0}\n".encode())
+        self.proc.stdin.flush()
+
+    def error(self) -> str:
+        self._stderr.flush()
+        text = self.stderr_path.read_text(errors="replace").strip().splitlines()
+        return text[-1] if text else ""
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=3)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+    def close(self) -> None:
+        self.stop()
+        for f in (self.proc.stdin, self.proc.stdout):
+            with contextlib.suppress(OSError):
+                if f is not None:
+                    f.close()
+        self._stderr.close()
+
+
+@contextlib.contextmanager
+def _sigterm_as_interrupt() -> Iterator[None]:
+    """SIGTERM (e.g. from a test harness or `timeout`) tears down like Ctrl-C does."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum, frame):
+        raise KeyboardInterrupt
+
+    old = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, old)
+
+
+def cpu_plan() -> tuple[int | None, str | None]:
+    """The CPU for the emulator thread and the CPU mask (hex) where the hosts process the
+    frames it sends them: the last CPU we may use for the emulator, the others for the hosts.
+    With one CPU, neither."""
+    try:
+        cpus = sorted(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cpus = list(range(os.cpu_count() or 1))
+    if len(cpus) < 2:
+        return None, None
+    mask = sum(1 << c for c in cpus[:-1])
+    return cpus[-1], f"{mask:x}"
+
+
+def _parse_sysctls(items: Iterable[str]) -> dict[str, str]:
+    out = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        key = key.strip()
+        if not sep or not re.fullmatch(r"net\.[a-z0-9_.]+", key):
+            raise EmulationError(f"--sysctl {item!r}: expected net.KEY=VALUE")
+        out[key] = value.strip()
+    return out
+
+
+def emulate(
+    scenario: ScenarioSource,
+    *,
+    out: str | os.PathLike[str] | None = None,
+    seed: int | None = None,
+    overrides: Iterable[str] = (),
+    sysctls: Iterable[str] = (),
+    realtime: bool = True,
+    spin_us: float = 50.0,
+    snaplen: int = 160,
+    sample_ms: float = DEFAULT_SAMPLE_MS,
+    tcp_probe: bool = True,
+    plots: bool = True,
+    progress: bool | None = None,
+) -> RunResult:
+    """Emulate a scenario's paths in real time between two Linux TCP endpoints.
+
+    Needs root (network namespaces). ``seed`` and ``overrides`` as in :func:`spikelab.run`;
+    ``sysctls`` are extra ``net.*=value`` settings for both hosts' namespaces. ``realtime``
+    runs the emulator thread under SCHED_FIFO; ``spin_us`` is how long it busy-waits before
+    each departure; ``snaplen`` the bytes of each frame kept in the capture (0: all);
+    ``sample_ms`` the TCP_INFO sampling period; ``tcp_probe`` uses the kernel's tcp_probe
+    tracepoint as well when tracefs is mounted. With ``out``, the results directory is
+    written there (tables, figures, manifest, and ``emulation/`` with the capture).
+    Returns the same :class:`spikelab.RunResult` as :func:`spikelab.run`.
+    """
+    kernel.require_privileges()
+    text, base_dir = read_scenario(scenario)
+    resolved, view, emu_overrides, ccs = resolve(text, _overrides(overrides), base_dir)
+    for i, cc in enumerate(ccs):
+        kernel.check_congestion_control(cc, f"flow[{i}].cc")
+    plan = kernel.plan(view, resolved, ccs, _parse_sysctls(sysctls))
+    seed = int(seed if seed is not None else view["seed"])
+    duration_ns = int(view["duration_ns"])
+    if out is not None:
+        outdir = results.prepare(out)
+        workdir = outdir / "emulation"
+        workdir.mkdir(exist_ok=True)
+        tmp = None
+    else:
+        tmp = tempfile.TemporaryDirectory(prefix="spikelab-emu-")
+        workdir = Path(tmp.name)
+    try:
+        raw = _run(text, emu_overrides, base_dir, seed, duration_ns, plan, workdir,
+                   realtime=realtime, spin_ns=int(spin_us * 1000), snaplen=snaplen,
+                   sample_ns=int(sample_ms * 1e6), tcp_probe=tcp_probe, progress=progress)
+        template = to_arrow(_core.Simulation(text, emu_overrides, base_dir, seed,
+                                             "summary").run()["runs"])
+        result = tables.build(raw, resolved, view, plan, seed, duration_ns,
+                              keep_capture=out is not None, template=template)
+        if out is not None:
+            results.write_parquet(tables.tcp_info_table(raw), workdir / "tcp_info.parquet")
+            result.manifest["emulation"]["tcp_info"] = "emulation/tcp_info.parquet"
+    finally:
+        if tmp is not None:
+            tmp.cleanup()
+    if out is not None:
+        results.write(result, out, plots=plots)
+    return result
+
+
+def _run(text, overrides, base_dir, seed, duration_ns, plan, workdir, *, realtime, spin_ns,
+         snaplen, sample_ns, tcp_probe, progress) -> dict[str, Any]:
+    topo = Topology(mtu=plan.mtu)
+    probe = Probe(topo.run_id, [f["port"] for f in plan.flows])
+    if not tcp_probe:
+        probe.dir, probe.error = None, "not asked for"
+    py = sys.executable
+    emu_cpu, rps_mask = cpu_plan()
+    pcap = workdir / "capture.pcapng"
+    files = {
+        "emulator": workdir / "emulator.json",
+        "sender": workdir / "sender.json",
+        "receiver": workdir / "receiver.json",
+    }
+    for f in [*files.values(), pcap]:
+        with contextlib.suppress(FileNotFoundError):
+            f.unlink()
+    emu_cfg = {
+        "iface_a": topo.dev("a"), "iface_b": topo.dev("b"),
+        "scenario": text, "overrides": overrides, "base_dir": base_dir, "seed": seed,
+        "ports": [f["port"] for f in plan.flows], "stop_after_ns": duration_ns,
+        "pcap": str(pcap), "snaplen": snaplen, "realtime": realtime, "spin_ns": spin_ns,
+        "frame_buf": max(2048, plan.mtu + 64), "stats": str(workdir / "emulator-stats.json"),
+        "cpu": emu_cpu,
+    }
+    snd_cfg = {"dst": topo.addr_rcv, "flows": plan.flows, "duration_ns": duration_ns,
+               "sample_ns": sample_ns, "out": str(files["sender"])}
+    rcv_cfg = {"bind": topo.addr_rcv, "flows": plan.flows, "duration_ns": duration_ns,
+               "out": str(files["receiver"])}
+    for name, cfg in (("emulator", emu_cfg), ("sender", snd_cfg), ("receiver", rcv_cfg)):
+        (workdir / f"{name}-config.json").write_text(json.dumps(cfg, indent=1))
+    children: list[_Child] = []
+    bar = ProgressBar(duration_ns / 1e9, progress)
+    started = time.monotonic()
+    with _sigterm_as_interrupt():
+        try:
+            report = topo.create(plan.sysctl_snd, plan.sysctl_rcv, plan.route_snd,
+                                 plan.route_rcv, rps_mask)
+            mod = "spikelab.emulate"
+            children.append(_Child("receiver", in_ns(topo.ns_rcv, [
+                py, "-m", f"{mod}._endpoint", "receiver",
+                str(workdir / "receiver-config.json")]), workdir))
+            children.append(_Child("emulator", in_ns(topo.ns_emu, [
+                py, "-m", f"{mod}._emulator", str(workdir / "emulator-config.json")]),
+                workdir))
+            children.append(_Child("sender", in_ns(topo.ns_snd, [
+                py, "-m", f"{mod}._endpoint", "sender",
+                str(workdir / "sender-config.json")]), workdir))
+            deadline = time.monotonic() + READY_TIMEOUT_S
+            for c in children:
+                c.wait_ready(deadline)
+            probe.start()
+            t0 = time.time_ns() + START_MARGIN_NS
+            for c in children:
+                c.start(t0)
+            end = t0 + duration_ns
+            while any(c.proc.poll() is None for c in children):
+                now = time.time_ns()
+                bar.update(min(max(now - t0, 0) / duration_ns, 1.0))
+                if now > end + FINISH_GRACE_S * 1e9:
+                    raise EmulationError(
+                        "the run did not finish in time: "
+                        + ", ".join(c.name for c in children if c.proc.poll() is None))
+                failed = [c for c in children if c.proc.poll() not in (None, 0)]
+                if failed:
+                    c = failed[0]
+                    raise EmulationError(f"the {c.name} failed: {c.error() or c.proc.returncode}")
+                time.sleep(0.1)
+            bar.close(1.0)
+        except BaseException:
+            bar.close(None)
+            raise
+        finally:
+            probe.stop()
+            for c in children:
+                c.close()
+            topo.teardown()
+    raw: dict[str, Any] = {"t0_ns": t0, "topology": report, "run_id": topo.run_id,
+                           "wall_s": time.monotonic() - started, "pcap": str(pcap),
+                           "workdir": str(workdir), "probe": probe.report(),
+                           "probe_samples": probe.samples() if probe.available else []}
+    for name, path in files.items():
+        src = workdir / "emulator-stats.json" if name == "emulator" else path
+        try:
+            raw[name] = json.loads(src.read_text())
+        except (OSError, ValueError) as exc:
+            raise EmulationError(f"the {name} left no result ({exc})") from None
+    for fl in raw["sender"]["flows"]:
+        if fl["error"]:
+            raise EmulationError(f"sender: {fl['error']}")
+    return raw
+
+
+def cleanup() -> dict[str, list[str]]:
+    """Remove what crashed runs left behind (needs root); return what was removed."""
+    kernel.require_privileges()
+    from .topology import cleanup as _cleanup
+
+    try:
+        return _cleanup()
+    except TopologyError as exc:
+        raise EmulationError(str(exc)) from None

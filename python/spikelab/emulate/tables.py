@@ -1,0 +1,492 @@
+"""An emulated run's result tables, in the simulator's columns.
+
+Sources (also written to the manifest, ``emulation.sources``):
+
+- ``packets``: the emulator's capture (``_core.emu_analyze``): every frame in, every stage's
+  intended exit, every drop, every actual departure.
+- ``timeseries``: the sender's TCP_INFO samples (cwnd, ssthresh, srtt, rttvar, rto, snd_una,
+  snd_nxt, inflight, ca_state; recorded on change), markers for RTO expirations (from
+  ``tcpi_total_rto``) and fast recoveries (entries into the Recovery state), each labelled
+  spurious or genuine by the capture's ground truth; ``rtt_sample`` and ``rcv_nxt`` from the
+  capture.
+- ``runs``: bytes delivered and completion time from the receiving application; timeouts and
+  fast retransmits from the kernel; everything about packets (segments, retransmissions,
+  spurious ones, duplicate ACKs, DSACKs, RTT samples, stalls, drops) from the capture.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute  # noqa: F401  (pa.compute)
+
+from .. import _core, results
+from .._tables import to_arrow
+from ..simulate import RunResult
+from . import tcpinfo
+from .kernel import KernelPlan
+
+SERIES_VARS = ("cwnd", "ssthresh", "srtt", "rttvar", "rto", "snd_una", "snd_nxt", "inflight",
+               "ca_state")
+VAR_NAMES = [*SERIES_VARS, "rtt_sample", "rcv_nxt", "rto_expiry", "fast_retx"]
+# Kernel counters worth reporting (TcpExt unless noted), as nstat names them.
+COUNTERS = (
+    "TcpExtTCPTimeouts", "TcpExtTCPSpuriousRTOs", "TcpExtTCPLossUndo", "TcpExtTCPFullUndo",
+    "TcpExtTCPPartialUndo", "TcpExtTCPDSACKUndo", "TcpExtTCPSackRecovery",
+    "TcpExtTCPRenoRecovery", "TcpExtTCPFastRetrans", "TcpExtTCPSlowStartRetrans",
+    "TcpExtTCPLostRetransmit", "TcpExtTCPDSACKRecv", "TcpExtTCPDSACKOldSent",
+    "TcpExtTCPDSACKOfoSent", "TcpExtTCPDSACKOfoRecv", "TcpExtTCPSACKReorder",
+    "TcpExtTCPTSReorder", "TcpExtTCPRenoReorder", "TcpExtTCPLossProbes",
+    "TcpExtTCPLossProbeRecovery", "TcpExtTCPSpuriousRtxHostQueues", "TcpExtTCPLossFailures",
+    "TcpExtTCPDelivered", "TcpRetransSegs", "TcpOutSegs", "TcpInSegs",
+)
+UNDO_COUNTERS = ("TcpExtTCPLossUndo", "TcpExtTCPFullUndo", "TcpExtTCPPartialUndo",
+                 "TcpExtTCPDSACKUndo")
+MARKER_WINDOW_NS = 50_000_000  # how far after an event its retransmission may be seen
+
+SOURCES = {
+    "runs.bytes_delivered": "receiving application (kernel); capture if absent",
+    "runs.goodput_bps": "bytes_delivered over the flow's lifetime",
+    "runs.completion_time_s": "receiving application",
+    "runs.rto_count": "sender TCP_INFO tcpi_total_rto (kernel >= 6.7), else TCPTimeouts",
+    "runs.fast_retx_count": "sender TCP_INFO: entries into the Recovery state",
+    "runs.rto_spurious_true": "capture ground truth of the RTO's retransmission",
+    "runs.fast_retx_spurious_true": "capture ground truth of the recovery's first "
+                                    "retransmission",
+    "runs.*": "capture (the emulator saw every frame)",
+    "timeseries.cwnd..ca_state": "sender TCP_INFO every sample period, recorded on change",
+    "timeseries.snd_una": "tcpi_bytes_acked - 1 (it counts the SYN)",
+    "timeseries.snd_nxt": "snd_una + SIOCOUTQ - SIOCOUTQNSD",
+    "timeseries.rtt_sample": "capture: ACK at the sender minus the segment's send time "
+                             "(segments sent once)",
+    "timeseries.rcv_nxt": "capture: in-order data that left the emulator to the receiver",
+    "packets": "capture; stage_enter / stage_exit at the emulator's intended times, deliver "
+               "at the actual departure",
+}
+
+
+def _delta(before: dict[str, int], after: dict[str, int]) -> dict[str, int]:
+    return {k: after.get(k, 0) - before.get(k, 0) for k in COUNTERS if k in after}
+
+
+def _series_from_samples(flow: int, fields: list[str], samples: list[list[int]],
+                         t0: int) -> tuple[dict[str, list], list[dict[str, int]]]:
+    """TCP_INFO samples to on-change rows; also returns the samples as dicts."""
+    rows: dict[str, list] = {"t_ns": [], "flow": [], "var": [], "value": []}
+    last: dict[str, float] = {}
+    as_dicts = []
+    for s in samples:
+        d = dict(zip(fields, s, strict=True))
+        as_dicts.append(d)
+        mss = d["snd_mss"] or 1
+        ssthresh = d["snd_ssthresh"]
+        # tcpi_bytes_acked counts the SYN's sequence number too: the first data byte is 0.
+        snd_una = float(max(d["bytes_acked"] - 1, 0))
+        values = {
+            "cwnd": float(d["snd_cwnd"] * mss),
+            "ssthresh": math.inf if ssthresh >= tcpinfo.TCP_INFINITE_SSTHRESH
+            else float(ssthresh * mss),
+            "srtt": d["rtt"] / 1e6,
+            "rttvar": d["rttvar"] / 1e6,
+            "rto": d["rto"] / 1e6,
+            "snd_una": snd_una,
+            "snd_nxt": snd_una + d["in_flight_bytes"] if d["in_flight_bytes"] >= 0 else math.nan,
+            "inflight": float(max(d["unacked"] - d["sacked"] - d["lost"] + d["retrans"], 0)
+                              * mss),
+            "ca_state": float(tcpinfo.SIM_CA_STATE.get(d["ca_state"], 0)),
+        }
+        t = max(d["t_ns"] - t0, 0)
+        for var, v in values.items():
+            if math.isnan(v) or last.get(var) == v:
+                continue
+            last[var] = v
+            rows["t_ns"].append(t)
+            rows["flow"].append(flow)
+            rows["var"].append(var)
+            rows["value"].append(v)
+    return rows, as_dicts
+
+
+PROBE_VARS = ("cwnd", "ssthresh", "srtt", "snd_una", "snd_nxt")
+
+
+def _unwrapper():
+    """Maps 32-bit sequence offsets, in order, to 64-bit ones (adds 2^32 at each wrap)."""
+    last, high = None, 0
+
+    def unwrap(v32: int) -> int:
+        nonlocal last, high
+        if last is not None and v32 + (1 << 31) < last:
+            high += 1 << 32
+        last = v32
+        return high + v32
+
+    return unwrap
+
+
+def _series_from_probe(flow: int, events: list, isn: int, mss: int, t0: int
+                       ) -> dict[str, list]:
+    """tcp_probe events (one per ACK the sender received) to rows."""
+    rows: dict[str, list] = {"t_ns": [], "flow": [], "var": [], "value": []}
+    base = (isn + 1) & 0xFFFFFFFF
+    una_of, nxt_of = _unwrapper(), _unwrapper()
+    # tcp_probe reports the state as a segment arrives, before it is processed: the state
+    # after ACK k is the state as ACK k+1 arrives, so each event takes its successor's values
+    # when the successor follows closely (otherwise a timer may have acted in between).
+    events = [(ev[0], *(nxt if nxt[0] - ev[0] <= PROBE_GAP_NS else ev)[1:])
+              for ev, nxt in zip(events, [*events[1:], events[-1]], strict=True)]
+    for t, _port, snd_nxt, snd_una, cwnd, ssthresh, srtt_us in events:
+        una_full = una_of((snd_una - base) & 0xFFFFFFFF)
+        nxt_full = nxt_of((snd_nxt - base) & 0xFFFFFFFF)
+        values = {
+            "cwnd": float(cwnd * mss),
+            "ssthresh": math.inf if ssthresh >= tcpinfo.TCP_INFINITE_SSTHRESH
+            else float(ssthresh * mss),
+            "srtt": srtt_us / 1e6,
+            "snd_una": float(una_full),
+            "snd_nxt": float(nxt_full),
+        }
+        tt = max(t - t0, 0)
+        for var, v in values.items():
+            # Every event, not only changes: the merge with TCP_INFO keeps the changes.
+            rows["t_ns"].append(tt)
+            rows["flow"].append(flow)
+            rows["var"].append(var)
+            rows["value"].append(v)
+    return rows
+
+
+PROBE_GAP_NS = 2_000_000
+
+
+def _merge_probe(info: dict[str, list], probe: dict[str, list]) -> dict[str, list]:
+    """One flow's TCP_INFO rows and tcp_probe rows as one on-change series: for the variables
+    tcp_probe has, its rows, plus the TCP_INFO rows that fall in gaps of the probe stream
+    (no ACK for more than PROBE_GAP_NS: a timeout's cwnd reduction, for instance); the other
+    variables from TCP_INFO."""
+    probe_t = np.asarray(sorted(probe["t_ns"]), np.int64)
+    rows = []
+    for t, var, value, flow in zip(info["t_ns"], info["var"], info["value"], info["flow"],
+                                   strict=True):
+        if var in PROBE_VARS and probe_t.size:
+            i = int(np.searchsorted(probe_t, t))
+            near = any(abs(int(probe_t[j]) - t) <= PROBE_GAP_NS
+                       for j in (i - 1, i) if 0 <= j < probe_t.size)
+            if near:
+                continue
+        rows.append((t, var, value, flow))
+    rows += list(zip(probe["t_ns"], probe["var"], probe["value"], probe["flow"], strict=True))
+    rows.sort(key=lambda r: r[0])
+    out: dict[str, list] = {"t_ns": [], "flow": [], "var": [], "value": []}
+    last: dict[str, float] = {}
+    for t, var, value, flow in rows:
+        if last.get(var) == value:
+            continue
+        last[var] = value
+        out["t_ns"].append(t)
+        out["flow"].append(flow)
+        out["var"].append(var)
+        out["value"].append(value)
+    return out
+
+
+def _events(samples: list[dict[str, int]], t0: int, total_rto_ok: bool
+            ) -> tuple[list[tuple[int, int, bool]], list[tuple[int, int, bool]]]:
+    """(time, previous sample time, starts an episode) of each RTO expiration and each entry
+    into Recovery. A timeout that recurs before snd_una advanced continues its episode, as
+    in the simulator's ``rto_episodes``; every recovery starts one."""
+    rtos, recoveries = [], []
+    prev = None
+    una_at_last_rto = None
+    for s in samples:
+        t = max(s["t_ns"] - t0, 0)
+        if prev is not None:
+            tp = max(prev["t_ns"] - t0, 0)
+            if total_rto_ok:
+                n = max(s["total_rto"] - prev["total_rto"], 0)
+            else:
+                n = int(s["ca_state"] == 4 and prev["ca_state"] != 4
+                        or s["backoff"] > prev["backoff"])
+            for _ in range(n):
+                # The timer fired at the state of the previous sample's snd_una.
+                new = una_at_last_rto is None or prev["bytes_acked"] > una_at_last_rto
+                rtos.append((t, tp, new))
+                una_at_last_rto = prev["bytes_acked"]
+            if s["ca_state"] == 3 and prev["ca_state"] != 3:
+                recoveries.append((t, tp, True))
+        prev = s
+    return rtos, recoveries
+
+
+def _label(events: list[tuple], retx: list[dict[str, Any]]
+           ) -> list[tuple[int, bool, int, int]]:
+    """Each event (time, previous sample time, ...) with the ground truth, first byte and
+    transmission number of the first retransmission seen after the sample before it (each
+    retransmission used once); (time, False, -1, -1) if none follows within the window."""
+    out = []
+    used = 0
+    times = [r["t_ns"] for r in retx]
+    for t, tp, *_ in events:
+        i = int(np.searchsorted(times, tp, side="left"))
+        i = max(i, used)
+        if i < len(retx) and retx[i]["t_ns"] <= t + MARKER_WINDOW_NS:
+            r = retx[i]
+            out.append((t, bool(r["spurious"]), int(r["seq"]), int(r["tx"])))
+            used = i + 1
+        else:
+            out.append((t, False, -1, -1))
+    return out
+
+
+def build(raw: dict[str, Any], resolved: dict[str, Any], view: dict[str, Any],
+          plan: KernelPlan, seed: int, duration_ns: int, keep_capture: bool,
+          template: pa.Table) -> RunResult:
+    """The RunResult of an emulated run from what its processes left (see run._run).
+    ``template`` is the simulator's runs table of the same scenario (any trace level): the
+    emulated table has its columns, in its order and types."""
+    t0 = int(raw["t0_ns"])
+    an = _core.emu_analyze(raw["pcap"], duration_ns)
+    packets = to_arrow(an["packets"])
+    cap_series = to_arrow(an["series"])
+    cap_flows = json.loads(an["flows"])
+    timing = json.loads(an["timing"])
+    stages = [tuple(s) for s in an["stages"]]
+    paths = json.loads(an["paths"])
+    snd, rcv = raw["sender"], raw["receiver"]
+    fields = snd["fields"]
+
+    ts_rows: dict[str, list] = {"t_ns": [], "flow": [], "var": [], "value": []}
+    marker_rows: dict[str, list] = {"t_ns": [], "flow": [], "var": [], "value": [],
+                                    "seq": [], "tx": []}
+    flow_kernel = []
+    run_rows = []
+    probe_by_port: dict[int, list] = {}
+    for ev in raw.get("probe_samples") or []:
+        probe_by_port.setdefault(int(ev[1]), []).append(ev)
+    probe_used = []
+    for i, fl in enumerate(snd["flows"]):
+        rows, samples = _series_from_samples(i, fields, fl["samples"], t0)
+        events = probe_by_port.get(int(plan.flows[i]["port"]), [])
+        isn = cap_flows[i].get("isn")
+        if events and isn is not None:
+            mss = int(samples[-1]["snd_mss"]) if samples else int(view["flows"][i]["tcp"]["mss"])
+            rows = _merge_probe(rows, _series_from_probe(i, events, isn, mss, t0))
+            probe_used.append(i)
+        for k in ts_rows:
+            ts_rows[k] += rows[k]
+        total_rto_ok = fl["tcp_info_bytes"] >= tcpinfo.SIZE
+        rto_ev, rec_ev = _events(samples, t0, total_rto_ok)
+        retx = cap_flows[i]["retransmissions"]
+        rtos = _label(rto_ev, retx)
+        recs = _label(rec_ev, retx)
+        for var, evs in (("rto_expiry", rtos), ("fast_retx", recs)):
+            for t, sp, seq, tx in evs:
+                marker_rows["t_ns"].append(t)
+                marker_rows["flow"].append(i)
+                marker_rows["var"].append(var)
+                marker_rows["value"].append(1.0 if sp else 0.0)
+                marker_rows["seq"].append(seq)
+                marker_rows["tx"].append(tx)
+        last = samples[-1] if samples else {}
+        flow_kernel.append({
+            "flow": i,
+            "tcp_info_bytes": fl["tcp_info_bytes"],
+            "samples": len(samples),
+            "final_tcp_info": last,
+            "bytes_written": fl["bytes_written"],
+            "rto_events": len(rtos),
+            "recoveries": len(recs),
+        })
+        rcv_f = rcv["flows"][i]
+        cf = cap_flows[i]
+        start_ns = int(view["flows"][i]["start_ns"])
+        complete = rcv_f.get("complete_ns")
+        completion = (complete - t0 - start_ns) / 1e9 if complete else math.nan
+        delivered = int(rcv_f.get("bytes") or cf["bytes_delivered"])
+        stop_ns = (complete - t0) if complete else duration_ns
+        active = max(stop_ns - start_ns, 1) / 1e9
+        rto_count = int(last.get("total_rto", 0)) if total_rto_ok else len(rtos)
+        row = {
+            "flow": i,
+            "seed": seed,
+            "goodput_bps": delivered * 8 / active,
+            "bytes_delivered": delivered,
+            "rto_count": rto_count,
+            "rto_spurious_true": sum(r[1] for r in rtos),
+            "fast_retx_count": len(recs),
+            "fast_retx_spurious_true": sum(r[1] for r in recs),
+            "retx_segments": cf["retx_segments"],
+            "spurious_retx_true": cf["spurious_retx_true"],
+            "dupacks_rcvd": cf["dupacks_rcvd"],
+            "dsacks_rcvd": cf["dsacks_rcvd"],
+            "segments_sent": cf["segments_sent"],
+            "rtt_mean_s": cf["rtt_mean_s"] if cf["rtt_mean_s"] is not None else math.nan,
+            "rtt_sd_s": cf["rtt_sd_s"] if cf["rtt_sd_s"] is not None else math.nan,
+            "rtt_samples": cf["rtt_samples"],
+            "longest_stall_s": cf["longest_stall_s"],
+            "completion_time_s": completion,
+            "mss": int(view["flows"][i]["tcp"]["mss"]),
+        }
+        for g, (path, stage) in enumerate(stages):
+            row[f"drops_{path}_{stage}"] = cf["drops"][g]
+        row["drops_total"] = sum(cf["drops"])
+        starts = [lab for lab, ev in zip(rtos, rto_ev, strict=True) if ev[2]]
+        row["rto_episodes"] = len(starts)
+        row["rto_episodes_spurious_true"] = sum(lab[1] for lab in starts)
+        row["fr_episodes"] = len(recs)
+        row["fr_episodes_spurious_true"] = sum(r[1] for r in recs)
+        run_rows.append(row)
+
+    counters = {
+        "sender": _delta(snd["counters_before"], snd["counters_after"]),
+        "receiver": _delta(rcv["counters_before"], rcv["counters_after"]),
+    }
+    undo = sum(counters["sender"].get(k, 0) for k in UNDO_COUNTERS)
+    if len(run_rows) == 1:
+        # The kernel's counters are per namespace: per flow only when there is one flow.
+        c = counters["sender"]
+        run_rows[0]["undo_count"] = undo
+        run_rows[0]["rto_spurious_detected"] = c.get("TcpExtTCPLossUndo", 0)
+        run_rows[0]["fr_spurious_detected"] = sum(
+            c.get(k, 0) for k in ("TcpExtTCPFullUndo", "TcpExtTCPPartialUndo",
+                                  "TcpExtTCPDSACKUndo"))
+    runs, missing = _runs_table(run_rows, template)
+    timeseries = _timeseries_table(ts_rows, marker_rows, cap_series)
+    # The simulator stops at the scenario's end; so do the tables.
+    timeseries = timeseries.filter(pa.compute.less_equal(timeseries["t_ns"], duration_ns))
+    engine = raw["emulator"]
+    manifest = results.new_manifest(resolved, seed, "packets", duration_ns / 1e9,
+                                    raw["wall_s"], int(packets.num_rows))
+    manifest["emulation"] = {
+        "mode": "emulate",
+        "t0_ns": t0,
+        "run_id": raw["run_id"],
+        "timing": timing,
+        "timing_engine": engine.get("timing"),
+        "engine": {k: v for k, v in engine.items() if k != "timing"},
+        "kernel": plan.as_dict(),
+        "counters": counters,
+        "undo": undo,
+        "flows": flow_kernel,
+        "receiver": rcv["flows"],
+        "topology": raw["topology"],
+        "sources": {**SOURCES, **({
+            "timeseries.cwnd, ssthresh, srtt, snd_una, snd_nxt":
+                "tcp_probe tracepoint (the state after every ACK the sender received); "
+                "TCP_INFO samples where no ACK came for 2 ms"}
+            if probe_used else {})},
+        "tcp_probe": {**raw.get("probe", {}), "flows": probe_used},
+        "unavailable": _unavailable(flow_kernel, missing),
+        "capture": "emulation/capture.pcapng" if keep_capture else None,
+        "frames_unclassified": an["unclassified"],
+        "paths": {p["name"]: {"frames": p["frames"], "drops": len(p["dropped"])}
+                  for p in paths},
+    }
+    return RunResult(
+        runs=runs, timeseries=timeseries, packets=packets, scenario=resolved, seed=seed,
+        trace="packets", duration_s=duration_ns / 1e9, wall_s=raw["wall_s"],
+        events=int(packets.num_rows), manifest=manifest,
+    )
+
+
+def _unavailable(flow_kernel: list[dict[str, Any]], missing: list[str]) -> list[str]:
+    out = [f"runs.{name}: null (the kernel does not provide it)" for name in missing]
+    out += [
+        "runs.rto_spurious_detected, fr_spurious_detected, undo_count: the kernel's undo "
+        "counters (TCPLossUndo; TCPFullUndo + TCPPartialUndo + TCPDSACKUndo; their sum), per "
+        "namespace, so null with more than one flow",
+        "runs.rto_spurious_true, runs.fast_retx_spurious_true: the ground truth of the first "
+        "retransmission after the kernel's event (the kernel does not say which segment its "
+        "timer retransmitted)",
+        "timeseries.rto_expiry / fast_retx: times are those of the TCP_INFO sample that saw "
+        "the event (within one sample period)",
+    ]
+    if any(f["tcp_info_bytes"] < tcpinfo.SIZE for f in flow_kernel):
+        out.append("runs.rto_count: this kernel's TCP_INFO has no tcpi_total_rto (< 6.7); "
+                   "counted from Loss-state entries and backoff increases")
+    return out
+
+
+def _runs_table(rows: list[dict[str, Any]], template: pa.Table
+                ) -> tuple[pa.Table, list[str]]:
+    """The runs rows in the simulator's columns (``template``: its runs table for the same
+    scenario): values the emulation has, the template's own for the scenario's settings
+    (dictionary columns such as ``spurious``, ``response``), null for the rest; returns the
+    table and the columns left null."""
+    cols: dict[str, pa.Array] = {}
+    missing = []
+    for field in template.schema:
+        name, typ = field.name, field.type
+        if all(name in r for r in rows):
+            values = [r[name] for r in rows]
+        elif pa.types.is_dictionary(typ):
+            values = [template[name][min(i, template.num_rows - 1)].as_py()
+                      for i in range(len(rows))]
+        else:
+            values = [None] * len(rows)
+            missing.append(name)
+        if pa.types.is_floating(typ):
+            values = [None if v is None else float(v) for v in values]
+        elif pa.types.is_integer(typ):
+            values = [None if v is None else int(v) for v in values]
+        cols[name] = pa.array(values).cast(typ) if values else pa.array([], typ)
+    return pa.table(cols, schema=template.schema), missing
+
+
+def _timeseries_table(ts: dict[str, list], markers: dict[str, list],
+                      cap: pa.Table) -> pa.Table:
+    """All series in time order, with the simulator's columns (``seq``/``tx`` name the
+    retransmission of a marker, -1 elsewhere)."""
+    t = np.concatenate([np.asarray(ts["t_ns"], np.int64), np.asarray(markers["t_ns"], np.int64),
+                        cap["t_ns"].to_numpy()])
+    flow = np.concatenate([np.asarray(ts["flow"], np.int32),
+                           np.asarray(markers["flow"], np.int32), cap["flow"].to_numpy()])
+    var = list(ts["var"]) + list(markers["var"]) + [str(v) for v in cap["var"].to_pylist()]
+    value = np.concatenate([np.asarray(ts["value"], np.float64),
+                            np.asarray(markers["value"], np.float64),
+                            cap["value"].to_numpy()])
+    n_ts, n_cap = len(ts["t_ns"]), cap.num_rows
+    seq = np.concatenate([np.full(n_ts, -1, np.int64), np.asarray(markers["seq"], np.int64),
+                          np.full(n_cap, -1, np.int64)])
+    tx = np.concatenate([np.full(n_ts, -1, np.int32), np.asarray(markers["tx"], np.int32),
+                         np.full(n_cap, -1, np.int32)])
+    order = np.argsort(t, kind="stable")
+    codes = np.asarray([VAR_NAMES.index(v) for v in var], np.int32)[order]
+    return pa.table({
+        "t_ns": pa.array(t[order], pa.int64()),
+        "flow": pa.array(flow[order], pa.int32()),
+        "var": pa.DictionaryArray.from_arrays(pa.array(codes, pa.int32()),
+                                              pa.array(VAR_NAMES, pa.string())),
+        "value": pa.array(value[order], pa.float64()),
+        "seq": pa.array(seq[order], pa.int64()),
+        "tx": pa.array(tx[order], pa.int32()),
+    })
+
+
+def tcp_info_table(raw: dict[str, Any]) -> pa.Table:
+    """Every TCP_INFO sample of every flow, all sampled fields (kernel units: packets, µs),
+    time in ns since t0: ``emulation/tcp_info.parquet``."""
+    fields = raw["sender"]["fields"]
+    t0 = int(raw["t0_ns"])
+    cols: dict[str, list] = {"t_ns": [], "flow": []}
+    cols.update({f: [] for f in fields[1:]})
+    for i, fl in enumerate(raw["sender"]["flows"]):
+        for sample in fl["samples"]:
+            cols["t_ns"].append(max(sample[0] - t0, 0))
+            cols["flow"].append(i)
+            for f, v in zip(fields[1:], sample[1:], strict=True):
+                cols[f].append(v)
+    types = {"flow": pa.int32()}
+    return pa.table({k: pa.array(v, types.get(k, pa.int64())) for k, v in cols.items()})
+
+
+def read_capture_path(outdir: str | Path) -> Path | None:
+    """The capture of an emulated results directory, if it kept one."""
+    m = results.read_manifest(outdir)
+    rel = (m.get("emulation") or {}).get("capture")
+    return Path(outdir) / rel if rel else None
