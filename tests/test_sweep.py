@@ -17,6 +17,7 @@ import pytest
 import spikelab
 from spikelab import stats, sweepspec
 from spikelab.cli import main
+from spikelab.sweep import read_part
 
 # 2 s of a lossy 2 Mbit/s path: every run draws random numbers, so seeds matter.
 LOSSY = """
@@ -200,7 +201,7 @@ def test_a_killed_sweep_resumes_without_recomputing_or_losing_runs(tmp_path):
     parts = out / "parts"
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
-        done = [p for p in parts.glob("p*-r??.parquet")] if parts.is_dir() else []
+        done = [p for p in parts.glob("p*-r??.arrow")] if parts.is_dir() else []
         if len(done) >= 4 or proc.poll() is not None:
             break
         time.sleep(0.02)
@@ -214,18 +215,18 @@ def test_a_killed_sweep_resumes_without_recomputing_or_losing_runs(tmp_path):
         time.sleep(0.1)
     assert not [w for w in workers if Path(f"/proc/{w}").exists()]
     before = {p.name: (p.stat().st_ino, p.stat().st_mtime_ns)
-              for p in parts.glob("*.parquet")}
+              for p in parts.glob("*.arrow")}
     assert 4 <= len(before) < 24, "the kill should land mid-sweep"
     assert not (out / "manifest.json").exists()
     for name in before:  # every file that exists under its final name is complete
-        assert pq.read_table(parts / name).num_rows >= 1
+        assert read_part(parts / name).num_rows >= 1
     # The unfinished dataset is readable, from its parts.
     assert spikelab.load(out).runs.num_rows == len(before)
 
     seen = []
     result = spikelab.sweep(scenario, out, jobs=2, progress=False,
                             on_result=lambda task, outcome: seen.append(task.run_id))
-    assert not set(seen) & {n[: -len(".parquet")] for n in before}, "a done run was recomputed"
+    assert not set(seen) & {n[: -len(".arrow")] for n in before}, "a done run was recomputed"
     assert len(seen) == 24 - len(before)
     for name, ident in before.items():
         path = parts / name
@@ -235,6 +236,8 @@ def test_a_killed_sweep_resumes_without_recomputing_or_losing_runs(tmp_path):
     assert not [p for p in out.rglob("*") if p.name.endswith(".tmp")]
     for f in out.rglob("*.parquet"):
         pq.read_table(f)
+    for f in parts.glob("*.arrow"):
+        read_part(f)
 
 
 def test_traced_sweeps_keep_time_series_with_run_ids(tmp_path):
