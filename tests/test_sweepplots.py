@@ -84,3 +84,11 @@ def test_bad_figure_specs_name_the_field(raw, message):
 def test_a_missing_column_is_named():
     with pytest.raises(ValueError, match="no column 'nope' in the runs table"):
         sweepplots.draw_one(runs(), FigureSpec.parse({"kind": "cdf", "y": "nope"}))
+
+
+def test_sweep_figures_of_a_single_run_directory_are_refused_clearly(tmp_path, capsys):
+    from spikelab.cli import main
+
+    (tmp_path / "runs.parquet").write_bytes(b"")
+    assert main(["figure", str(tmp_path), "--kind", "cdf", "--y", "goodput_bps"]) == 2
+    assert "not a sweep's results directory" in capsys.readouterr().err

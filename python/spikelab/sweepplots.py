@@ -199,8 +199,12 @@ def draw(outdir: str | os.PathLike[str], specs: list[FigureSpec],
          figdir: str | os.PathLike[str] | None = None) -> list[Path]:
     """Draw each figure of a sweep directory into ``figdir`` (default OUTDIR/figures)."""
     from .stats import query
+    from .sweep import is_sweep
 
     outdir = Path(outdir)
+    if not is_sweep(outdir):
+        raise ValueError(f"{outdir}: not a sweep's results directory (sweep figures compare "
+                         f"runs; 'spikelab plot' draws the figures of a single run)")
     figdir = Path(figdir) if figdir is not None else outdir / "figures"
     figdir.mkdir(parents=True, exist_ok=True)
     paths: list[Path] = []
