@@ -189,6 +189,14 @@ def _children(pid: int) -> list[int]:
     return kids
 
 
+def _still_running(pids: list[int], wait_s: float = 10.0) -> list[int]:
+    """The processes of ``pids`` still alive after up to ``wait_s`` seconds."""
+    deadline = time.monotonic() + wait_s
+    while any(Path(f"/proc/{p}").exists() for p in pids) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return [p for p in pids if Path(f"/proc/{p}").exists()]
+
+
 def test_a_killed_sweep_resumes_without_recomputing_or_losing_runs(tmp_path):
     # 24 runs of ~0.2 s each on two workers; kill the command after a few have finished.
     text = SWEEP_2X2X3.replace("replications = 3", "replications = 6").replace(
@@ -210,10 +218,7 @@ def test_a_killed_sweep_resumes_without_recomputing_or_losing_runs(tmp_path):
     proc.send_signal(signal.SIGKILL)
     proc.wait()
     # Its pool workers notice and exit rather than linger.
-    deadline = time.monotonic() + 10
-    while any(Path(f"/proc/{w}").exists() for w in workers) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert not [w for w in workers if Path(f"/proc/{w}").exists()]
+    assert not _still_running(workers)
     before = {p.name: (p.stat().st_ino, p.stat().st_mtime_ns)
               for p in parts.glob("*.arrow")}
     assert 4 <= len(before) < 24, "the kill should land mid-sweep"
@@ -295,3 +300,30 @@ def test_sweep_uses_all_cores_by_default(tmp_path):
     scenario = write(tmp_path, SWEEP_2X2X3)
     result = spikelab.sweep(scenario, tmp_path / "o", progress=False)
     assert result.manifest["executor"] == f"local pool of {os.cpu_count()}"
+
+
+def test_ctrl_c_stops_the_sweep_keeps_finished_runs_and_exits_130(tmp_path):
+    text = SWEEP_2X2X3.replace("replications = 3", "replications = 6").replace(
+        'duration = "2s"', 'duration = "20s"')
+    scenario = write(tmp_path, text)
+    out = tmp_path / "out"
+    proc = subprocess.Popen([sys.executable, "-m", "spikelab", "sweep", str(scenario), "-o",
+                             str(out), "-j", "2", "--no-plots"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and proc.poll() is None:
+        if len(list((out / "parts").glob("p*-r??.arrow"))) >= 2:
+            break
+        time.sleep(0.02)
+    workers = _children(proc.pid)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130 and err.strip().endswith("spikelab: interrupted")
+    assert "Traceback" not in err
+    kept = len(list((out / "parts").glob("p*-r??.arrow")))
+    assert 2 <= kept < 24 and not (out / "manifest.json").exists()
+    assert not _still_running(workers)
+    seen = []
+    spikelab.sweep(scenario, out, jobs=2, progress=False,
+                   on_result=lambda task, outcome: seen.append(task.run_id))
+    assert len(seen) == 24 - kept
