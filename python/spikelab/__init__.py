@@ -12,7 +12,6 @@
     spikelab.study.run("lte-handover-basic", "out/study")
 """
 
-from . import study
 from ._core import ScenarioError, __version__
 from .results import load, plot
 from .simulate import RunResult, run, validate
@@ -34,3 +33,13 @@ __all__ = [
     "sweep_plan",
     "validate",
 ]
+
+
+def __getattr__(name: str):
+    # `spikelab.study` (and its matplotlib) loads on first use, so sweep worker processes,
+    # which only simulate, start quickly.
+    if name == "study":
+        import importlib
+
+        return importlib.import_module(".study", __name__)
+    raise AttributeError(f"module 'spikelab' has no attribute {name!r}")
