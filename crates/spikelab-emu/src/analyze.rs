@@ -32,22 +32,10 @@ use spikelab_net::DropCause;
 use spikelab_sim::table::{ColumnData, Table};
 use std::collections::{BTreeMap, HashMap};
 
-pub const EVENT_NAMES: [&str; 7] = [
-    "send",
-    "retransmit",
-    "ack",
-    "stage_enter",
-    "stage_exit",
-    "drop",
-    "deliver",
-];
-const EV_SEND: i32 = 0;
-const EV_RETX: i32 = 1;
-const EV_ACK: i32 = 2;
-const EV_ENTER: i32 = 3;
-const EV_EXIT: i32 = 4;
-const EV_DROP: i32 = 5;
-const EV_DELIVER: i32 = 6;
+use spikelab_sim::packet_event::{
+    ACK as EV_ACK, DELIVER as EV_DELIVER, DROP as EV_DROP, ENTER as EV_ENTER, EXIT as EV_EXIT,
+    NAMES as EVENT_NAMES, RETX as EV_RETX, SEND as EV_SEND,
+};
 
 /// The drop cause of a frame the emulator could not send (the veth refused it).
 pub const TX_ERROR: &str = "tx_error";

@@ -10,11 +10,10 @@
 //! Nothing here does I/O, so the whole pipeline is tested without sockets or a clock.
 
 use crate::frame::{self, TcpFrame};
-use spikelab_core::{Rng, SimTime};
-use spikelab_net::{
-    DelayStage, DropCause, LossModel, LossStage, Outcome, PacketInfo, QueueLimit, RateStage, Stage,
-};
-use spikelab_sim::scenario::{LossKind, Scenario, StageKind, StageSpec};
+use spikelab_core::SimTime;
+use spikelab_net::{DropCause, Outcome, PacketInfo, Stage};
+use spikelab_sim::build_stage;
+use spikelab_sim::scenario::Scenario;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
@@ -39,62 +38,6 @@ impl Side {
     }
     pub fn index(self) -> usize {
         self as usize
-    }
-}
-
-/// Builds one stage from its scenario spec. It mirrors the simulator's world assembly
-/// (`spikelab-sim`, `world.rs`): the same stage types, defaults and RNG stream labels
-/// (`path/<name>/stage/<i>`), so a seed draws the same random numbers in both.
-pub fn build_stage(spec: &StageSpec, rng: Rng) -> Stage {
-    match spec.kind {
-        StageKind::Rate => {
-            let limit = match (spec.queue, spec.queue_bytes) {
-                (_, Some(b)) => QueueLimit::Bytes(b.0),
-                (Some(q), None) => QueueLimit::Packets(q as u32),
-                (None, None) => QueueLimit::Packets(1000),
-            };
-            Stage::Rate(RateStage::new(spec.rate.expect("validated").0, limit))
-        }
-        StageKind::Delay => {
-            let reorder = spec.reorder.unwrap_or(false);
-            if let Some(d) = spec.delay {
-                Stage::Delay(DelayStage::fixed(d.0, reorder, rng))
-            } else {
-                let rows = spec
-                    .profile
-                    .as_ref()
-                    .or(spec.trace_rows.as_ref())
-                    .expect("validated: a profile or a trace that was read");
-                let p = spikelab_sim::scenario::delay_profile(rows, "profile").expect("validated");
-                Stage::Delay(DelayStage::profile(p, reorder, rng))
-            }
-        }
-        StageKind::Loss => {
-            let model = match spec.model.expect("resolved") {
-                LossKind::Bernoulli => LossModel::Bernoulli {
-                    p: spec.p.unwrap_or(0.0),
-                },
-                LossKind::GilbertElliott => LossModel::GilbertElliott {
-                    p: spec.p.unwrap_or(0.0),
-                    r: spec.r.unwrap_or(1.0),
-                    h: spec.h.unwrap_or(0.0),
-                    k: spec.k.unwrap_or(1.0),
-                    bad: false,
-                },
-                LossKind::Profile => LossModel::Profile(
-                    spikelab_sim::scenario::loss_profile(
-                        spec.profile.as_ref().expect("validated"),
-                        "profile",
-                    )
-                    .expect("validated"),
-                ),
-                LossKind::Deterministic => LossModel::Deterministic {
-                    nth: spec.nth.clone().unwrap_or_default(),
-                    seqs: spec.seqs.clone().unwrap_or_default(),
-                },
-            };
-            Stage::Loss(LossStage::new(model, rng))
-        }
     }
 }
 
@@ -229,9 +172,7 @@ impl Pipeline {
                 .stage
                 .iter()
                 .enumerate()
-                .map(|(i, st)| {
-                    build_stage(st, Rng::stream(seed, &format!("path/{name}/stage/{i}")))
-                })
+                .map(|(i, st)| build_stage(name, i, st, seed))
                 .collect::<Vec<_>>();
             paths.push(PathRt {
                 last_arrival: vec![0; stages.len()],
@@ -569,6 +510,8 @@ mod tests {
     use super::*;
     use crate::frame::tests::build;
     use crate::frame::{ACK, SYN};
+    use spikelab_core::Rng;
+    use spikelab_net::{LossModel, LossStage};
     use std::path::Path;
 
     const MS: u64 = 1_000_000;

@@ -7,6 +7,7 @@
 //! One run is single-threaded and deterministic: the same scenario and seed give identical
 //! tables. Random components draw from streams derived from (seed, component label).
 
+pub mod packet_event;
 pub mod scenario;
 pub mod table;
 pub mod units;
@@ -14,7 +15,7 @@ mod world;
 
 pub use scenario::{parse, Scenario, ScenarioError, TraceLevel};
 pub use table::{Column, ColumnData, Table};
-pub use world::{RunControl, RunResult, World};
+pub use world::{build_stage, RunControl, RunResult, World};
 
 use std::path::Path;
 

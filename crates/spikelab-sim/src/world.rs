@@ -150,22 +150,10 @@ const VAR_FAST_RETX: i32 = 12;
 const VAR_VERDICT: i32 = 14;
 const VAR_UNDO: i32 = 17;
 
-const EVENT_NAMES: [&str; 7] = [
-    "send",
-    "retransmit",
-    "ack",
-    "stage_enter",
-    "stage_exit",
-    "drop",
-    "deliver",
-];
-const EV_SEND: i32 = 0;
-const EV_RETX: i32 = 1;
-const EV_ACK: i32 = 2;
-const EV_ENTER: i32 = 3;
-const EV_EXIT: i32 = 4;
-const EV_DROP: i32 = 5;
-const EV_DELIVER: i32 = 6;
+use crate::packet_event::{
+    ACK as EV_ACK, DELIVER as EV_DELIVER, DROP as EV_DROP, ENTER as EV_ENTER, EXIT as EV_EXIT,
+    NAMES as EVENT_NAMES, RETX as EV_RETX, SEND as EV_SEND,
+};
 
 #[derive(Default)]
 struct PacketTrace {
@@ -229,7 +217,11 @@ pub struct World {
     series: SeriesTrace,
 }
 
-fn build_stage(spec: &StageSpec, rng: Rng) -> Stage {
+/// Builds stage `index` of path `path` from its validated spec, with its own RNG stream
+/// (`path/<path>/stage/<index>`). The simulator and the emulator both build stages here, so a
+/// seed draws the same random numbers in both.
+pub fn build_stage(path: &str, index: usize, spec: &StageSpec, seed: u64) -> Stage {
+    let rng = Rng::stream(seed, &format!("path/{path}/stage/{index}"));
     match spec.kind {
         StageKind::Rate => {
             let limit = match (spec.queue, spec.queue_bytes) {
@@ -295,8 +287,7 @@ impl World {
             let mut stage_code = Vec::new();
             for (i, st) in spec.stage.iter().enumerate() {
                 let sname = st.name.clone().unwrap_or_else(|| st.kind_name().into());
-                let rng = Rng::stream(seed, &format!("path/{name}/stage/{i}"));
-                stages.push(build_stage(st, rng));
+                stages.push(build_stage(name, i, st, seed));
                 let code = match stage_names.iter().position(|s| *s == sname) {
                     Some(c) => c,
                     None => {
