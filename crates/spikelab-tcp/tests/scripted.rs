@@ -10,30 +10,19 @@
 //! is the floor).
 
 use std::collections::{HashSet, VecDeque};
-use std::ops::Deref;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use spikelab_core::{SimDuration, SimTime};
 use spikelab_tcp::cc::{AckCounting, CongestionControl, Reno, Window};
 use spikelab_tcp::{
-    CaState, RtoConfig, SackBlocks, Segment, TcpConfig, TcpReceiver, TcpSender, Timestamps,
-    Transmit, TxKind, Variant,
+    CaState, RtoConfig, Segment, TcpConfig, TcpReceiver, Timestamps, Transmit, TxKind, Variant,
 };
 
-// ---- harness ---------------------------------------------------------------------------------
+// ---- harness (shared parts in common/mod.rs) --------------------------------------------
 
-const MSS: u64 = 1000;
-/// The receive window every scripted ACK advertises (the default `rwnd`).
-const RWND: u64 = 3 * 1024 * 1024;
-
-fn ms(x: u64) -> SimTime {
-    SimTime::from_millis(x)
-}
-
-fn dur(x: u64) -> SimDuration {
-    SimDuration::from_millis(x)
-}
+mod common;
+use common::*;
 
 /// MSS 1000, no timestamps, no delayed ACK; SACK (and DSACK) only for the SACK variant.
 fn cfg(variant: Variant, initial_window: u32) -> TcpConfig {
@@ -48,23 +37,6 @@ fn cfg(variant: Variant, initial_window: u32) -> TcpConfig {
         dsack: sack,
         delayed_ack: false,
         ..TcpConfig::default()
-    }
-}
-
-/// A pure ACK.
-fn ack(n: u64) -> Segment {
-    Segment {
-        ack: n,
-        window: RWND,
-        ..Segment::default()
-    }
-}
-
-/// A pure ACK carrying SACK blocks `[start, end)`, first block first.
-fn sack(n: u64, blocks: &[(u64, u64)]) -> Segment {
-    Segment {
-        sack: SackBlocks::from_slice(blocks),
-        ..ack(n)
     }
 }
 
@@ -83,82 +55,6 @@ fn data(seq: u64) -> Segment {
         len: MSS as u32,
         window: RWND,
         ..Segment::default()
-    }
-}
-
-/// (first byte, kind) of each transmission, the shape most assertions compare.
-fn kinds(txs: &[Transmit]) -> Vec<(u64, TxKind)> {
-    txs.iter().map(|t| (t.seg.seq, t.kind)).collect()
-}
-
-/// `n` new segments from `from` on.
-fn new_segments(from: u64, n: u64) -> Vec<(u64, TxKind)> {
-    (0..n).map(|i| (from + i * MSS, TxKind::New)).collect()
-}
-
-/// A sender under script. Every step drains `poll_transmit` at the same instant (the sender only
-/// sends when polled) and checks cwnd ≥ 1 MSS.
-struct Snd {
-    s: TcpSender,
-}
-
-impl Deref for Snd {
-    type Target = TcpSender;
-    fn deref(&self) -> &TcpSender {
-        &self.s
-    }
-}
-
-impl Snd {
-    fn new(cfg: TcpConfig, app_total: Option<u64>) -> Snd {
-        Snd {
-            s: TcpSender::new(cfg, app_total),
-        }
-    }
-
-    fn with_cc(cfg: TcpConfig, app_total: Option<u64>, cc: Box<dyn CongestionControl>) -> Snd {
-        Snd {
-            s: TcpSender::with_cc(cfg, app_total, cc),
-        }
-    }
-
-    fn check(&self) {
-        assert!(
-            self.s.cwnd() >= MSS,
-            "cwnd {} fell below one MSS",
-            self.s.cwnd()
-        );
-    }
-
-    fn send(&mut self, now: SimTime) -> Vec<Transmit> {
-        let mut out = Vec::new();
-        while let Some(t) = self.s.poll_transmit(now) {
-            out.push(t);
-            assert!(out.len() < 10_000, "poll_transmit never returned None");
-        }
-        self.check();
-        out
-    }
-
-    fn ack(&mut self, now: SimTime, seg: Segment) -> Vec<Transmit> {
-        self.s.on_ack(now, &seg);
-        self.check();
-        self.send(now)
-    }
-
-    /// `count` duplicate ACKs of `n`, one per millisecond from `from`; all transmissions.
-    fn dupack_train(&mut self, from: SimTime, n: u64, count: u64) -> Vec<Transmit> {
-        let mut out = Vec::new();
-        for i in 0..count {
-            out.extend(self.ack(from + dur(i), ack(n)));
-        }
-        out
-    }
-
-    fn timer(&mut self, now: SimTime) -> Vec<Transmit> {
-        self.s.on_timer(now);
-        self.check();
-        self.send(now)
     }
 }
 

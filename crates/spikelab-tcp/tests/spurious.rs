@@ -5,21 +5,16 @@
 //! Each test is named after the rule it pins: RFC 3522 (Eifel detection), RFC 4015 (Eifel
 //! response), RFC 3708 (DSACK), RFC 5682 §2/§3 (F-RTO), Linux `tcp_undo_cwnd_reduction`.
 
-use spikelab_core::{SimDuration, SimTime};
+use spikelab_core::SimDuration;
 use spikelab_tcp::spurious::{
     DetectorKind, DetectorSet, Evidence, FrtoStep, FrtoVariant, Response, SpuriousConfig, Verdict,
 };
 use spikelab_tcp::{
-    CaState, RtoConfig, SackBlocks, Segment, SpuriousEvent, TcpConfig, TcpSender, Timestamps,
-    Transmit, TxKind, Variant,
+    CaState, RtoConfig, Segment, SpuriousEvent, TcpConfig, Timestamps, Transmit, TxKind, Variant,
 };
 
-const MSS: u64 = 1000;
-const RWND: u64 = 3 * 1024 * 1024;
-
-fn ms(x: u64) -> SimTime {
-    SimTime::from_millis(x)
-}
+mod common;
+use common::*;
 
 fn set(ds: &[DetectorKind]) -> DetectorSet {
     ds.iter().fold(DetectorSet::EMPTY, |s, d| s.with(*d))
@@ -60,14 +55,6 @@ fn cfg(
     }
 }
 
-fn ack(n: u64) -> Segment {
-    Segment {
-        ack: n,
-        window: RWND,
-        ..Segment::default()
-    }
-}
-
 /// An ACK echoing TSecr `ecr`.
 fn ack_ts(n: u64, ecr: u32) -> Segment {
     Segment {
@@ -76,48 +63,7 @@ fn ack_ts(n: u64, ecr: u32) -> Segment {
     }
 }
 
-fn sack(n: u64, blocks: &[(u64, u64)]) -> Segment {
-    Segment {
-        sack: SackBlocks::from_slice(blocks),
-        ..ack(n)
-    }
-}
-
-fn kinds(txs: &[Transmit]) -> Vec<(u64, TxKind)> {
-    txs.iter().map(|t| (t.seg.seq, t.kind)).collect()
-}
-
-fn new_segments(from: u64, n: u64) -> Vec<(u64, TxKind)> {
-    (0..n).map(|i| (from + i * MSS, TxKind::New)).collect()
-}
-
-struct Snd {
-    s: TcpSender,
-}
-
 impl Snd {
-    fn new(cfg: TcpConfig, total: Option<u64>) -> Snd {
-        Snd {
-            s: TcpSender::new(cfg, total),
-        }
-    }
-    fn send(&mut self, now: SimTime) -> Vec<Transmit> {
-        let mut out = Vec::new();
-        while let Some(t) = self.s.poll_transmit(now) {
-            out.push(t);
-            assert!(out.len() < 10_000);
-        }
-        assert!(self.s.cwnd() >= MSS);
-        out
-    }
-    fn ack(&mut self, now: SimTime, seg: Segment) -> Vec<Transmit> {
-        self.s.on_ack(now, &seg);
-        self.send(now)
-    }
-    fn timer(&mut self, now: SimTime) -> Vec<Transmit> {
-        self.s.on_timer(now);
-        self.send(now)
-    }
     /// Verdicts recorded so far: (detector, spurious?, evidence).
     fn verdicts(&self) -> Vec<(DetectorKind, Verdict)> {
         self.s
