@@ -88,13 +88,6 @@ def _plural(n: int, noun: str) -> str:
     return f"{n} {noun}{'' if n == 1 else 's'}"
 
 
-def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
-    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(header)]
-    lines = ["  ".join(h.rjust(w) for h, w in zip(header, widths, strict=True))]
-    lines += ["  ".join(c.rjust(w) for c, w in zip(row, widths, strict=True)) for row in rows]
-    return "\n".join(lines)
-
-
 def summary_table(runs) -> str:
     """Per flow: goodput, bytes, RTOs (spurious), fast retx (spurious), retx segments."""
     cols = runs.to_pydict()
@@ -111,10 +104,20 @@ def summary_table(runs) -> str:
     ]
     header = ["flow", "goodput Mbps", "bytes", "RTOs (spurious)",
               "fast retx (spurious)", "retx segs"]
-    return _table(header, rows)
+    from spikelab.stats import align
+
+    return align(header, rows)
 
 
 # ---------------------------------------------------------------------------------- commands
+
+
+def print_outputs(out: str, manifest: dict, detail: str = "") -> None:
+    """``results: OUT`` (with ``detail``) and, when figures were drawn, where they are."""
+    figures = [f for f in manifest["files"] if f["path"].startswith("figures/")]
+    print(f"results: {out}{detail}")
+    if figures:
+        print(f"figures: {Path(out) / 'figures'} ({len(figures)} files)")
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -130,10 +133,7 @@ def cmd_run(args: argparse.Namespace) -> int:
           f"in {result.wall_s:.2f} s wall")
     print(summary_table(result.runs))
     if args.out is not None:
-        figures = [f for f in result.manifest["files"] if f["path"].startswith("figures/")]
-        print(f"results: {args.out}")
-        if figures:
-            print(f"figures: {Path(args.out) / 'figures'} ({len(figures)} files)")
+        print_outputs(args.out, result.manifest)
     return 0
 
 

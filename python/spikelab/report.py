@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from . import results
-from .stats import DEFAULT_METRICS, _fmt, summarize
+from .stats import DEFAULT_METRICS, summarize, summary_cells
 
 if TYPE_CHECKING:
     from .study import ClaimResult, Study
@@ -65,17 +65,7 @@ def _summary_rows(res: SweepResult) -> tuple[list[str], list[list[str]]]:
     metrics = [m for m in DEFAULT_METRICS if m in frame.columns]
     if "status" in frame.columns and not (frame["status"] == "ok").any():
         return [], []
-    table = summarize(frame, res.params(), metrics)
-    keys = [c for c in table.columns if c != "n" and not c.endswith(("_mean", "_ci95"))]
-    header = [*keys, "n", *metrics]
-    rows = []
-    for _, r in table.iterrows():
-        cells = [str(r[k]) for k in keys] + [str(int(r["n"]))]
-        for m in metrics:
-            half = r[f"{m}_ci95"]
-            cells.append(_fmt(r[f"{m}_mean"]) + ("" if math.isnan(half) else f" ± {_fmt(half)}"))
-        rows.append(cells)
-    return header, rows
+    return summary_cells(summarize(frame, res.params(), metrics), metrics)
 
 
 def _facts(res: SweepResult) -> list[tuple[str, str]]:

@@ -99,10 +99,10 @@ def _fmt(x: float) -> str:
     return f"{x:.3g}"
 
 
-def format_summary(table: pd.DataFrame, metrics: Sequence[str]) -> str:
-    """The summary as aligned text: one column ``mean ± ci`` per metric."""
+def summary_cells(table: pd.DataFrame,
+                  metrics: Sequence[str]) -> tuple[list[str], list[list[str]]]:
+    """Header and rows of a summary: the grid-point keys, ``n``, ``mean ± ci`` per metric."""
     keys = [c for c in table.columns if c != "n" and not c.endswith(("_mean", "_ci95"))]
-    header = [*keys, "n", *metrics]
     rows = []
     for _, r in table.iterrows():
         cells = [str(r[k]) for k in keys] + [str(int(r["n"]))]
@@ -110,11 +110,21 @@ def format_summary(table: pd.DataFrame, metrics: Sequence[str]) -> str:
             mean, half = r[f"{m}_mean"], r[f"{m}_ci95"]
             cells.append(_fmt(mean) + ("" if math.isnan(half) else f" ± {_fmt(half)}"))
         rows.append(cells)
+    return [*keys, "n", *metrics], rows
+
+
+def align(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    """Right-aligned text columns, two spaces apart."""
     widths = [max(len(h), *(len(row[i]) for row in rows)) if rows else len(h)
               for i, h in enumerate(header)]
     lines = ["  ".join(h.rjust(w) for h, w in zip(header, widths, strict=True))]
     lines += ["  ".join(c.rjust(w) for c, w in zip(row, widths, strict=True)) for row in rows]
     return "\n".join(lines)
+
+
+def format_summary(table: pd.DataFrame, metrics: Sequence[str]) -> str:
+    """The summary as aligned text: one column ``mean ± ci`` per metric."""
+    return align(*summary_cells(table, metrics))
 
 
 # ---------------------------------------------------------------------------------- DuckDB

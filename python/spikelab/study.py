@@ -49,9 +49,6 @@ STUDY_TOML = "study.toml"
 COPY = "study"  # where a results directory keeps the study definition it was made from
 BUNDLED = Path(__file__).resolve().parent / "studies"
 _STUDY_KEYS = {"name", "title", "description", "scenario", "sources"}
-_CLAIM_KEYS = {"id", "claim", "source", "sql", "note"}
-_RUNFIG_KEYS = {"where", "zoom"}
-_TABLE_KEYS = {"title", "sql", "caption"}
 RUN_FIGURES = "runs-figures"
 HOLDS, FAILS, ERROR = "holds", "fails", "error"
 
@@ -103,6 +100,15 @@ class ClaimResult:
     error: str | None = None
 
 
+def _check_keys(raw: Any, keys: tuple[str, ...], at: str) -> None:
+    """``raw`` must be a TOML table whose keys are among ``keys``."""
+    if not isinstance(raw, dict):
+        raise ValueError(f"{at}: must be a table")
+    bad = sorted(set(raw) - set(keys))
+    if bad:
+        raise ValueError(f"{at}.{bad[0]}: unknown key (expected {', '.join(keys)})")
+
+
 def _need_str(raw: dict[str, Any], key: str, at: str) -> str:
     value = raw.get(key)
     if not isinstance(value, str) or not value.strip():
@@ -128,11 +134,7 @@ def parse(path: str | os.PathLike[str]) -> Study:
     tables = []
     for i, t in enumerate(raw.get("table", [])):
         at = f"{where}: table[{i}]"
-        if not isinstance(t, dict):
-            raise ValueError(f"{at}: must be a table")
-        bad = sorted(set(t) - _TABLE_KEYS)
-        if bad:
-            raise ValueError(f"{at}.{bad[0]}: unknown key (expected title, sql, caption)")
+        _check_keys(t, ("title", "sql", "caption"), at)
         tables.append(TableSpec(title=_need_str(t, "title", at), sql=_need_str(t, "sql", at),
                                 caption=t.get("caption")))
     head = raw.get("study")
@@ -150,12 +152,7 @@ def parse(path: str | os.PathLike[str]) -> Study:
     claims = []
     for i, c in enumerate(raw.get("claim", [])):
         at = f"{where}: claim[{i}]"
-        if not isinstance(c, dict):
-            raise ValueError(f"{at}: must be a table")
-        bad = sorted(set(c) - _CLAIM_KEYS)
-        if bad:
-            raise ValueError(f"{at}.{bad[0]}: unknown key (expected id, claim, source, sql, "
-                             f"note)")
+        _check_keys(c, ("id", "claim", "source", "sql", "note"), at)
         claims.append(Claim(id=_need_str(c, "id", at), claim=_need_str(c, "claim", at),
                             source=_need_str(c, "source", at), sql=_need_str(c, "sql", at),
                             note=c.get("note")))
@@ -174,11 +171,7 @@ def parse(path: str | os.PathLike[str]) -> Study:
 def _run_figures(raw: Any, at: str) -> RunFigures | None:
     if raw is None:
         return None
-    if not isinstance(raw, dict):
-        raise ValueError(f"{at}: must be a table")
-    bad = sorted(set(raw) - _RUNFIG_KEYS)
-    if bad:
-        raise ValueError(f"{at}.{bad[0]}: unknown key (expected where, zoom)")
+    _check_keys(raw, ("where", "zoom"), at)
     where = raw.get("where", RunFigures.where)
     if not isinstance(where, str) or not where.strip():
         raise ValueError(f"{at}.where: must be a SQL condition on the runs table")

@@ -82,10 +82,8 @@ def cmd_emulate(args: argparse.Namespace) -> int:
         print(f"{len(unmapped)} scenario setting(s) have no exact kernel equivalent "
               "(manifest.json: emulation.kernel.unmapped)")
     if args.out is not None:
-        figures = [f for f in result.manifest["files"] if f["path"].startswith("figures/")]
-        print(f"results: {args.out} (capture: {Path(args.out) / 'emulation' / 'capture.pcapng'})")
-        if figures:
-            print(f"figures: {Path(args.out) / 'figures'} ({len(figures)} files)")
+        capture = Path(args.out) / "emulation" / "capture.pcapng"
+        cli.print_outputs(args.out, result.manifest, f" (capture: {capture})")
     return 0
 
 
