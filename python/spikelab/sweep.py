@@ -36,7 +36,7 @@ import pyarrow.parquet as pq
 from . import _core, results
 from ._progress import SweepProgress
 from ._tables import to_arrow
-from .simulate import ScenarioSource, _overrides, read_scenario
+from .simulate import TRACE_LEVELS, ScenarioSource, _overrides, read_scenario
 from .sweepspec import RunTask, SweepSpec, fingerprint, sweep_table
 
 if TYPE_CHECKING:
@@ -52,6 +52,11 @@ OK, FAILED = "ok", "failed"
 # ---------------------------------------------------------------------------------- worker
 
 
+def traced(trace: str) -> tuple[str, ...]:
+    """The tables a sweep keeps per run at trace level ``trace`` (``runs`` always)."""
+    return results.TABLES[: TRACE_LEVELS.index(trace) + 1]
+
+
 def execute(job: dict[str, Any]) -> dict[str, Any]:
     """Run one task in a worker process (pool or Dask); never raises for a bad run.
 
@@ -64,8 +69,7 @@ def execute(job: dict[str, Any]) -> dict[str, Any]:
                                job["seed"], job["trace"])
         raw = sim.run()
         out["wall_s"] = float(raw["wall_s"])
-        out["tables"] = {name: to_arrow(raw[name]) for name in results.TABLES
-                         if name == "runs" or job["trace"] != "summary"}
+        out["tables"] = {name: to_arrow(raw[name]) for name in traced(job["trace"])}
     except _core.ScenarioError as exc:
         out.update(status=FAILED, error=str(exc))
     except Exception as exc:  # noqa: BLE001 - a failed run is data, not a crash
@@ -287,15 +291,13 @@ class Store:
         return parts
 
     def consolidate(self, tasks: list[RunTask], trace: str,
-                    fresh: dict[str, dict[str, pa.Table]] | None = None) -> list[str]:
-        """Write the dataset tables from the parts, in run order; return their file names.
+                    fresh: dict[str, dict[str, pa.Table]] | None = None) -> dict[str, pa.Table]:
+        """Write the dataset tables from the parts, in run order; return them by file name.
         ``fresh`` holds the parts this process wrote (run_id -> name -> table), so they are
         not read back from disk."""
         fresh = fresh or {}
-        names = ["runs"] + ([] if trace == "summary" else
-                            ["timeseries"] + (["packets"] if trace == "packets" else []))
-        written = []
-        for name in names:
+        written = {}
+        for name in traced(trace):
             suffix = "" if name == "runs" else f".{name}"
             tables = []
             for t in tasks:
@@ -305,8 +307,8 @@ class Store:
                     tables.append(read_part(self.parts / f"{t.run_id}{suffix}{PART}"))
             if not tables:
                 continue
-            results.write_parquet(_concat(tables), self.dir / f"{name}.parquet")
-            written.append(f"{name}.parquet")
+            written[f"{name}.parquet"] = _concat(tables)
+            results.write_parquet(written[f"{name}.parquet"], self.dir / f"{name}.parquet")
         return written
 
 
@@ -448,7 +450,7 @@ def finish(store: Store, p: Plan, *, executor: str, wall_s: float, core_wall_s: 
            workers: int, fresh: dict[str, dict[str, pa.Table]] | None = None) -> SweepResult:
     """Consolidate the parts into the dataset and write manifest.json last."""
     files = store.consolidate(p.tasks, p.spec.trace, fresh)
-    runs = pq.read_table(store.dir / "runs.parquet")
+    runs = files["runs.parquet"]
     status = dict(zip(runs.column("run_id").to_pylist(), runs.column("status").to_pylist(),
                       strict=True))
     errors = {}
@@ -484,7 +486,7 @@ def finish(store: Store, p: Plan, *, executor: str, wall_s: float, core_wall_s: 
                  for t in p.tasks],
         "files": [],
     }
-    manifest["files"] = results._describe(store.dir, files)  # noqa: SLF001
+    manifest["files"] = results._describe(store.dir, list(files))  # noqa: SLF001
     results.write_json(manifest, store.dir / results.MANIFEST)
     return SweepResult(dir=store.dir, runs=runs, manifest=manifest)
 

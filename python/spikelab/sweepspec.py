@@ -32,9 +32,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import _core
+from .simulate import TRACE_LEVELS as TRACES
 
 MODES = ("grid", "zip")
-TRACES = ("summary", "timeseries", "packets")
 # Columns every sweep's runs table has before the parameters; parameter names must differ.
 BASE_COLUMNS = ("run_id", "point", "replication", "seed", "status", "error")
 _SWEEP_KEYS = {"mode", "replications", "trace", "params"}
