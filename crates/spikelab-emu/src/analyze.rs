@@ -33,8 +33,8 @@ use spikelab_sim::table::{ColumnData, Table};
 use std::collections::{BTreeMap, HashMap};
 
 use spikelab_sim::packet_event::{
-    ACK as EV_ACK, DELIVER as EV_DELIVER, DROP as EV_DROP, ENTER as EV_ENTER, EXIT as EV_EXIT,
-    NAMES as EVENT_NAMES, RETX as EV_RETX, SEND as EV_SEND,
+    PacketRows, ACK as EV_ACK, DELIVER as EV_DELIVER, DROP as EV_DROP, ENTER as EV_ENTER,
+    EXIT as EV_EXIT, RETX as EV_RETX, SEND as EV_SEND,
 };
 
 /// The drop cause of a frame the emulator could not send (the veth refused it).
@@ -165,23 +165,9 @@ struct PktRec {
     drop: Option<(u64, u16, String, Vec<u64>)>,
 }
 
+/// Packet rows in the order they are produced; sorted by time when the table is built.
 #[derive(Default)]
-struct Rows {
-    t: Vec<i64>,
-    order: Vec<u64>,
-    flow: Vec<i32>,
-    pkt: Vec<i64>,
-    event: Vec<i32>,
-    path: Vec<i32>,
-    stage: Vec<i32>,
-    kind: Vec<i32>,
-    seq: Vec<i64>,
-    ack: Vec<i64>,
-    len: Vec<i32>,
-    size: Vec<i32>,
-    tx: Vec<i32>,
-    cause: Vec<i32>,
-}
+struct Rows(PacketRows);
 
 struct RowCtx {
     flow: i32,
@@ -197,20 +183,20 @@ struct RowCtx {
 
 impl Rows {
     fn push(&mut self, t: u64, c: &RowCtx, event: i32, stage: i32, cause: i32) {
-        self.order.push(self.t.len() as u64);
-        self.t.push(t as i64);
-        self.flow.push(c.flow);
-        self.pkt.push(c.pkt);
-        self.event.push(event);
-        self.path.push(c.path);
-        self.stage.push(stage);
-        self.kind.push(c.kind);
-        self.seq.push(c.seq);
-        self.ack.push(c.ack);
-        self.len.push(c.len);
-        self.size.push(c.size);
-        self.tx.push(c.tx);
-        self.cause.push(cause);
+        let r = &mut self.0;
+        r.t.push(t as i64);
+        r.flow.push(c.flow);
+        r.pkt.push(c.pkt);
+        r.event.push(event);
+        r.path.push(c.path);
+        r.stage.push(stage);
+        r.kind.push(c.kind);
+        r.seq.push(c.seq);
+        r.ack.push(c.ack);
+        r.len.push(c.len);
+        r.size.push(c.size);
+        r.tx.push(c.tx);
+        r.cause.push(cause);
     }
 }
 
@@ -655,41 +641,14 @@ pub fn analyze(cap: &Capture, duration_ns: u64) -> Result<Analysis, String> {
         fl.s.longest_stall_s = stall as f64 / 1e9;
     }
 
-    // Rows in time order (ties keep the order they were produced in).
-    let mut idx: Vec<usize> = (0..rows.t.len()).collect();
-    idx.sort_by_key(|&i| (rows.t[i], rows.order[i]));
-    let pick_i64 = |v: &[i64]| idx.iter().map(|&i| v[i]).collect::<Vec<_>>();
-    let pick_i32 = |v: &[i32]| idx.iter().map(|&i| v[i]).collect::<Vec<_>>();
-    let strings = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
-    let mut packets = Table::default();
-    packets.push("t_ns", ColumnData::I64(pick_i64(&rows.t)));
-    packets.push("flow", ColumnData::I32(pick_i32(&rows.flow)));
-    packets.push("pkt", ColumnData::I64(pick_i64(&rows.pkt)));
-    packets.push(
-        "event",
-        ColumnData::Dict(pick_i32(&rows.event), strings(&EVENT_NAMES)),
+    // Rows in time order (a stable sort: ties keep the order they were produced in).
+    let mut idx: Vec<usize> = (0..rows.0.len()).collect();
+    idx.sort_by_key(|&i| rows.0.t[i]);
+    let packets = rows.0.permuted(&idx).into_table(
+        meta.paths.iter().map(|p| p.name.clone()).collect(),
+        stage_names,
+        causes,
     );
-    packets.push(
-        "path",
-        ColumnData::Dict(
-            pick_i32(&rows.path),
-            meta.paths.iter().map(|p| p.name.clone()).collect(),
-        ),
-    );
-    packets.push(
-        "stage",
-        ColumnData::Dict(pick_i32(&rows.stage), stage_names),
-    );
-    packets.push(
-        "kind",
-        ColumnData::Dict(pick_i32(&rows.kind), strings(&["data", "ack"])),
-    );
-    packets.push("seq", ColumnData::I64(pick_i64(&rows.seq)));
-    packets.push("ack", ColumnData::I64(pick_i64(&rows.ack)));
-    packets.push("len", ColumnData::I32(pick_i32(&rows.len)));
-    packets.push("size", ColumnData::I32(pick_i32(&rows.size)));
-    packets.push("tx", ColumnData::I32(pick_i32(&rows.tx)));
-    packets.push("cause", ColumnData::Dict(pick_i32(&rows.cause), causes));
 
     let mut sidx: Vec<usize> = (0..series.t.len()).collect();
     sidx.sort_by_key(|&i| series.t[i]);
@@ -706,7 +665,7 @@ pub fn analyze(cap: &Capture, duration_ns: u64) -> Result<Analysis, String> {
         "var",
         ColumnData::Dict(
             sidx.iter().map(|&i| series.var[i]).collect(),
-            strings(&SERIES_VARS),
+            SERIES_VARS.iter().map(|s| s.to_string()).collect(),
         ),
     );
     st.push(

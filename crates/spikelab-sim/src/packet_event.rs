@@ -17,3 +17,80 @@ pub const ENTER: i32 = 3;
 pub const EXIT: i32 = 4;
 pub const DROP: i32 = 5;
 pub const DELIVER: i32 = 6;
+
+use crate::table::{ColumnData, Table};
+
+/// The rows of a packets table, column by column, as the simulator and the emulator collect
+/// them. Codes: `event` as above, `path`/`stage`/`cause` index the names given to
+/// [`PacketRows::into_table`] (-1 = null), `kind` 0 = data, 1 = ack.
+#[derive(Clone, Debug, Default)]
+pub struct PacketRows {
+    pub t: Vec<i64>,
+    pub flow: Vec<i32>,
+    pub pkt: Vec<i64>,
+    pub event: Vec<i32>,
+    pub path: Vec<i32>,
+    pub stage: Vec<i32>,
+    pub kind: Vec<i32>,
+    pub seq: Vec<i64>,
+    pub ack: Vec<i64>,
+    pub len: Vec<i32>,
+    pub size: Vec<i32>,
+    pub tx: Vec<i32>,
+    pub cause: Vec<i32>,
+}
+
+impl PacketRows {
+    pub fn len(&self) -> usize {
+        self.t.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.t.is_empty()
+    }
+
+    /// The rows in the order `idx` gives.
+    pub fn permuted(&self, idx: &[usize]) -> PacketRows {
+        fn pick<T: Copy>(v: &[T], idx: &[usize]) -> Vec<T> {
+            idx.iter().map(|&i| v[i]).collect()
+        }
+        PacketRows {
+            t: pick(&self.t, idx),
+            flow: pick(&self.flow, idx),
+            pkt: pick(&self.pkt, idx),
+            event: pick(&self.event, idx),
+            path: pick(&self.path, idx),
+            stage: pick(&self.stage, idx),
+            kind: pick(&self.kind, idx),
+            seq: pick(&self.seq, idx),
+            ack: pick(&self.ack, idx),
+            len: pick(&self.len, idx),
+            size: pick(&self.size, idx),
+            tx: pick(&self.tx, idx),
+            cause: pick(&self.cause, idx),
+        }
+    }
+
+    /// The packets table (columns documented in docs/results.md).
+    pub fn into_table(self, paths: Vec<String>, stages: Vec<String>, causes: Vec<String>) -> Table {
+        let strings = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let mut t = Table::default();
+        t.push("t_ns", ColumnData::I64(self.t));
+        t.push("flow", ColumnData::I32(self.flow));
+        t.push("pkt", ColumnData::I64(self.pkt));
+        t.push("event", ColumnData::Dict(self.event, strings(&NAMES)));
+        t.push("path", ColumnData::Dict(self.path, paths));
+        t.push("stage", ColumnData::Dict(self.stage, stages));
+        t.push(
+            "kind",
+            ColumnData::Dict(self.kind, strings(&["data", "ack"])),
+        );
+        t.push("seq", ColumnData::I64(self.seq));
+        t.push("ack", ColumnData::I64(self.ack));
+        t.push("len", ColumnData::I32(self.len));
+        t.push("size", ColumnData::I32(self.size));
+        t.push("tx", ColumnData::I32(self.tx));
+        t.push("cause", ColumnData::Dict(self.cause, causes));
+        t
+    }
+}

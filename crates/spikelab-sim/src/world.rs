@@ -151,26 +151,9 @@ const VAR_VERDICT: i32 = 14;
 const VAR_UNDO: i32 = 17;
 
 use crate::packet_event::{
-    ACK as EV_ACK, DELIVER as EV_DELIVER, DROP as EV_DROP, ENTER as EV_ENTER, EXIT as EV_EXIT,
-    NAMES as EVENT_NAMES, RETX as EV_RETX, SEND as EV_SEND,
+    PacketRows, ACK as EV_ACK, DELIVER as EV_DELIVER, DROP as EV_DROP, ENTER as EV_ENTER,
+    EXIT as EV_EXIT, RETX as EV_RETX, SEND as EV_SEND,
 };
-
-#[derive(Default)]
-struct PacketTrace {
-    t: Vec<i64>,
-    flow: Vec<i32>,
-    pkt: Vec<i64>,
-    event: Vec<i32>,
-    path: Vec<i32>,
-    stage: Vec<i32>,
-    kind: Vec<i32>,
-    seq: Vec<i64>,
-    ack: Vec<i64>,
-    len: Vec<i32>,
-    size: Vec<i32>,
-    tx: Vec<i32>,
-    cause: Vec<i32>,
-}
 
 #[derive(Default)]
 struct SeriesTrace {
@@ -213,7 +196,7 @@ pub struct World {
     packets: Arena<Pkt>,
     next_pkt: u64,
     events: u64,
-    ptrace: PacketTrace,
+    ptrace: PacketRows,
     series: SeriesTrace,
 }
 
@@ -357,7 +340,7 @@ impl World {
             packets: Arena::with_capacity(4096),
             next_pkt: 0,
             events: 0,
-            ptrace: PacketTrace::default(),
+            ptrace: PacketRows::default(),
             series: SeriesTrace::default(),
         }
     }
@@ -839,30 +822,15 @@ impl World {
     }
 
     fn packets_table(&mut self) -> Table {
-        let tr = std::mem::take(&mut self.ptrace);
-        let strings = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
-        let mut t = Table::default();
-        t.push("t_ns", ColumnData::I64(tr.t));
-        t.push("flow", ColumnData::I32(tr.flow));
-        t.push("pkt", ColumnData::I64(tr.pkt));
-        t.push("event", ColumnData::Dict(tr.event, strings(&EVENT_NAMES)));
-        t.push("path", ColumnData::Dict(tr.path, self.path_names.clone()));
-        t.push(
-            "stage",
-            ColumnData::Dict(tr.stage, self.stage_names.clone()),
-        );
-        t.push("kind", ColumnData::Dict(tr.kind, strings(&["data", "ack"])));
-        t.push("seq", ColumnData::I64(tr.seq));
-        t.push("ack", ColumnData::I64(tr.ack));
-        t.push("len", ColumnData::I32(tr.len));
-        t.push("size", ColumnData::I32(tr.size));
-        t.push("tx", ColumnData::I32(tr.tx));
-        let causes: Vec<String> = DropCause::ALL
+        let causes = DropCause::ALL
             .iter()
             .map(|c| c.as_str().to_string())
             .collect();
-        t.push("cause", ColumnData::Dict(tr.cause, causes));
-        t
+        std::mem::take(&mut self.ptrace).into_table(
+            self.path_names.clone(),
+            self.stage_names.clone(),
+            causes,
+        )
     }
 }
 
