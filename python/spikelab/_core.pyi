@@ -6,6 +6,9 @@ __version__: str
 
 TraceLevel = Literal["summary", "timeseries", "packets"]
 
+class SimulationError(RuntimeError):
+    """A run that could not finish (time stopped advancing, a trace bound, a core failure)."""
+
 class ScenarioError(ValueError):
     """Invalid scenario; the message is one line, ``field.path: problem``."""
 

@@ -69,8 +69,15 @@ fn emu_analyze<'py>(
         .detach(move || spikelab_emu::analyze_file(std::path::Path::new(&pcap), duration_ns))
         .map_err(PyValueError::new_err)?;
     let out = PyDict::new(py);
-    out.set_item("packets", super::table_to_py(py, &a.packets)?)?;
-    out.set_item("series", super::table_to_py(py, &a.series)?)?;
+    let mut a = a;
+    out.set_item(
+        "packets",
+        super::table_to_py(py, std::mem::take(&mut a.packets))?,
+    )?;
+    out.set_item(
+        "series",
+        super::table_to_py(py, std::mem::take(&mut a.series))?,
+    )?;
     let js = |v: &dyn erased::Ser| v.json().map_err(|e| PyRuntimeError::new_err(e.to_string()));
     out.set_item("flows", js(&a.flows)?)?;
     out.set_item("timing", js(&a.timing)?)?;

@@ -22,8 +22,19 @@ create_exception!(
     "A malformed scenario; the message names the field: `flow[0].tcp.rto.min: must be > 0, got 0ms`."
 );
 
+create_exception!(
+    _core,
+    PySimulationError,
+    PyRuntimeError,
+    "A run that could not finish: simulated time stopped advancing, a trace outgrew its bound, or the core failed; the message says when (simulated time) and why."
+);
+
 fn scenario_err(e: ScenarioError) -> PyErr {
     PyScenarioError::new_err(e.to_string())
+}
+
+fn run_err(e: spikelab_sim::RunError) -> PyErr {
+    PySimulationError::new_err(e.to_string())
 }
 
 fn parse_trace(trace: Option<&str>) -> PyResult<Option<TraceLevel>> {
@@ -65,6 +76,14 @@ impl Simulation {
         let sc =
             spikelab_sim::parse(text, &overrides, Path::new(&base_dir)).map_err(scenario_err)?;
         let level = parse_trace(trace)?.unwrap_or(sc.sim.trace);
+        if let Some(s) = seed {
+            if s > i64::MAX as u64 {
+                return Err(scenario_err(ScenarioError::new(
+                    "seed",
+                    format!("must be <= {}, got {s}", i64::MAX),
+                )));
+            }
+        }
         Ok(Simulation {
             seed: seed.unwrap_or(sc.sim.seed),
             level,
@@ -125,58 +144,104 @@ impl Simulation {
         let ctl = self.ctl.clone();
         let (seed, level) = (self.seed, self.level);
         let started = std::time::Instant::now();
-        let result =
-            py.detach(move || spikelab_sim::run_scenario(&sc, Some(seed), Some(level), Some(&ctl)));
+        let result = py
+            .detach(move || spikelab_sim::run_scenario(&sc, Some(seed), Some(level), Some(&ctl)))
+            .map_err(run_err)?;
         if result.cancelled {
             return Err(PyKeyboardInterrupt::new_err("simulation cancelled"));
         }
         let wall = started.elapsed().as_secs_f64();
         let out = PyDict::new(py);
-        out.set_item("runs", table_to_py(py, &result.runs)?)?;
-        out.set_item("timeseries", table_to_py(py, &result.timeseries)?)?;
-        out.set_item("packets", table_to_py(py, &result.packets)?)?;
+        let events = result.events;
+        let spikelab_sim::RunResult {
+            runs,
+            timeseries,
+            packets,
+            ..
+        } = result;
+        out.set_item("runs", table_to_py(py, runs)?)?;
+        out.set_item("timeseries", table_to_py(py, timeseries)?)?;
+        out.set_item("packets", table_to_py(py, packets)?)?;
         out.set_item("wall_s", wall)?;
-        out.set_item("events", result.events)?;
+        out.set_item("events", events)?;
         Ok(out)
     }
 }
 
-fn le_bytes<T: Copy, const N: usize>(v: &[T], f: impl Fn(T) -> [u8; N]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(v.len() * N);
-    for &x in v {
-        out.extend_from_slice(&f(x));
+/// The column's values as little-endian bytes: on little-endian hosts a view of the vector
+/// itself (no copy), elsewhere a converted copy.
+fn le_view<T: Copy, const N: usize>(
+    v: &[T],
+    f: impl Fn(T) -> [u8; N],
+) -> std::borrow::Cow<'_, [u8]> {
+    if cfg!(target_endian = "little") {
+        // SAFETY: T is a plain numeric type (i32/i64/f64) of size N without padding; the byte
+        // view covers exactly the vector's initialised elements and lives as long as `v`.
+        let bytes = unsafe {
+            std::slice::from_raw_parts(v.as_ptr().cast::<u8>(), std::mem::size_of_val(v))
+        };
+        std::borrow::Cow::Borrowed(bytes)
+    } else {
+        let mut out = Vec::with_capacity(v.len() * N);
+        for &x in v {
+            out.extend_from_slice(&f(x));
+        }
+        std::borrow::Cow::Owned(out)
     }
-    out
 }
 
-fn table_to_py<'py>(py: Python<'py>, t: &Table) -> PyResult<Bound<'py, PyDict>> {
+/// Hands a table over column by column, freeing each Rust column once Python holds its bytes,
+/// so a long trace exists at most once (plus one column) in memory.
+fn table_to_py<'py>(py: Python<'py>, t: Table) -> PyResult<Bound<'py, PyDict>> {
     let d = PyDict::new(py);
     d.set_item("num_rows", t.num_rows())?;
     let cols = PyList::empty(py);
-    for c in &t.columns {
+    for c in t.columns {
         let cd = PyDict::new(py);
         cd.set_item("name", &c.name)?;
         let (ty, bytes) = match &c.data {
-            ColumnData::I64(v) => ("int64", le_bytes(v, i64::to_le_bytes)),
-            ColumnData::I32(v) => ("int32", le_bytes(v, i32::to_le_bytes)),
-            ColumnData::F64(v) => ("float64", le_bytes(v, f64::to_le_bytes)),
+            ColumnData::I64(v) => ("int64", PyBytes::new(py, &le_view(v, i64::to_le_bytes))),
+            ColumnData::I32(v) => ("int32", PyBytes::new(py, &le_view(v, i32::to_le_bytes))),
+            ColumnData::F64(v) => ("float64", PyBytes::new(py, &le_view(v, f64::to_le_bytes))),
             ColumnData::Dict(codes, dict) => {
                 cd.set_item("dictionary", dict.clone())?;
-                ("dict", le_bytes(codes, i32::to_le_bytes))
+                ("dict", PyBytes::new(py, &le_view(codes, i32::to_le_bytes)))
             }
         };
+        drop(c);
         cd.set_item("type", ty)?;
-        cd.set_item("data", PyBytes::new(py, &bytes))?;
+        cd.set_item("data", bytes)?;
         cols.append(cd)?;
     }
     d.set_item("columns", cols)?;
     Ok(d)
 }
 
+/// A panic in the core is caught and reported as an exception with its message (the run
+/// loop adds the simulated time); the default hook would also print a Rust backtrace hint to
+/// stderr, which is noise to a user. `SPIKELAB_DEBUG=1` keeps the default report.
+fn quiet_panics() {
+    if std::env::var_os("SPIKELAB_DEBUG").is_none() {
+        std::panic::set_hook(Box::new(|_| {}));
+    }
+}
+
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
-    m.add("ScenarioError", m.py().get_type::<PyScenarioError>())?;
+    let py = m.py();
+    // Importable names, so the errors pickle (a Dask or process-pool worker's error reaches
+    // the parent intact).
+    for (name, ty) in [
+        ("ScenarioError", py.get_type::<PyScenarioError>()),
+        ("SimulationError", py.get_type::<PySimulationError>()),
+    ] {
+        ty.setattr("__module__", "spikelab._core")?;
+        ty.setattr("__name__", name)?;
+        ty.setattr("__qualname__", name)?;
+        m.add(name, ty)?;
+    }
+    quiet_panics();
     m.add_function(wrap_pyfunction!(resolve, m)?)?;
     m.add_class::<Simulation>()?;
     emu::register(m)?;

@@ -23,7 +23,7 @@ fn main() {
     let mut last = None;
     for _ in 0..repeat {
         let t0 = Instant::now();
-        let r = run_scenario(&sc, None, Some(TraceLevel::Summary), None);
+        let r = run_scenario(&sc, None, Some(TraceLevel::Summary), None).unwrap();
         times.push(t0.elapsed().as_secs_f64());
         last = Some(r);
     }

@@ -15,9 +15,40 @@ mod world;
 
 pub use scenario::{parse, Scenario, ScenarioError, TraceLevel};
 pub use table::{Column, ColumnData, Table};
-pub use world::{build_stage, RunControl, RunResult, World};
+pub use world::{build_stage, RunControl, RunError, RunResult, World, MAX_WORK_PER_INSTANT};
 
+use std::fmt;
 use std::path::Path;
+
+/// Why a scenario did not produce a result: it is malformed, or its run stopped.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Error {
+    Scenario(ScenarioError),
+    Run(RunError),
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::Scenario(e) => e.fmt(f),
+            Error::Run(e) => e.fmt(f),
+        }
+    }
+}
+
+impl std::error::Error for Error {}
+
+impl From<ScenarioError> for Error {
+    fn from(e: ScenarioError) -> Error {
+        Error::Scenario(e)
+    }
+}
+
+impl From<RunError> for Error {
+    fn from(e: RunError) -> Error {
+        Error::Run(e)
+    }
+}
 
 /// Parses and runs a scenario. `seed` overrides `sim.seed`, `trace` overrides `sim.trace`.
 pub fn run_text(
@@ -26,9 +57,9 @@ pub fn run_text(
     base_dir: &Path,
     seed: Option<u64>,
     trace: Option<TraceLevel>,
-) -> Result<RunResult, ScenarioError> {
+) -> Result<RunResult, Error> {
     let sc = parse(text, overrides, base_dir)?;
-    Ok(run_scenario(&sc, seed, trace, None))
+    Ok(run_scenario(&sc, seed, trace, None)?)
 }
 
 /// Runs a parsed scenario.
@@ -37,7 +68,7 @@ pub fn run_scenario(
     seed: Option<u64>,
     trace: Option<TraceLevel>,
     ctl: Option<&RunControl>,
-) -> RunResult {
+) -> Result<RunResult, RunError> {
     let seed = seed.unwrap_or(sc.sim.seed);
     let level = trace.unwrap_or(sc.sim.trace);
     World::new(sc, seed, level).run(ctl)

@@ -40,7 +40,35 @@ pub struct PacketRows {
     pub cause: Vec<i32>,
 }
 
+/// Grows a trace column by an eighth (at least 4096 rows) instead of doubling, so a long
+/// trace holds at most ~12 % unused capacity; large blocks are remapped, not copied.
+pub fn reserve_lean<T>(v: &mut Vec<T>) {
+    if v.len() == v.capacity() {
+        v.reserve_exact((v.len() / 8).max(4096));
+    }
+}
+
 impl PacketRows {
+    /// Makes room for one more row in every column (see [`reserve_lean`]).
+    pub fn reserve_row(&mut self) {
+        if self.t.len() == self.t.capacity() {
+            reserve_lean(&mut self.t);
+            let n = self.t.capacity() - self.t.len();
+            self.flow.reserve_exact(n);
+            self.pkt.reserve_exact(n);
+            self.event.reserve_exact(n);
+            self.path.reserve_exact(n);
+            self.stage.reserve_exact(n);
+            self.kind.reserve_exact(n);
+            self.seq.reserve_exact(n);
+            self.ack.reserve_exact(n);
+            self.len.reserve_exact(n);
+            self.size.reserve_exact(n);
+            self.tx.reserve_exact(n);
+            self.cause.reserve_exact(n);
+        }
+    }
+
     pub fn len(&self) -> usize {
         self.t.len()
     }

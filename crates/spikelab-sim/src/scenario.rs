@@ -75,8 +75,17 @@ fn default_duration() -> Duration {
 fn default_seed() -> u64 {
     1
 }
+/// Summary by default: the only level whose memory does not grow with simulated time (a
+/// 3,600 s run stays near the interpreter's own footprint). Time series and packet events are
+/// asked for with `trace` (or `--trace`); the packets trace is bounded by `max_packets_rows`.
 fn default_trace() -> TraceLevel {
-    TraceLevel::Packets
+    TraceLevel::Summary
+}
+fn default_max_packets_rows() -> u64 {
+    10_000_000
+}
+fn default_figure_flows() -> i64 {
+    8
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -89,6 +98,13 @@ pub struct SimSpec {
     pub seed: u64,
     #[serde(default = "default_trace")]
     pub trace: TraceLevel,
+    /// Upper bound on the rows of the packets trace; a run that would exceed it stops with an
+    /// error naming this field (about 70 bytes per row while the run lasts).
+    #[serde(default = "default_max_packets_rows")]
+    pub max_packets_rows: u64,
+    /// How many flows get figures of their own; the others appear only in the all-flows figures.
+    #[serde(default = "default_figure_flows")]
+    pub figure_flows: i64,
 }
 
 impl Default for SimSpec {
@@ -97,6 +113,8 @@ impl Default for SimSpec {
             duration: default_duration(),
             seed: default_seed(),
             trace: default_trace(),
+            max_packets_rows: default_max_packets_rows(),
+            figure_flows: default_figure_flows(),
         }
     }
 }
@@ -495,10 +513,54 @@ pub fn parse(text: &str, overrides: &[String], base_dir: &Path) -> Result<Scenar
             Some(i) => msg[..i].to_string(),
             None => msg,
         };
-        ScenarioError::new(field, msg.trim().to_string())
+        ScenarioError::new(field, plain_words(msg.trim()))
     })?;
     sc.resolve(base_dir)?;
     Ok(sc)
+}
+
+/// Rewrites serde's wording in terms of TOML, without Rust type names (`u64`, `struct
+/// FlowSpec`, `sequence`) that mean nothing to the author of a scenario file.
+fn plain_words(msg: &str) -> String {
+    let mut out = msg.to_string();
+    for (from, to) in [
+        ("expected u64", "expected an integer >= 0"),
+        ("expected u32", "expected an integer >= 0"),
+        ("expected u16", "expected an integer >= 0"),
+        ("expected usize", "expected an integer >= 0"),
+        ("expected i64", "expected an integer"),
+        ("expected i32", "expected an integer"),
+        ("expected f64", "expected a number"),
+        ("expected a sequence", "expected an array"),
+        ("expected a map", "expected a table"),
+        ("invalid type: sequence", "invalid type: array"),
+        ("invalid type: map", "invalid type: table"),
+        ("invalid type: floating point", "invalid type: number"),
+        ("invalid value: floating point", "invalid value: number"),
+        ("invalid type: unit value", "invalid type: empty value"),
+    ] {
+        out = out.replace(from, to);
+    }
+    // "expected struct FlowSpec" / "expected enum X" / "expected tuple struct X" -> a table.
+    for kind in [
+        "expected struct ",
+        "expected tuple struct ",
+        "expected enum ",
+    ] {
+        while let Some(i) = out.find(kind) {
+            let rest = &out[i + kind.len()..];
+            let end = rest
+                .find(|c: char| !c.is_alphanumeric() && c != '_')
+                .unwrap_or(rest.len());
+            let what = if kind == "expected enum " {
+                "expected a string"
+            } else {
+                "expected a table"
+            };
+            out = format!("{}{what}{}", &out[..i], &rest[end..]);
+        }
+    }
+    out
 }
 
 fn toml_error(e: &toml::de::Error) -> ScenarioError {
@@ -665,6 +727,18 @@ fn probability(v: f64, field: &str) -> Result<()> {
     )
 }
 
+/// The path a flow gets when the file leaves out `[path.fwd]` or `[path.rev]`: a 10 Mbit/s
+/// bottleneck with a 100-packet drop-tail queue and 20 ms of propagation delay forward, 20 ms
+/// back (an RTT of 40 ms plus serialisation), so the smallest scenario `[[flow]]` is a
+/// meaningful transfer rather than an infinitely fast one.
+pub fn default_path(which: &str) -> PathSpec {
+    let text = match which {
+        "fwd" => "[[stage]]\ntype = \"rate\"\nrate = \"10Mbps\"\nqueue = 100\n[[stage]]\ntype = \"delay\"\ndelay = \"20ms\"\n",
+        _ => "[[stage]]\ntype = \"delay\"\ndelay = \"20ms\"\n",
+    };
+    toml::from_str(text).expect("the default path is valid")
+}
+
 impl Scenario {
     fn resolve(&mut self, base_dir: &Path) -> Result<()> {
         check(
@@ -673,10 +747,29 @@ impl Scenario {
             "must be > 0",
         )?;
         check(
+            self.sim.seed <= i64::MAX as u64,
+            "sim.seed",
+            format!("must be <= {}, got {}", i64::MAX, self.sim.seed),
+        )?;
+        check(
+            self.sim.max_packets_rows >= 1,
+            "sim.max_packets_rows",
+            "must be >= 1",
+        )?;
+        positive_int(self.sim.figure_flows, "sim.figure_flows", 100_000)?;
+        check(
             !self.flow.is_empty(),
             "flow",
             "at least one [[flow]] is required",
         )?;
+        // The default path names may be left out: they get the default link.
+        for f in &self.flow {
+            for (which, p) in [("fwd", &f.fwd), ("rev", &f.rev)] {
+                if p == which && !self.path.contains_key(p) {
+                    self.path.insert(p.clone(), default_path(which));
+                }
+            }
+        }
         for (name, path) in self.path.iter_mut() {
             for (i, st) in path.stage.iter_mut().enumerate() {
                 st.validate(&format!("path.{name}.stage[{i}]"), base_dir)?;
@@ -706,10 +799,6 @@ impl Scenario {
         for (i, f) in self.flow.iter_mut().enumerate() {
             for (which, p) in [("fwd", &f.fwd), ("rev", &f.rev)] {
                 if !self.path.contains_key(p) {
-                    if p == which {
-                        // The default path names may be left out: an ideal path.
-                        continue;
-                    }
                     let known: Vec<&str> = self.path.keys().map(|s| s.as_str()).collect();
                     return Err(ScenarioError::new(
                         format!("flow[{i}].{which}"),
@@ -718,11 +807,6 @@ impl Scenario {
                 }
             }
             f.validate(&format!("flow[{i}]"))?;
-        }
-        for f in &self.flow {
-            for p in [&f.fwd, &f.rev] {
-                self.path.entry(p.clone()).or_default();
-            }
         }
         Ok(())
     }
@@ -899,10 +983,45 @@ fn resolve_path(base_dir: &Path, file: &str) -> PathBuf {
     }
 }
 
+/// The largest trace file read: 256 MiB (millions of rows).
+pub const MAX_TRACE_FILE_BYTES: u64 = 256 << 20;
+
 /// Reads a CSV trace with the header `time_ms,delay_ms,loss`.
 pub fn read_trace(path: &Path, field: &str) -> Result<Vec<Vec<f64>>> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| ScenarioError::new(field, format!("cannot read {}: {e}", path.display())))?;
+    use std::io::Read;
+    let shown = path.display();
+    let cannot = |e: std::io::Error| ScenarioError::new(field, format!("cannot read {shown}: {e}"));
+    let meta = std::fs::metadata(path).map_err(cannot)?;
+    check(
+        meta.is_file(),
+        field,
+        format!("{shown} is not a regular file"),
+    )?;
+    check(
+        meta.len() <= MAX_TRACE_FILE_BYTES,
+        field,
+        format!(
+            "{shown} is {} bytes; trace files are limited to {} MiB",
+            meta.len(),
+            MAX_TRACE_FILE_BYTES >> 20
+        ),
+    )?;
+    let mut raw = Vec::new();
+    std::fs::File::open(path)
+        .map_err(cannot)?
+        .take(MAX_TRACE_FILE_BYTES + 1)
+        .read_to_end(&mut raw)
+        .map_err(cannot)?;
+    check(
+        raw.len() as u64 <= MAX_TRACE_FILE_BYTES,
+        field,
+        format!(
+            "{shown} grew beyond {} MiB while being read",
+            MAX_TRACE_FILE_BYTES >> 20
+        ),
+    )?;
+    let text = String::from_utf8(raw)
+        .map_err(|_| ScenarioError::new(field, format!("{shown} is not UTF-8 text")))?;
     let mut rows = Vec::new();
     let mut lines = text
         .lines()
@@ -1019,6 +1138,14 @@ impl FlowSpec {
         positive_int(t.abc_limit, &format!("{at}.abc_limit"), 1000)?;
         positive_int(t.dupthresh, &format!("{at}.dupthresh"), 1000)?;
         positive_int(t.delack_segments, &format!("{at}.delack_segments"), 1000)?;
+        check(
+            t.rwnd.0 <= 1 << 30,
+            format!("{at}.rwnd"),
+            format!(
+                "must be <= 1 GiB (the largest TCP window, RFC 7323 section 2.3), got {}",
+                t.rwnd.0
+            ),
+        )?;
         check(
             t.rwnd.0 >= t.mss as u64,
             format!("{at}.rwnd"),
@@ -1262,13 +1389,88 @@ mod tests {
         );
         assert_eq!(
             err("[[flow]]\nfwd = \"uplink\"\n"),
-            "flow[0].fwd: no path named \"uplink\" (defined: )"
+            "flow[0].fwd: no path named \"uplink\" (defined: rev)"
         );
         assert_eq!(
             err("[sim]\nduration = 5\n"),
             "flow: at least one [[flow]] is required"
         );
         assert!(err("[[flow]\n").starts_with("not valid TOML"));
+    }
+
+    #[test]
+    fn messages_use_toml_words_not_rust_types() {
+        assert_eq!(
+            err("[sim]\nseed = -1\n[[flow]]\n"),
+            "sim.seed: invalid value: integer `-1`, expected an integer >= 0"
+        );
+        assert_eq!(
+            err("[sim]\nduration = true\n[[flow]]\n"),
+            "sim.duration: invalid type: boolean `true`, expected a number or a string with a unit"
+        );
+        assert_eq!(
+            err("[[flow]]\ntcp = 5\n"),
+            "flow[0].tcp: invalid type: integer `5`, expected a table"
+        );
+        assert_eq!(
+            err("[path.fwd]\nstage = 3\n[[flow]]\n"),
+            "path.fwd.stage: invalid type: integer `3`, expected an array"
+        );
+        for bad in [
+            "[sim]\nduration = 1.5\nseed = 2.5\n[[flow]]\n",
+            "flow = 1\n",
+        ] {
+            let e = err(bad);
+            for word in [
+                "u64", "i64", "f64", "struct", "Spec", "sequence", "NumOrStr",
+            ] {
+                assert!(!e.contains(word), "{e}");
+            }
+        }
+    }
+
+    #[test]
+    fn huge_values_are_errors_not_clamped() {
+        assert_eq!(
+            err("[sim]\nduration = \"1e12s\"\n[[flow]]\n"),
+            "sim.duration: must be at most 1e9 s (about 31 years), got 1e12s"
+        );
+        assert_eq!(
+            err("[[flow]]\ntcp = { rwnd = \"2GiB\" }\n"),
+            "flow[0].tcp.rwnd: must be <= 1 GiB (the largest TCP window, RFC 7323 section 2.3), got 2147483648"
+        );
+        assert_eq!(
+            err("[sim]\nfigure_flows = 0\n[[flow]]\n"),
+            "sim.figure_flows: must be >= 1, got 0"
+        );
+    }
+
+    #[test]
+    fn trace_files_must_be_regular_files() {
+        let e = err(
+            "[path.fwd]\n[[path.fwd.stage]]\ntype = \"delay\"\ntrace = \"/dev/zero\"\n[[flow]]\n",
+        );
+        assert_eq!(
+            e,
+            "path.fwd.stage[0].trace: /dev/zero is not a regular file"
+        );
+        let e =
+            err("[path.fwd]\n[[path.fwd.stage]]\ntype = \"delay\"\ntrace = \"/tmp\"\n[[flow]]\n");
+        assert!(e.ends_with("is not a regular file"), "{e}");
+    }
+
+    #[test]
+    fn left_out_paths_are_the_default_link() {
+        let sc = parse("[[flow]]\n", &[], Path::new(".")).unwrap();
+        let fwd = &sc.path["fwd"].stage;
+        assert_eq!(fwd.len(), 2);
+        assert_eq!(fwd[0].rate, Some(Rate(10_000_000)));
+        assert_eq!(fwd[0].queue, Some(100));
+        assert_eq!(fwd[1].delay, Some(d_ms(20)));
+        assert_eq!(sc.path["rev"].stage[0].delay, Some(d_ms(20)));
+        // A path the file declares, even empty, is taken as written.
+        let sc = parse("[path.fwd]\n[[flow]]\n", &[], Path::new(".")).unwrap();
+        assert!(sc.path["fwd"].stage.is_empty());
     }
 
     #[test]

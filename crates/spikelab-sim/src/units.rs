@@ -6,12 +6,41 @@
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use spikelab_core::SimDuration;
 
-#[derive(Deserialize)]
-#[serde(untagged)]
+/// What a unit value was written as: a plain number or a string with a unit.
 enum NumOrStr {
     Int(i64),
     Float(f64),
     Str(String),
+}
+
+struct NumOrStrVisitor;
+
+impl serde::de::Visitor<'_> for NumOrStrVisitor {
+    type Value = NumOrStr;
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a number or a string with a unit")
+    }
+    fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<NumOrStr, E> {
+        Ok(NumOrStr::Int(v))
+    }
+    fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<NumOrStr, E> {
+        Ok(match i64::try_from(v) {
+            Ok(i) => NumOrStr::Int(i),
+            Err(_) => NumOrStr::Float(v as f64),
+        })
+    }
+    fn visit_f64<E: serde::de::Error>(self, v: f64) -> Result<NumOrStr, E> {
+        Ok(NumOrStr::Float(v))
+    }
+    fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<NumOrStr, E> {
+        Ok(NumOrStr::Str(v.to_string()))
+    }
+}
+
+impl<'de> Deserialize<'de> for NumOrStr {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(NumOrStrVisitor)
+    }
 }
 
 /// `Deserialize` from a plain number (`$from_number`, in the type's base unit) or a string with a
@@ -30,6 +59,14 @@ macro_rules! units_deserialize {
         }
     };
 }
+
+/// The longest duration a scenario may give: 10^9 s (about 31.7 years). Simulated time is a
+/// count of nanoseconds in 64 bits; this keeps every sum of scenario times far from overflow.
+pub const MAX_DURATION_S: f64 = 1e9;
+/// The highest bit rate: 10 Tbit/s.
+pub const MAX_RATE_BPS: f64 = 1e13;
+/// The largest byte count: 10^15 bytes (1 PB).
+pub const MAX_BYTES: f64 = 1e15;
 
 fn split_unit(s: &str) -> (&str, &str) {
     let s = s.trim();
@@ -72,8 +109,13 @@ impl Duration {
         Self::from_secs(v * scale, s)
     }
     fn from_secs(v: f64, shown: &str) -> Result<Duration, String> {
-        if !v.is_finite() || v < 0.0 {
+        if v.is_nan() || v < 0.0 {
             return Err(format!("must be >= 0, got {shown}"));
+        }
+        if v > MAX_DURATION_S {
+            return Err(format!(
+                "must be at most 1e9 s (about 31 years), got {shown}"
+            ));
         }
         Ok(Duration(SimDuration::from_secs_f64(v)))
     }
@@ -126,10 +168,13 @@ impl Rate {
         Self::from_bps(v * scale, s)
     }
     fn from_bps(v: f64, shown: &str) -> Result<Rate, String> {
-        if !v.is_finite() || v < 1.0 {
+        if v.is_nan() || v < 1.0 {
             return Err(format!(
                 "must be a positive rate of at least 1 bps, got {shown}"
             ));
+        }
+        if v > MAX_RATE_BPS {
+            return Err(format!("must be at most 10 Tbps, got {shown}"));
         }
         Ok(Rate(v.round() as u64))
     }
@@ -171,8 +216,11 @@ impl Bytes {
         Self::from_f64(v * scale, s)
     }
     fn from_f64(v: f64, shown: &str) -> Result<Bytes, String> {
-        if !v.is_finite() || v < 0.0 {
+        if v.is_nan() || v < 0.0 {
             return Err(format!("must be >= 0, got {shown}"));
+        }
+        if v > MAX_BYTES {
+            return Err(format!("must be at most 1e15 bytes, got {shown}"));
         }
         Ok(Bytes(v.round() as u64))
     }
@@ -204,6 +252,16 @@ mod tests {
         );
         assert!(Duration::parse("-1").unwrap_err().contains("must be >= 0"));
         assert!(Duration::parse("3 fortnights").is_err());
+        // No silent clamping: values beyond the bounds are errors.
+        assert!(Duration::parse("1e10s").unwrap_err().contains("at most"));
+        assert!(Duration::from_secs(f64::INFINITY, "inf")
+            .unwrap_err()
+            .contains("at most"));
+        assert!(Duration::from_secs(f64::NAN, "nan")
+            .unwrap_err()
+            .contains(">= 0"));
+        assert!(Rate::parse("1e14bps").unwrap_err().contains("at most"));
+        assert!(Bytes::parse("2e15").unwrap_err().contains("at most"));
         assert_eq!(Rate::parse("10Mbps").unwrap().0, 10_000_000);
         assert_eq!(Rate::parse("64kbps").unwrap().0, 64_000);
         assert!(Rate::parse("-5Mbps").unwrap_err().contains("positive"));

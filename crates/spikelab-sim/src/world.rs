@@ -8,7 +8,45 @@ use spikelab_net::{
 };
 use spikelab_tcp::spurious::{DetectorKind, EpisodeKind};
 use spikelab_tcp::{Segment, SpuriousEvent, TcpReceiver, TcpSender, TxKind};
+use std::collections::VecDeque;
+use std::fmt;
+use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+/// Work items (heap events and same-instant deliveries) the loop accepts at one instant before
+/// it declares simulated time stuck: a path with neither delay nor rate lets a bulk flow
+/// exchange data and ACKs forever without time advancing.
+pub const MAX_WORK_PER_INSTANT: u64 = 20_000_000;
+
+/// A run that could not finish: simulated time stopped advancing, a trace outgrew its bound,
+/// or the core hit a bug (a panic, caught and reported with where the run was).
+#[derive(Clone, Debug, PartialEq)]
+pub struct RunError {
+    /// The scenario field concerned, if one is (`sim.max_packets_rows`); empty otherwise.
+    pub field: String,
+    pub message: String,
+    /// Simulated time when the run stopped.
+    pub t: SimTime,
+    /// Events processed by then.
+    pub events: u64,
+}
+
+impl fmt::Display for RunError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if !self.field.is_empty() {
+            write!(f, "{}: ", self.field)?;
+        }
+        write!(
+            f,
+            "{} (at t = {} s, after {} events)",
+            self.message,
+            self.t.as_secs_f64(),
+            self.events
+        )
+    }
+}
+
+impl std::error::Error for RunError {}
 
 /// Shared with another thread while a run executes: progress out, cancellation in.
 #[derive(Debug, Default)]
@@ -155,27 +193,44 @@ use crate::packet_event::{
     EXIT as EV_EXIT, RETX as EV_RETX, SEND as EV_SEND,
 };
 
+/// The time series recorded while the run lasts: 24 bytes a row. Retransmission markers
+/// (with their segment and transmission number) are few and built at the end ([`Markers`]).
 #[derive(Default)]
 struct SeriesTrace {
     t: Vec<i64>,
     flow: Vec<i32>,
     var: Vec<i32>,
     value: Vec<f64>,
-    /// Markers: first byte of the retransmission concerned; -1 otherwise.
-    seq: Vec<i64>,
-    /// Markers: transmission number of that retransmission; -1 otherwise.
-    tx: Vec<i32>,
 }
 
 impl SeriesTrace {
     fn push(&mut self, t: SimTime, flow: u32, var: i32, value: f64) {
-        self.mark(t, flow, var, value, -1, -1);
-    }
-    fn mark(&mut self, t: SimTime, flow: u32, var: i32, value: f64, seq: i64, tx: i32) {
+        if self.t.len() == self.t.capacity() {
+            crate::packet_event::reserve_lean(&mut self.t);
+            let n = self.t.capacity() - self.t.len();
+            self.flow.reserve_exact(n);
+            self.var.reserve_exact(n);
+            self.value.reserve_exact(n);
+        }
         self.t.push(t.as_nanos() as i64);
         self.flow.push(flow as i32);
         self.var.push(var);
         self.value.push(value);
+    }
+}
+
+/// Marker rows: timeouts, fast retransmits, verdicts and undos, each with the first byte of
+/// the retransmission concerned (`seq`) and its transmission number (`tx`).
+#[derive(Default)]
+struct Markers {
+    rows: SeriesTrace,
+    seq: Vec<i64>,
+    tx: Vec<i32>,
+}
+
+impl Markers {
+    fn mark(&mut self, t: SimTime, flow: u32, var: i32, value: f64, seq: i64, tx: i32) {
+        self.rows.push(t, flow, var, value);
         self.seq.push(seq);
         self.tx.push(tx);
     }
@@ -198,6 +253,17 @@ pub struct World {
     events: u64,
     ptrace: PacketRows,
     series: SeriesTrace,
+    /// Packets that reached the end of their path during the current event, delivered in
+    /// FIFO order once its handler returns (a zero-delay path would otherwise recurse:
+    /// deliver → pump → launch → advance → deliver).
+    ready: VecDeque<ArenaId>,
+    /// Upper bound on packets-trace rows (`sim.max_packets_rows`).
+    max_packets_rows: u64,
+    /// Set when a bound was exceeded; ends the run with this error.
+    failure: Option<(String, String)>,
+    /// Test-only: `SPIKELAB_TEST_PANIC` set in the environment makes the first event panic, so
+    /// tests can check that a failure inside the core reaches the caller as an error.
+    test_panic: bool,
 }
 
 /// Builds stage `index` of path `path` from its validated spec, with its own RNG stream
@@ -342,12 +408,57 @@ impl World {
             events: 0,
             ptrace: PacketRows::default(),
             series: SeriesTrace::default(),
+            ready: VecDeque::new(),
+            max_packets_rows: sc.sim.max_packets_rows,
+            failure: None,
+            test_panic: std::env::var_os("SPIKELAB_TEST_PANIC").is_some(),
         }
     }
 
     /// Runs to the scenario's end. `ctl`, if given, receives progress and may cancel the run.
-    pub fn run(mut self, ctl: Option<&RunControl>) -> RunResult {
-        let mut cancelled = false;
+    ///
+    /// A panic inside the core is caught and returned as a [`RunError`] carrying the simulated
+    /// time and event count where it happened.
+    pub fn run(mut self, ctl: Option<&RunControl>) -> Result<RunResult, RunError> {
+        let outcome = catch_unwind(AssertUnwindSafe(|| self.run_loop(ctl)));
+        let stopped = |w: &World, field: String, message: String| RunError {
+            field,
+            message,
+            t: w.now,
+            events: w.events,
+        };
+        match outcome {
+            Ok(Ok(cancelled)) => {
+                if let (Some(c), false) = (ctl, cancelled) {
+                    c.progress_ns.store(self.end.as_nanos(), Ordering::Relaxed);
+                }
+                let mut r = self.finish();
+                r.cancelled = cancelled;
+                Ok(r)
+            }
+            Ok(Err((field, message))) => Err(stopped(&self, field, message)),
+            Err(panic) => {
+                let what = panic
+                    .downcast_ref::<&str>()
+                    .map(|s| s.to_string())
+                    .or_else(|| panic.downcast_ref::<String>().cloned())
+                    .unwrap_or_else(|| "unknown cause".into());
+                Err(stopped(
+                    &self,
+                    String::new(),
+                    format!("internal error in the simulator core: {what}; please report it with the scenario"),
+                ))
+            }
+        }
+    }
+
+    /// The event loop; `Ok(true)` when cancelled, `Err((field, message))` when a bound was hit.
+    fn run_loop(
+        &mut self,
+        ctl: Option<&RunControl>,
+    ) -> std::result::Result<bool, (String, String)> {
+        let mut instant = SimTime::ZERO;
+        let mut work_at_instant: u64 = 0;
         while let Some(t) = self.queue.peek_time() {
             if t > self.end {
                 break;
@@ -355,12 +466,19 @@ impl World {
             let (t, ev) = self.queue.pop().expect("peeked");
             self.now = t;
             self.events += 1;
+            if self.test_panic {
+                panic!("test-only failure requested by SPIKELAB_TEST_PANIC");
+            }
+            if t != instant {
+                instant = t;
+                work_at_instant = 0;
+            }
+            work_at_instant += 1;
             if self.events & 0x3FFF == 0 {
                 if let Some(c) = ctl {
                     c.progress_ns.store(t.as_nanos(), Ordering::Relaxed);
                     if c.cancel.load(Ordering::Relaxed) {
-                        cancelled = true;
-                        break;
+                        return Ok(true);
                     }
                 }
             }
@@ -392,13 +510,31 @@ impl World {
                     self.pump_receiver(f);
                 }
             }
+            // Same-instant deliveries, iteratively: each may launch more packets that arrive
+            // at once (zero-delay paths), which join the back of the queue.
+            while let Some(id) = self.ready.pop_front() {
+                work_at_instant += 1;
+                self.deliver(id);
+                if work_at_instant > MAX_WORK_PER_INSTANT {
+                    break;
+                }
+            }
+            if work_at_instant > MAX_WORK_PER_INSTANT {
+                return Err((
+                    String::new(),
+                    format!(
+                        "simulated time stopped advancing: more than {MAX_WORK_PER_INSTANT} \
+                         events in one instant; a path with neither a delay nor a rate stage \
+                         lets a bulk flow send without limit (give its paths a rate or delay \
+                         stage)"
+                    ),
+                ));
+            }
+            if let Some(f) = self.failure.take() {
+                return Err(f);
+            }
         }
-        if let (Some(c), false) = (ctl, cancelled) {
-            c.progress_ns.store(self.end.as_nanos(), Ordering::Relaxed);
-        }
-        let mut r = self.finish();
-        r.cancelled = cancelled;
-        r
+        Ok(false)
     }
 
     // ---- packets -----------------------------------------------------------------------------
@@ -413,7 +549,21 @@ impl World {
         } else {
             -1
         };
+        if self.ptrace.t.len() as u64 >= self.max_packets_rows {
+            if self.failure.is_none() {
+                self.failure = Some((
+                    "sim.max_packets_rows".into(),
+                    format!(
+                        "the packets trace reached its bound of {} rows; record less \
+                         (--trace timeseries), simulate less time, or raise sim.max_packets_rows",
+                        self.max_packets_rows
+                    ),
+                ));
+            }
+            return;
+        }
         let tr = &mut self.ptrace;
+        tr.reserve_row();
         tr.t.push(self.now.as_nanos() as i64);
         tr.flow.push(p.flow as i32);
         tr.pkt.push(p.id as i64);
@@ -460,7 +610,7 @@ impl World {
                 )
             };
             if stage == self.paths[path].stages.len() {
-                self.deliver(id);
+                self.ready.push_back(id);
                 return;
             }
             self.trace_pkt(id, EV_ENTER, stage as i32, -1);
@@ -647,7 +797,7 @@ impl World {
     fn finish(mut self) -> RunResult {
         let end = self.end;
         let mut runs = RunsBuilder::default();
-        let mut markers = SeriesTrace::default();
+        let mut markers = Markers::default();
         for (fi, f) in self.flows.iter_mut().enumerate() {
             let stop = f.completed.unwrap_or(end);
             if f.completed.is_none() && stop > f.last_progress {
@@ -807,13 +957,13 @@ impl World {
         }
         let runs = runs.build(&self.global_stages, self.seed);
         let timeseries = if self.level >= TraceLevel::Timeseries {
-            merge_series(std::mem::take(&mut self.series), markers)
+            series_table(std::mem::take(&mut self.series), markers)
         } else {
-            SeriesTrace::default()
+            series_table(SeriesTrace::default(), Markers::default())
         };
         RunResult {
             runs,
-            timeseries: series_table(timeseries),
+            timeseries,
             packets: self.packets_table(),
             events: self.events,
             end,
@@ -905,35 +1055,56 @@ fn arm_timer(
     }
 }
 
-fn merge_series(a: SeriesTrace, b: SeriesTrace) -> SeriesTrace {
-    let mut out = SeriesTrace::default();
-    let (mut i, mut j) = (0, 0);
-    while i < a.t.len() || j < b.t.len() {
-        let take_a = j >= b.t.len() || (i < a.t.len() && a.t[i] <= b.t[j]);
-        let (src, k) = if take_a { (&a, &mut i) } else { (&b, &mut j) };
-        out.t.push(src.t[*k]);
-        out.flow.push(src.flow[*k]);
-        out.var.push(src.var[*k]);
-        out.value.push(src.value[*k]);
-        out.seq.push(src.seq[*k]);
-        out.tx.push(src.tx[*k]);
-        *k += 1;
+/// The timeseries table: the time-ordered series `a` merged with the (few) time-ordered
+/// markers `b`, `a` first on ties, one column at a time so that at most one column exists
+/// twice in memory. Series rows get `seq` = -1 and `tx` = -1.
+fn series_table(a: SeriesTrace, b: Markers) -> Table {
+    // For each marker, the number of series rows that precede it.
+    let mut before = Vec::with_capacity(b.seq.len());
+    let mut i = 0;
+    for &tb in &b.rows.t {
+        while i < a.t.len() && a.t[i] <= tb {
+            i += 1;
+        }
+        before.push(i);
     }
-    out
-}
-
-fn series_table(s: SeriesTrace) -> Table {
-    let mut t = Table::default();
-    t.push("t_ns", ColumnData::I64(s.t));
-    t.push("flow", ColumnData::I32(s.flow));
-    t.push(
+    let n = a.t.len();
+    fn merge<T: Copy>(a: &[T], b: &[T], before: &[usize]) -> Vec<T> {
+        let mut out = Vec::with_capacity(a.len() + b.len());
+        let mut from = 0;
+        for (k, &upto) in before.iter().enumerate() {
+            out.extend_from_slice(&a[from..upto]);
+            out.push(b[k]);
+            from = upto;
+        }
+        out.extend_from_slice(&a[from..]);
+        out
+    }
+    let SeriesTrace {
+        t,
+        flow,
+        var,
+        value,
+    } = a;
+    let mut out = Table::default();
+    out.push("t_ns", ColumnData::I64(merge(&t, &b.rows.t, &before)));
+    drop(t);
+    out.push("flow", ColumnData::I32(merge(&flow, &b.rows.flow, &before)));
+    drop(flow);
+    let names = VAR_NAMES.iter().map(|v| v.to_string()).collect();
+    out.push(
         "var",
-        ColumnData::Dict(s.var, VAR_NAMES.iter().map(|v| v.to_string()).collect()),
+        ColumnData::Dict(merge(&var, &b.rows.var, &before), names),
     );
-    t.push("value", ColumnData::F64(s.value));
-    t.push("seq", ColumnData::I64(s.seq));
-    t.push("tx", ColumnData::I32(s.tx));
-    t
+    drop(var);
+    out.push(
+        "value",
+        ColumnData::F64(merge(&value, &b.rows.value, &before)),
+    );
+    drop(value);
+    out.push("seq", ColumnData::I64(merge(&vec![-1; n], &b.seq, &before)));
+    out.push("tx", ColumnData::I32(merge(&vec![-1; n], &b.tx, &before)));
+    out
 }
 
 struct RunRow {

@@ -391,7 +391,7 @@ fn csv_trace_and_inline_profile_give_the_same_run() {
     // The trace file is read once, at validation: removing it afterwards changes nothing.
     let sc = spikelab_sim::parse(&from_trace, &[], &dir).unwrap();
     std::fs::remove_dir_all(&dir).unwrap();
-    let c = spikelab_sim::run_scenario(&sc, Some(3), Some(TraceLevel::Packets), None);
+    let c = spikelab_sim::run_scenario(&sc, Some(3), Some(TraceLevel::Packets), None).unwrap();
     assert_eq!(format!("{:?}", a.packets), format!("{:?}", b.packets));
     assert_eq!(format!("{:?}", a.packets), format!("{:?}", c.packets));
     assert!(a.runs.i64s("rto_count")[0] >= 1);
