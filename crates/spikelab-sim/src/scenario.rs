@@ -880,6 +880,11 @@ impl StageSpec {
                         format!("{at}.queue"),
                         format!("must be >= 1 packet, got {q}"),
                     )?;
+                    check(
+                        q <= 1_000_000_000,
+                        format!("{at}.queue"),
+                        format!("must be at most 1000000000 packets, got {q}"),
+                    )?;
                 }
                 if self.queue.is_none() && self.queue_bytes.is_none() {
                     self.queue = Some(1000);
@@ -1059,6 +1064,15 @@ pub fn read_trace(path: &Path, field: &str) -> Result<Vec<Vec<f64>>> {
     Ok(rows)
 }
 
+/// A number as a reader would write it: `1e300`, not three hundred digits.
+fn num(v: f64) -> String {
+    if v.is_finite() && v.abs() >= 1e15 {
+        format!("{v:e}")
+    } else {
+        v.to_string()
+    }
+}
+
 fn profile_rows(rows: &[Vec<f64>], field: &str, with_delay: bool) -> Result<Vec<ProfileRow>> {
     let arity = if with_delay { 3 } else { 2 };
     let shape = if with_delay {
@@ -1079,15 +1093,32 @@ fn profile_rows(rows: &[Vec<f64>], field: &str, with_delay: bool) -> Result<Vec<
         } else {
             (0.0, r[1])
         };
+        let max_ms = crate::units::MAX_DURATION_S * 1e3;
         check(
-            t.is_finite() && t >= 0.0,
+            !t.is_nan() && t >= 0.0,
             format!("{field}[{i}]"),
             format!("time must be >= 0, got {t}"),
         )?;
         check(
-            d.is_finite() && d >= 0.0,
+            t <= max_ms,
+            format!("{field}[{i}]"),
+            format!(
+                "time must be at most 1e12 ms (about 31 years), got {}",
+                num(t)
+            ),
+        )?;
+        check(
+            !d.is_nan() && d >= 0.0,
             format!("{field}[{i}]"),
             format!("delay must be >= 0, got {d}"),
+        )?;
+        check(
+            d <= max_ms,
+            format!("{field}[{i}]"),
+            format!(
+                "delay must be at most 1e12 ms (about 31 years), got {}",
+                num(d)
+            ),
         )?;
         out.push(ProfileRow {
             t: SimTime::from_secs_f64(t / 1000.0),
@@ -1442,6 +1473,18 @@ mod tests {
         assert_eq!(
             err("[sim]\nfigure_flows = 0\n[[flow]]\n"),
             "sim.figure_flows: must be >= 1, got 0"
+        );
+    }
+
+    #[test]
+    fn profile_times_beyond_the_bound_are_errors() {
+        assert_eq!(
+            err("[path.fwd]\n[[path.fwd.stage]]\ntype = \"delay\"\nprofile = [[0, 5, 0], [1e300, 5, 0]]\n[[flow]]\n"),
+            "path.fwd.stage[0].profile[1]: time must be at most 1e12 ms (about 31 years), got 1e300"
+        );
+        assert_eq!(
+            err("[path.fwd]\n[[path.fwd.stage]]\ntype = \"delay\"\nprofile = [[0, inf, 0]]\n[[flow]]\n"),
+            "path.fwd.stage[0].profile[0]: delay must be at most 1e12 ms (about 31 years), got inf"
         );
     }
 
