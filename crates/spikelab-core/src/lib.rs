@@ -1,7 +1,7 @@
 //! Engine primitives shared by every spikelab crate.
 //!
 //! * [`SimTime`] / [`SimDuration`]: integer nanoseconds; floats appear only inside formulas.
-//! * [`EventQueue`]: a min-heap ordered by (time, insertion sequence), so ties run in FIFO order.
+//! * [`EventQueue`]: a min-heap ordered by (time, tie key); the key says what an event is, so ties do not depend on insertion order.
 //! * [`Rng`]: a xoshiro256** stream derived from (master seed, label), so adding a component
 //!   never changes another component's random numbers.
 //! * [`Arena`]: a slab with a free list; events carry [`ArenaId`]s instead of owned packets.

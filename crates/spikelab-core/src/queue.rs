@@ -1,4 +1,10 @@
-//! The event heap: a min-heap ordered by (time, insertion sequence).
+//! The event heap: a min-heap ordered by (time, tie key).
+//!
+//! The tie key is chosen by the caller from what the event *is* (its class, the path or flow it
+//! belongs to, a packet's place in its path), never from when it was pushed, so two engines
+//! that push different sets of internal events (per-stage hops or not) still pop the events
+//! that matter in the same order. [`EventQueue::push`] keeps the old rule for callers that
+//! want it: ties in insertion order.
 
 use crate::SimTime;
 use std::cmp::Ordering;
@@ -6,13 +12,13 @@ use std::collections::BinaryHeap;
 
 struct Entry<E> {
     time: SimTime,
-    seq: u64,
+    key: u128,
     event: E,
 }
 
 impl<E> PartialEq for Entry<E> {
     fn eq(&self, other: &Self) -> bool {
-        self.time == other.time && self.seq == other.seq
+        self.time == other.time && self.key == other.key
     }
 }
 impl<E> Eq for Entry<E> {}
@@ -22,16 +28,16 @@ impl<E> PartialOrd for Entry<E> {
     }
 }
 impl<E> Ord for Entry<E> {
-    // Reversed so that `BinaryHeap` (a max-heap) pops the earliest (time, seq) first.
+    // Reversed so that `BinaryHeap` (a max-heap) pops the earliest (time, key) first.
     fn cmp(&self, other: &Self) -> Ordering {
         other
             .time
             .cmp(&self.time)
-            .then_with(|| other.seq.cmp(&self.seq))
+            .then_with(|| other.key.cmp(&self.key))
     }
 }
 
-/// Pending events; events at equal times pop in the order they were pushed.
+/// Pending events, popped in (time, key) order.
 pub struct EventQueue<E> {
     heap: BinaryHeap<Entry<E>>,
     next_seq: u64,
@@ -53,10 +59,17 @@ impl<E> EventQueue<E> {
             next_seq: 0,
         }
     }
+    /// Pushes an event whose ties with other events at `time` break in insertion order.
     pub fn push(&mut self, time: SimTime, event: E) {
-        let seq = self.next_seq;
+        let key = self.next_seq as u128;
         self.next_seq += 1;
-        self.heap.push(Entry { time, seq, event });
+        self.heap.push(Entry { time, key, event });
+    }
+    /// Pushes an event whose ties at `time` break by `key` (smallest first). Events with equal
+    /// time and key pop in an unspecified order: give them equal keys only if they are
+    /// interchangeable.
+    pub fn push_keyed(&mut self, time: SimTime, key: u128, event: E) {
+        self.heap.push(Entry { time, key, event });
     }
     pub fn pop(&mut self) -> Option<(SimTime, E)> {
         self.heap.pop().map(|e| (e.time, e.event))
@@ -86,5 +99,16 @@ mod tests {
         q.push(SimTime(7), "x");
         let order: Vec<_> = std::iter::from_fn(|| q.pop().map(|(_, e)| e)).collect();
         assert_eq!(order, vec!["a", "x", "b1", "b2", "b3"]);
+    }
+
+    #[test]
+    fn keyed_ties_pop_by_key_whatever_the_insertion_order() {
+        let mut q = EventQueue::new();
+        q.push_keyed(SimTime(10), 3, "k3");
+        q.push_keyed(SimTime(10), 1, "k1");
+        q.push_keyed(SimTime(4), 9, "early");
+        q.push_keyed(SimTime(10), 2, "k2");
+        let order: Vec<_> = std::iter::from_fn(|| q.pop().map(|(_, e)| e)).collect();
+        assert_eq!(order, vec!["early", "k1", "k2", "k3"]);
     }
 }

@@ -43,6 +43,11 @@ impl DelayStage {
         }
     }
 
+    /// `reorder = true`: packets may overtake each other.
+    pub fn reorders(&self) -> bool {
+        self.reorder
+    }
+
     pub fn on_arrival(&mut self, now: SimTime, _pkt: &PacketInfo) -> Outcome {
         let (delay, loss) = match &mut self.source {
             DelaySource::Fixed(d) => (*d, 0.0),

@@ -1,10 +1,12 @@
 //! Paths and their stages.
 //!
 //! A path is an ordered pipeline of stages. Each stage is analytical: given a packet's arrival
-//! time it answers at once when the packet leaves (or that it is dropped, and when), so the
-//! simulator needs one event per stage hop and no per-packet state inside the stage beyond a
-//! departure record. Stages see packets in arrival-time order (the simulator guarantees it), which
-//! is what makes the analytical queue exact.
+//! time it answers at once when the packet leaves (or that it is dropped, and when), with no
+//! per-packet state inside the stage beyond a departure record. Stages see packets in
+//! arrival-time order (the simulator guarantees it), which is what makes the analytical queue
+//! exact. On a path whose stages all keep order ([`Stage::keeps_order`]) the arrival order at
+//! every stage is the path's entry order, so the simulator may compute a packet's whole passage
+//! when it enters the path (one event per packet instead of one per stage hop).
 
 mod delay;
 mod loss;
@@ -75,6 +77,15 @@ pub enum Stage {
 }
 
 impl Stage {
+    /// Whether packets leave in the order they arrived (every stage but a reordering delay).
+    /// A path whose stages all keep order can be computed for a packet at once, on entry.
+    pub fn keeps_order(&self) -> bool {
+        match self {
+            Stage::Delay(s) => !s.reorders(),
+            Stage::Rate(_) | Stage::Loss(_) => true,
+        }
+    }
+
     /// The packet `pkt` arrives at time `now`; arrivals must come in non-decreasing time order.
     pub fn on_arrival(&mut self, now: SimTime, pkt: &PacketInfo) -> Outcome {
         match self {

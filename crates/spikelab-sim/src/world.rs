@@ -82,6 +82,8 @@ struct Pkt {
     flow: u32,
     dir: Dir,
     path: u16,
+    /// Place in its path's entry order (0, 1, 2, ... per path): the tie key of its events.
+    pseq: u64,
     seg: Segment,
     /// Transmission number of these bytes (0 = original); -1 for ACKs.
     tx: i32,
@@ -90,6 +92,7 @@ struct Pkt {
 
 enum Ev {
     Start(u32),
+    /// Per-stage engine: the packet leaves stage `stage` of its path.
     Exit {
         pkt: ArenaId,
         stage: u16,
@@ -99,8 +102,31 @@ enum Ev {
         stage: u16,
         cause: DropCause,
     },
+    /// The packet at the head of the path's exit queue leaves the path.
+    PathHead(u16),
     SndTimer(u32),
     RcvTimer(u32),
+}
+
+// ---- tie keys --------------------------------------------------------------------------------
+//
+// Events at one instant pop in the order of a key that says what they are, never when they were
+// pushed, so the per-stage engine (packets traced) and the folded engine (one computation per
+// packet and path) pop every event an endpoint sees in the same order, and a run's summary is
+// the same at every trace level. At one instant:
+//   1. flow starts, by flow index;
+//   2. packet events, by path index, then the packet's place in its path's entry order, then
+//      the stage (a packet's stage hops before its leaving the path);
+//   3. timers, by flow index, the sender's before the receiver's.
+const KEY_START: u128 = 0;
+const KEY_PKT: u128 = 1;
+const KEY_TIMER: u128 = 2;
+/// The `stage` part of a packet's key when it leaves its path (after every stage).
+const KEY_PATH_EXIT: u32 = 0xFF_FFFF;
+
+fn tie_key(class: u128, owner: u32, seq: u64, part: u32) -> u128 {
+    debug_assert!(part <= KEY_PATH_EXIT);
+    (class << 120) | ((owner as u128) << 88) | ((seq as u128) << 24) | part as u128
 }
 
 struct PathRt {
@@ -109,6 +135,14 @@ struct PathRt {
     stage_code: Vec<i32>,
     /// Index of the path's first stage in the flat list of all stages.
     first_global: usize,
+    /// Folded: a packet's passage through every stage is computed when it enters the path (no
+    /// stage needs to see it at its own time: packets are not traced and no stage reorders).
+    fold: bool,
+    /// Entry counter: the next packet's `pseq`.
+    next_pseq: u64,
+    /// Packets that have a time to leave the path, in leaving order: (time, pseq, packet).
+    /// Only the head has an event in the heap.
+    exits: VecDeque<(SimTime, u64, ArenaId)>,
 }
 
 /// What the simulator knows about one segment (indexed by `seq / mss`).
@@ -253,10 +287,6 @@ pub struct World {
     events: u64,
     ptrace: PacketRows,
     series: SeriesTrace,
-    /// Packets that reached the end of their path during the current event, delivered in
-    /// FIFO order once its handler returns (a zero-delay path would otherwise recurse:
-    /// deliver → pump → launch → advance → deliver).
-    ready: VecDeque<ArenaId>,
     /// Upper bound on packets-trace rows (`sim.max_packets_rows`).
     max_packets_rows: u64,
     /// Set when a bound was exceeded; ends the run with this error.
@@ -347,10 +377,14 @@ impl World {
                 stage_code.push(code as i32);
                 global_stages.push((name.clone(), sname));
             }
+            let fold = level < TraceLevel::Packets && stages.iter().all(Stage::keeps_order);
             paths.push(PathRt {
                 stages,
                 stage_code,
                 first_global,
+                fold,
+                next_pseq: 0,
+                exits: VecDeque::new(),
             });
             path_names.push(name.clone());
         }
@@ -367,7 +401,11 @@ impl World {
                     AppKind::File => f.app.size.map(|b| b.0),
                 };
                 let start = SimTime(f.start.0.as_nanos());
-                queue.push(start, Ev::Start(i as u32));
+                queue.push_keyed(
+                    start,
+                    tie_key(KEY_START, i as u32, 0, 0),
+                    Ev::Start(i as u32),
+                );
                 let idx =
                     |p: &str| path_names.iter().position(|n| n == p).expect("resolved") as u16;
                 FlowRt {
@@ -408,11 +446,19 @@ impl World {
             events: 0,
             ptrace: PacketRows::default(),
             series: SeriesTrace::default(),
-            ready: VecDeque::new(),
             max_packets_rows: sc.sim.max_packets_rows,
             failure: None,
             test_panic: std::env::var_os("SPIKELAB_TEST_PANIC").is_some(),
         }
+    }
+
+    /// Gives every packet one event per stage even where the path could be folded (the engine
+    /// the packets trace uses); for tests that hold the folded engine against it.
+    pub fn with_per_stage_events(mut self) -> World {
+        for p in &mut self.paths {
+            p.fold = false;
+        }
+        self
     }
 
     /// Runs to the scenario's end. `ctl`, if given, receives progress and may cancel the run.
@@ -492,6 +538,20 @@ impl World {
                     self.advance(pkt, stage as usize + 1);
                 }
                 Ev::DropAt { pkt, stage, cause } => self.drop_pkt(pkt, stage as usize, cause),
+                Ev::PathHead(path) => {
+                    let exits = &mut self.paths[path as usize].exits;
+                    let (at, _, pkt) = exits.pop_front().expect("a head event has a head");
+                    debug_assert_eq!(at, t);
+                    // Re-arm before delivering: the delivery may add to this very path.
+                    if let Some(&(next, pseq, _)) = exits.front() {
+                        self.queue.push_keyed(
+                            next,
+                            tie_key(KEY_PKT, path as u32, pseq, KEY_PATH_EXIT),
+                            Ev::PathHead(path),
+                        );
+                    }
+                    self.deliver(pkt);
+                }
                 Ev::SndTimer(f) => {
                     let fl = &mut self.flows[f as usize];
                     if fl.snd_timer == Some(t) {
@@ -508,15 +568,6 @@ impl World {
                     }
                     fl.rcv.on_timer(t);
                     self.pump_receiver(f);
-                }
-            }
-            // Same-instant deliveries, iteratively: each may launch more packets that arrive
-            // at once (zero-delay paths), which join the back of the queue.
-            while let Some(id) = self.ready.pop_front() {
-                work_at_instant += 1;
-                self.deliver(id);
-                if work_at_instant > MAX_WORK_PER_INSTANT {
-                    break;
                 }
             }
             if work_at_instant > MAX_WORK_PER_INSTANT {
@@ -582,27 +633,83 @@ impl World {
     fn launch(&mut self, flow: u32, dir: Dir, seg: Segment, tx: i32, event: i32) {
         let f = &self.flows[flow as usize];
         let path = if dir == Dir::Data { f.fwd } else { f.rev };
+        let p = &mut self.paths[path as usize];
+        let pseq = p.next_pseq;
+        p.next_pseq += 1;
+        let fold = p.fold;
         let id = self.packets.insert(Pkt {
             id: self.next_pkt,
             flow,
             dir,
             path,
+            pseq,
             size: seg.wire_size(),
             seg,
             tx,
         });
         self.next_pkt += 1;
         self.trace_pkt(id, event, -1, -1);
-        self.advance(id, 0);
+        if fold {
+            self.fold_through(id);
+        } else {
+            self.advance(id, 0);
+        }
+    }
+
+    /// Folded engine: computes the packet's passage through every stage of its path now, in
+    /// entry order (which, on a path whose stages keep order, is the order in which each stage
+    /// sees its arrivals), and queues its exit or its drop.
+    fn fold_through(&mut self, id: ArenaId) {
+        let p = self.packets.get(id);
+        let (path, pseq) = (p.path as usize, p.pseq);
+        let info = PacketInfo {
+            wire_size: p.size,
+            data_seq: (p.dir == Dir::Data).then_some(p.seg.seq),
+        };
+        let mut t = self.now;
+        for (k, stage) in self.paths[path].stages.iter_mut().enumerate() {
+            match stage.on_arrival(t, &info) {
+                Outcome::Pass(leave) => t = leave,
+                Outcome::Drop(at, cause) => {
+                    self.queue.push_keyed(
+                        at,
+                        tie_key(KEY_PKT, path as u32, pseq, k as u32),
+                        Ev::DropAt {
+                            pkt: id,
+                            stage: k as u16,
+                            cause,
+                        },
+                    );
+                    return;
+                }
+            }
+        }
+        self.exit_at(path, t, id);
+    }
+
+    /// Queues the packet's leaving of its path at `t` (>= every exit already queued).
+    fn exit_at(&mut self, path: usize, t: SimTime, id: ArenaId) {
+        let pseq = self.packets.get(id).pseq;
+        let exits = &mut self.paths[path].exits;
+        debug_assert!(exits.back().is_none_or(|b| b.0 <= t));
+        exits.push_back((t, pseq, id));
+        if exits.len() == 1 {
+            self.queue.push_keyed(
+                t,
+                tie_key(KEY_PKT, path as u32, pseq, KEY_PATH_EXIT),
+                Ev::PathHead(path as u16),
+            );
+        }
     }
 
     /// Moves a packet into stage `stage` of its path at `now` (or delivers it past the end).
     fn advance(&mut self, id: ArenaId, mut stage: usize) {
         loop {
-            let (path, info) = {
+            let (path, pseq, info) = {
                 let p = self.packets.get(id);
                 (
                     p.path as usize,
+                    p.pseq,
                     PacketInfo {
                         wire_size: p.size,
                         data_seq: (p.dir == Dir::Data).then_some(p.seg.seq),
@@ -610,7 +717,7 @@ impl World {
                 )
             };
             if stage == self.paths[path].stages.len() {
-                self.ready.push_back(id);
+                self.exit_at(path, self.now, id);
                 return;
             }
             self.trace_pkt(id, EV_ENTER, stage as i32, -1);
@@ -620,8 +727,9 @@ impl World {
                     stage += 1;
                 }
                 Outcome::Pass(t) => {
-                    self.queue.push(
+                    self.queue.push_keyed(
                         t,
+                        tie_key(KEY_PKT, path as u32, pseq, stage as u32),
                         Ev::Exit {
                             pkt: id,
                             stage: stage as u16,
@@ -634,8 +742,9 @@ impl World {
                     return;
                 }
                 Outcome::Drop(t, cause) => {
-                    self.queue.push(
+                    self.queue.push_keyed(
                         t,
+                        tie_key(KEY_PKT, path as u32, pseq, stage as u32),
                         Ev::DropAt {
                             pkt: id,
                             stage: stage as u16,
@@ -744,6 +853,7 @@ impl World {
             &mut self.queue,
             &mut f.snd_timer,
             f.snd.next_timer(),
+            tie_key(KEY_TIMER, fi, 0, 0),
             Ev::SndTimer(fi),
         );
     }
@@ -758,6 +868,7 @@ impl World {
             &mut self.queue,
             &mut f.rcv_timer,
             f.rcv.next_timer(),
+            tie_key(KEY_TIMER, fi, 0, 1),
             Ev::RcvTimer(fi),
         );
     }
@@ -1045,12 +1156,13 @@ fn arm_timer(
     queue: &mut EventQueue<Ev>,
     scheduled: &mut Option<SimTime>,
     want: Option<SimTime>,
+    key: u128,
     ev: Ev,
 ) {
     if let Some(want) = want {
         if scheduled.is_none_or(|s| want < s) {
             *scheduled = Some(want);
-            queue.push(want, ev);
+            queue.push_keyed(want, key, ev);
         }
     }
 }

@@ -1,0 +1,147 @@
+//! The folded engine (one computation per packet and path) against the per-stage engine (one
+//! event per stage hop, as the packets trace needs): the same scenario and seed must give the
+//! same summary at every trace level and with either engine.
+
+use spikelab_sim::{parse, ColumnData, Scenario, Table, TraceLevel, World};
+use std::path::Path;
+
+fn repo(file: &str) -> String {
+    std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../..")
+            .join(file),
+    )
+    .unwrap()
+}
+
+fn summary(sc: &Scenario, level: TraceLevel, per_stage: bool) -> (Table, u64) {
+    let mut w = World::new(sc, sc.sim.seed, level);
+    if per_stage {
+        w = w.with_per_stage_events();
+    }
+    let r = w.run(None).unwrap();
+    (r.runs, r.events)
+}
+
+/// Equal values, NaN equal to NaN (bit for bit).
+fn same(a: &ColumnData, b: &ColumnData) -> bool {
+    match (a, b) {
+        (ColumnData::F64(x), ColumnData::F64(y)) => {
+            x.len() == y.len() && x.iter().zip(y).all(|(p, q)| p.to_bits() == q.to_bits())
+        }
+        _ => a == b,
+    }
+}
+
+/// Checks the summaries; returns the events of the per-stage and of the folded engine.
+fn assert_same_everywhere(name: &str, text: &str, overrides: &[&str]) -> (u64, u64) {
+    let o: Vec<String> = overrides.iter().map(|s| s.to_string()).collect();
+    let sc = parse(text, &o, Path::new(".")).unwrap();
+    let (reference, ref_events) = summary(&sc, TraceLevel::Summary, true);
+    let mut folded_events = 0;
+    for (level, per_stage) in [
+        (TraceLevel::Summary, false),
+        (TraceLevel::Timeseries, false),
+        (TraceLevel::Timeseries, true),
+        (TraceLevel::Packets, true),
+    ] {
+        let (runs, events) = summary(&sc, level, per_stage);
+        for (a, b) in runs.columns.iter().zip(&reference.columns) {
+            assert!(
+                same(&a.data, &b.data),
+                "{name}: {} at {level:?} (per-stage {per_stage}): {:?}, reference {:?}",
+                a.name,
+                a.data,
+                b.data
+            );
+        }
+        assert!(
+            runs.columns.len() == reference.columns.len(),
+            "{name}: summary at {level:?} (per-stage {per_stage}) differs from the reference"
+        );
+        if level == TraceLevel::Summary {
+            folded_events = events;
+        }
+    }
+    (ref_events, folded_events)
+}
+
+#[test]
+fn folded_and_per_stage_engines_agree_on_the_examples_and_the_dumbbell() {
+    let _ = assert_same_everywhere("lte-handover", &repo("examples/lte-handover.toml"), &[]);
+    let _ = assert_same_everywhere(
+        "lte-handover-lossless",
+        &repo("examples/lte-handover-lossless.toml"),
+        &[],
+    );
+    let (per_stage, folded) = assert_same_everywhere(
+        "dumbbell",
+        &repo("benches/ns3-dumbbell.toml"),
+        &["sim.duration=60s"],
+    );
+    // Four stages a path: one event carries a packet through all of them.
+    assert!(
+        folded * 3 < per_stage,
+        "{folded} events folded vs {per_stage}"
+    );
+}
+
+#[test]
+fn folded_and_per_stage_engines_agree_on_random_shared_bottlenecks() {
+    let template = r#"
+[sim]
+duration = "30s"
+seed = SEED
+[path.fwd]
+[[path.fwd.stage]]
+type = "rate"
+rate = "RATE"
+queue = QUEUE
+[[path.fwd.stage]]
+type = "delay"
+reorder = REORDER
+profile = [[0, 20, 0], [SPIKE, 20, 0], [SPIKE, 900, 0.02], [END, 20, 0.02], [END, 20, 0]]
+[[path.fwd.stage]]
+type = "loss"
+model = "gilbert_elliott"
+p = 0.01
+r = 0.3
+[path.rev]
+[[path.rev.stage]]
+type = "delay"
+delay = "DELAY"
+[[path.rev.stage]]
+type = "loss"
+p = ACKLOSS
+[[flow]]
+tcp = { variant = "sack", spurious = ["eifel", "dsack", "frto"] }
+[[flow]]
+start = "0.3s"
+app = { type = "file", size = 400000 }
+[[flow]]
+start = "1s"
+tcp = { variant = "reno", delayed_ack = false }
+"#;
+    let mut rng = spikelab_core::Rng::stream(7, "engine-equivalence");
+    for case in 0..12u64 {
+        let spike = 2000 + rng.next_u64() % 10_000;
+        let text = template
+            .replace("SEED", &case.to_string())
+            .replace("RATE", &format!("{}kbps", 500 + rng.next_u64() % 10_000))
+            .replace("QUEUE", &format!("{}", 5 + rng.next_u64() % 60))
+            .replace("REORDER", if case % 4 == 3 { "true" } else { "false" })
+            .replace("SPIKE", &spike.to_string())
+            .replace("END", &(spike + 1500).to_string())
+            .replace("DELAY", &format!("{}ms", rng.next_u64() % 30))
+            .replace("ACKLOSS", if case % 3 == 0 { "0.01" } else { "0.0" });
+        let _ = assert_same_everywhere(&format!("case {case}"), &text, &[]);
+    }
+}
+
+#[test]
+fn zero_delay_paths_agree_too() {
+    let text = "[sim]\nduration = \"2s\"\n[path.fwd]\n[[path.fwd.stage]]\ntype = \"delay\"\n\
+                delay = 0\n[[path.fwd.stage]]\ntype = \"loss\"\np = 0.01\n[path.rev]\n\
+                [[flow]]\napp = { type = \"file\", size = 2000000 }\n";
+    let _ = assert_same_everywhere("zero delay", text, &[]);
+}
