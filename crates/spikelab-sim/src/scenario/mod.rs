@@ -1,0 +1,328 @@
+//! The scenario file: TOML, deserialised into these types, validated, defaults filled.
+//!
+//! Every error is a [`ScenarioError`] naming the offending field by its path in the file
+//! (`flow[0].tcp.rto.min: must be > 0, got 0ms`). The format is documented in
+//! `docs/scenario.md`. By section: [`paths`] (stages, profiles, trace files), [`flows`] (apps,
+//! TCP options, profiles such as `linux`), [`overrides`] (`--set key=value`); the `[sweep]`
+//! table is read by the Python sweep runner.
+
+mod flows;
+mod overrides;
+mod paths;
+#[cfg(test)]
+mod tests;
+
+pub use flows::*;
+pub use overrides::apply_override;
+pub use paths::*;
+
+use crate::units::Duration;
+use serde::{Deserialize, Serialize};
+use spikelab_core::SimDuration;
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::Path;
+
+/// A problem with a scenario, with the path of the field it concerns.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ScenarioError {
+    pub field: String,
+    pub message: String,
+}
+
+impl ScenarioError {
+    pub fn new(field: impl Into<String>, message: impl Into<String>) -> ScenarioError {
+        ScenarioError {
+            field: field.into(),
+            message: message.into(),
+        }
+    }
+}
+
+impl fmt::Display for ScenarioError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.field.is_empty() {
+            write!(f, "{}", self.message)
+        } else {
+            write!(f, "{}: {}", self.field, self.message)
+        }
+    }
+}
+
+impl std::error::Error for ScenarioError {}
+
+type Result<T> = std::result::Result<T, ScenarioError>;
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TraceLevel {
+    /// Only the per-flow summary (`runs`).
+    Summary,
+    /// Summary and the time series.
+    Timeseries,
+    /// Everything, packet events included.
+    Packets,
+}
+
+impl TraceLevel {
+    pub fn parse(s: &str) -> Result<TraceLevel> {
+        match s {
+            "summary" => Ok(TraceLevel::Summary),
+            "timeseries" => Ok(TraceLevel::Timeseries),
+            "packets" => Ok(TraceLevel::Packets),
+            _ => Err(ScenarioError::new(
+                "trace",
+                format!("unknown trace level {s:?} (use summary, timeseries or packets)"),
+            )),
+        }
+    }
+}
+
+fn default_duration() -> Duration {
+    Duration(SimDuration::from_secs(20))
+}
+fn default_seed() -> u64 {
+    1
+}
+/// Summary by default: the only level whose memory does not grow with simulated time (a
+/// 3,600 s run stays near the interpreter's own footprint). Time series and packet events are
+/// asked for with `trace` (or `--trace`); the packets trace is bounded by `max_packets_rows`.
+fn default_trace() -> TraceLevel {
+    TraceLevel::Summary
+}
+fn default_max_packets_rows() -> u64 {
+    10_000_000
+}
+fn default_figure_flows() -> i64 {
+    8
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SimSpec {
+    /// Simulated time.
+    #[serde(default = "default_duration")]
+    pub duration: Duration,
+    #[serde(default = "default_seed")]
+    pub seed: u64,
+    #[serde(default = "default_trace")]
+    pub trace: TraceLevel,
+    /// Upper bound on the rows of the packets trace; a run that would exceed it stops with an
+    /// error naming this field (about 70 bytes per row while the run lasts).
+    #[serde(default = "default_max_packets_rows")]
+    pub max_packets_rows: u64,
+    /// How many flows get figures of their own; the others appear only in the all-flows figures.
+    #[serde(default = "default_figure_flows")]
+    pub figure_flows: i64,
+}
+
+impl Default for SimSpec {
+    fn default() -> Self {
+        SimSpec {
+            duration: default_duration(),
+            seed: default_seed(),
+            trace: default_trace(),
+            max_packets_rows: default_max_packets_rows(),
+            figure_flows: default_figure_flows(),
+        }
+    }
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Scenario {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    #[serde(default)]
+    pub sim: SimSpec,
+    #[serde(default)]
+    pub path: BTreeMap<String, PathSpec>,
+    #[serde(default)]
+    pub flow: Vec<FlowSpec>,
+    /// The `[sweep]` table: read by the Python sweep runner (grid, replications); a single run
+    /// ignores it. Kept out of the resolved scenario.
+    #[serde(default, skip_serializing)]
+    pub sweep: Option<toml::Value>,
+}
+
+impl Default for Duration {
+    fn default() -> Self {
+        Duration(SimDuration::ZERO)
+    }
+}
+
+// ---- parsing ---------------------------------------------------------------------------------
+
+/// Parses `text`, applies `overrides` (`key=value`), validates and fills defaults.
+/// `base_dir` resolves relative trace-file paths.
+pub fn parse(text: &str, overrides: &[String], base_dir: &Path) -> Result<Scenario> {
+    let mut value: toml::Value = toml::from_str(text).map_err(|e| toml_error(&e))?;
+    for o in overrides {
+        apply_override(&mut value, o)?;
+    }
+    apply_profiles(&mut value)?;
+    let mut sc: Scenario = serde_path_to_error::deserialize(value).map_err(|e| {
+        let field = e.path().to_string();
+        let field = if field == "." { String::new() } else { field };
+        let msg = e.inner().to_string().replace('\n', " ");
+        // toml appends " in `a.b.c`"; the field path is already in front.
+        let msg = match msg.rfind(" in `") {
+            Some(i) => msg[..i].to_string(),
+            None => msg,
+        };
+        ScenarioError::new(field, plain_words(msg.trim()))
+    })?;
+    sc.resolve(base_dir)?;
+    Ok(sc)
+}
+
+/// Rewrites serde's wording in terms of TOML, without Rust type names (`u64`, `struct
+/// FlowSpec`, `sequence`) that mean nothing to the author of a scenario file.
+fn plain_words(msg: &str) -> String {
+    let mut out = msg.to_string();
+    for (from, to) in [
+        ("expected u64", "expected an integer >= 0"),
+        ("expected u32", "expected an integer >= 0"),
+        ("expected u16", "expected an integer >= 0"),
+        ("expected usize", "expected an integer >= 0"),
+        ("expected i64", "expected an integer"),
+        ("expected i32", "expected an integer"),
+        ("expected f64", "expected a number"),
+        ("expected a sequence", "expected an array"),
+        ("expected a map", "expected a table"),
+        ("invalid type: sequence", "invalid type: array"),
+        ("invalid type: map", "invalid type: table"),
+        ("invalid type: floating point", "invalid type: number"),
+        ("invalid value: floating point", "invalid value: number"),
+        ("invalid type: unit value", "invalid type: empty value"),
+    ] {
+        out = out.replace(from, to);
+    }
+    // "expected struct FlowSpec" / "expected enum X" / "expected tuple struct X" -> a table.
+    for kind in [
+        "expected struct ",
+        "expected tuple struct ",
+        "expected enum ",
+    ] {
+        while let Some(i) = out.find(kind) {
+            let rest = &out[i + kind.len()..];
+            let end = rest
+                .find(|c: char| !c.is_alphanumeric() && c != '_')
+                .unwrap_or(rest.len());
+            let what = if kind == "expected enum " {
+                "expected a string"
+            } else {
+                "expected a table"
+            };
+            out = format!("{}{what}{}", &out[..i], &rest[end..]);
+        }
+    }
+    out
+}
+
+fn toml_error(e: &toml::de::Error) -> ScenarioError {
+    let msg = e.message().replace('\n', " ");
+    let loc = e
+        .span()
+        .map(|s| format!(" (at byte {})", s.start))
+        .unwrap_or_default();
+    ScenarioError::new("", format!("not valid TOML: {msg}{loc}"))
+}
+
+// ---- validation ------------------------------------------------------------------------------
+
+fn check(ok: bool, field: impl Into<String>, msg: impl Into<String>) -> Result<()> {
+    if ok {
+        Ok(())
+    } else {
+        Err(ScenarioError::new(field, msg))
+    }
+}
+
+fn positive_int(v: i64, field: &str, max: i64) -> Result<()> {
+    check(v >= 1, field, format!("must be >= 1, got {v}"))?;
+    check(v <= max, field, format!("must be <= {max}, got {v}"))
+}
+
+fn probability(v: f64, field: &str) -> Result<()> {
+    check(
+        (0.0..=1.0).contains(&v),
+        field,
+        format!("must be a probability in [0, 1], got {v}"),
+    )
+}
+
+impl Scenario {
+    fn resolve(&mut self, base_dir: &Path) -> Result<()> {
+        check(
+            self.sim.duration.0 > SimDuration::ZERO,
+            "sim.duration",
+            "must be > 0",
+        )?;
+        check(
+            self.sim.seed <= i64::MAX as u64,
+            "sim.seed",
+            format!("must be <= {}, got {}", i64::MAX, self.sim.seed),
+        )?;
+        check(
+            self.sim.max_packets_rows >= 1,
+            "sim.max_packets_rows",
+            "must be >= 1",
+        )?;
+        positive_int(self.sim.figure_flows, "sim.figure_flows", 100_000)?;
+        check(
+            !self.flow.is_empty(),
+            "flow",
+            "at least one [[flow]] is required",
+        )?;
+        // The default path names may be left out: they get the default link.
+        for f in &self.flow {
+            for (which, p) in [("fwd", &f.fwd), ("rev", &f.rev)] {
+                if p == which && !self.path.contains_key(p) {
+                    self.path.insert(p.clone(), default_path(which));
+                }
+            }
+        }
+        for (name, path) in self.path.iter_mut() {
+            for (i, st) in path.stage.iter_mut().enumerate() {
+                st.validate(&format!("path.{name}.stage[{i}]"), base_dir)?;
+            }
+            let mut seen = std::collections::BTreeSet::new();
+            for (i, st) in path.stage.iter_mut().enumerate() {
+                let base = st
+                    .name
+                    .clone()
+                    .unwrap_or_else(|| st.kind_name().to_string());
+                let mut n = base.clone();
+                let mut k = 2;
+                while seen.contains(&n) {
+                    if st.name.is_some() {
+                        return Err(ScenarioError::new(
+                            format!("path.{name}.stage[{i}].name"),
+                            format!("duplicate stage name {base:?} in path {name:?}"),
+                        ));
+                    }
+                    n = format!("{base}{k}");
+                    k += 1;
+                }
+                seen.insert(n.clone());
+                st.name = Some(n);
+            }
+        }
+        for (i, f) in self.flow.iter_mut().enumerate() {
+            for (which, p) in [("fwd", &f.fwd), ("rev", &f.rev)] {
+                if !self.path.contains_key(p) {
+                    let known: Vec<&str> = self.path.keys().map(|s| s.as_str()).collect();
+                    return Err(ScenarioError::new(
+                        format!("flow[{i}].{which}"),
+                        format!("no path named {p:?} (defined: {})", known.join(", ")),
+                    ));
+                }
+            }
+            f.validate(&format!("flow[{i}]"))?;
+        }
+        Ok(())
+    }
+}

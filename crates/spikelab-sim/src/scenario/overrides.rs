@@ -1,0 +1,135 @@
+//! `--set key=value` overrides applied to the TOML tree before it is deserialised.
+
+use super::*;
+
+/// Applies one `key=value` override to the TOML tree. A key is a dotted path; `name[i]` picks
+/// one element of an array of tables, and a bare array name applies to every element. Inside a
+/// path, a stage may be named by its `name` or its type when that is unambiguous:
+/// `path.fwd.delay.profile` is `path.fwd.stage[i].profile` for the path's only delay stage.
+pub fn apply_override(root: &mut toml::Value, spec: &str) -> Result<()> {
+    let Some((key, raw)) = spec.split_once('=') else {
+        return Err(ScenarioError::new(
+            format!("--set {spec}"),
+            "expected key=value",
+        ));
+    };
+    let key = key.trim();
+    let raw = raw.trim();
+    if key.is_empty() {
+        return Err(ScenarioError::new(format!("--set {spec}"), "empty key"));
+    }
+    let value = match toml::from_str::<toml::Table>(&format!("v = {raw}")) {
+        Ok(mut t) => t.remove("v").unwrap_or(toml::Value::String(raw.into())),
+        Err(_) => toml::Value::String(raw.to_string()),
+    };
+    let mut parts = Vec::new();
+    for seg in key.split('.') {
+        let (name, index) = match seg.split_once('[') {
+            Some((n, rest)) => {
+                let idx = rest
+                    .strip_suffix(']')
+                    .and_then(|i| i.parse::<usize>().ok())
+                    .ok_or_else(|| ScenarioError::new(key, format!("bad index in {seg:?}")))?;
+                (n, Some(idx))
+            }
+            None => (seg, None),
+        };
+        if name.is_empty() {
+            return Err(ScenarioError::new(key, "empty key segment"));
+        }
+        parts.push((name.to_string(), index));
+    }
+    set_path(root, &parts, value, key)
+}
+
+fn set_path(
+    node: &mut toml::Value,
+    parts: &[(String, Option<usize>)],
+    value: toml::Value,
+    key: &str,
+) -> Result<()> {
+    let toml::Value::Table(table) = node else {
+        return Err(ScenarioError::new(
+            key,
+            "cannot set a key inside a non-table value",
+        ));
+    };
+    let (name, index) = &parts[0];
+    let rest = &parts[1..];
+    if index.is_none() && !table.contains_key(name.as_str()) {
+        if let Some(toml::Value::Array(stages)) = table.get_mut("stage") {
+            return set_stage_by_name(stages, name, rest, value, key);
+        }
+    }
+    if rest.is_empty() && index.is_none() {
+        table.insert(name.clone(), value);
+        return Ok(());
+    }
+    let child = table
+        .entry(name.clone())
+        .or_insert_with(|| toml::Value::Table(Default::default()));
+    match (child, index) {
+        (toml::Value::Array(items), Some(i)) => {
+            let n = items.len();
+            let item = items.get_mut(*i).ok_or_else(|| {
+                ScenarioError::new(
+                    key,
+                    format!("index {i} out of range ({name} has {n} entries)"),
+                )
+            })?;
+            if rest.is_empty() {
+                *item = value;
+                Ok(())
+            } else {
+                set_path(item, rest, value, key)
+            }
+        }
+        (toml::Value::Array(items), None) => {
+            for item in items.iter_mut() {
+                set_path(item, rest, value.clone(), key)?;
+            }
+            Ok(())
+        }
+        (_, Some(_)) => Err(ScenarioError::new(key, format!("{name} is not an array"))),
+        (child, None) => set_path(child, rest, value, key),
+    }
+}
+
+/// `path.NAME.STAGE.…`: the one stage whose `name` (or, without names, whose `type`) is `stage`.
+fn set_stage_by_name(
+    stages: &mut [toml::Value],
+    stage: &str,
+    rest: &[(String, Option<usize>)],
+    value: toml::Value,
+    key: &str,
+) -> Result<()> {
+    let field = |st: &toml::Value, f: &str| st.get(f).and_then(|v| v.as_str()).map(str::to_owned);
+    let by_name: Vec<usize> = (0..stages.len())
+        .filter(|&i| field(&stages[i], "name").as_deref() == Some(stage))
+        .collect();
+    let hits = if by_name.is_empty() {
+        (0..stages.len())
+            .filter(|&i| field(&stages[i], "type").as_deref() == Some(stage))
+            .collect()
+    } else {
+        by_name
+    };
+    match hits.as_slice() {
+        [i] if rest.is_empty() => {
+            stages[*i] = value;
+            Ok(())
+        }
+        [i] => set_path(&mut stages[*i], rest, value, key),
+        [] => Err(ScenarioError::new(
+            key,
+            format!("no stage named or of type {stage:?} in this path"),
+        )),
+        many => Err(ScenarioError::new(
+            key,
+            format!(
+                "{} stages of type {stage:?} in this path; name them or use stage[i]",
+                many.len()
+            ),
+        )),
+    }
+}

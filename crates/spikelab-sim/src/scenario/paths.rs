@@ -1,0 +1,413 @@
+//! Paths: stages (rate, delay, loss), delay and loss profiles, trace files, the default link.
+
+use super::*;
+use crate::units::{Bytes, Rate};
+use spikelab_core::SimTime;
+use spikelab_net::{Profile, ProfileRow};
+use std::path::PathBuf;
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum StageKind {
+    Rate,
+    Delay,
+    Loss,
+}
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LossKind {
+    Bernoulli,
+    GilbertElliott,
+    Profile,
+    Deterministic,
+}
+
+/// One stage; which fields apply depends on `type`.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StageSpec {
+    #[serde(rename = "type")]
+    pub kind: StageKind,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    // rate
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate: Option<Rate>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub queue: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub queue_bytes: Option<Bytes>,
+    // delay
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delay: Option<Duration>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile: Option<Vec<Vec<f64>>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace: Option<String>,
+    /// The rows of `trace`, read once when the scenario is validated.
+    #[serde(skip)]
+    pub trace_rows: Option<Vec<Vec<f64>>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reorder: Option<bool>,
+    // loss
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<LossKind>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub p: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub r: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub h: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub k: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nth: Option<Vec<u64>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seqs: Option<Vec<u64>>,
+}
+
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PathSpec {
+    #[serde(default)]
+    pub stage: Vec<StageSpec>,
+}
+
+/// The path a flow gets when the file leaves out `[path.fwd]` or `[path.rev]`: a 10 Mbit/s
+/// bottleneck with a 100-packet drop-tail queue and 20 ms of propagation delay forward, 20 ms
+/// back (an RTT of 40 ms plus serialisation), so the smallest scenario `[[flow]]` is a
+/// meaningful transfer rather than an infinitely fast one.
+pub fn default_path(which: &str) -> PathSpec {
+    let text = match which {
+        "fwd" => "[[stage]]\ntype = \"rate\"\nrate = \"10Mbps\"\nqueue = 100\n[[stage]]\ntype = \"delay\"\ndelay = \"20ms\"\n",
+        _ => "[[stage]]\ntype = \"delay\"\ndelay = \"20ms\"\n",
+    };
+    toml::from_str(text).expect("the default path is valid")
+}
+
+impl StageSpec {
+    pub fn kind_name(&self) -> &'static str {
+        match self.kind {
+            StageKind::Rate => "rate",
+            StageKind::Delay => "delay",
+            StageKind::Loss => "loss",
+        }
+    }
+
+    fn present_fields(&self) -> Vec<&'static str> {
+        let mut v = Vec::new();
+        macro_rules! has {
+            ($($f:ident),*) => { $( if self.$f.is_some() { v.push(stringify!($f)); } )* };
+        }
+        has!(
+            rate,
+            queue,
+            queue_bytes,
+            delay,
+            profile,
+            trace,
+            reorder,
+            model,
+            p,
+            r,
+            h,
+            k,
+            nth,
+            seqs
+        );
+        v
+    }
+
+    pub(super) fn validate(&mut self, at: &str, base_dir: &Path) -> Result<()> {
+        let allowed: &[&str] = match self.kind {
+            StageKind::Rate => &["rate", "queue", "queue_bytes"],
+            StageKind::Delay => &["delay", "profile", "trace", "reorder"],
+            StageKind::Loss => &["model", "p", "r", "h", "k", "profile", "nth", "seqs"],
+        };
+        for f in self.present_fields() {
+            check(
+                allowed.contains(&f),
+                format!("{at}.{f}"),
+                format!(
+                    "not a field of a {} stage (allowed: {})",
+                    self.kind_name(),
+                    allowed.join(", ")
+                ),
+            )?;
+        }
+        match self.kind {
+            StageKind::Rate => {
+                check(
+                    self.rate.is_some(),
+                    format!("{at}.rate"),
+                    "a rate stage needs a rate",
+                )?;
+                check(
+                    !(self.queue.is_some() && self.queue_bytes.is_some()),
+                    format!("{at}.queue_bytes"),
+                    "give queue (packets) or queue_bytes, not both",
+                )?;
+                if let Some(q) = self.queue {
+                    check(
+                        q >= 1,
+                        format!("{at}.queue"),
+                        format!("must be >= 1 packet, got {q}"),
+                    )?;
+                    check(
+                        q <= 1_000_000_000,
+                        format!("{at}.queue"),
+                        format!("must be at most 1000000000 packets, got {q}"),
+                    )?;
+                }
+                if self.queue.is_none() && self.queue_bytes.is_none() {
+                    self.queue = Some(1000);
+                }
+            }
+            StageKind::Delay => {
+                let n = [
+                    self.delay.is_some(),
+                    self.profile.is_some(),
+                    self.trace.is_some(),
+                ]
+                .iter()
+                .filter(|x| **x)
+                .count();
+                check(
+                    n == 1,
+                    at.to_string(),
+                    "a delay stage needs exactly one of delay, profile, trace",
+                )?;
+                if let Some(rows) = &self.profile {
+                    delay_profile(rows, &format!("{at}.profile"))?;
+                }
+                if let Some(file) = &self.trace {
+                    let full = resolve_path(base_dir, file);
+                    let rows = read_trace(&full, &format!("{at}.trace"))?;
+                    delay_profile(&rows, &format!("{at}.trace"))?;
+                    self.trace = Some(full.to_string_lossy().into_owned());
+                    self.trace_rows = Some(rows);
+                }
+                self.reorder.get_or_insert(false);
+            }
+            StageKind::Loss => {
+                let model = match self.model {
+                    Some(m) => m,
+                    None if self.nth.is_some() || self.seqs.is_some() => LossKind::Deterministic,
+                    None if self.profile.is_some() => LossKind::Profile,
+                    None if self.p.is_some() => LossKind::Bernoulli,
+                    None => {
+                        return Err(ScenarioError::new(
+                            format!("{at}.model"),
+                            "a loss stage needs a model (bernoulli, gilbert_elliott, profile, deterministic) or p, profile, nth or seqs",
+                        ))
+                    }
+                };
+                self.model = Some(model);
+                let need = |f: Option<f64>, name: &str| -> Result<()> {
+                    let v = f.ok_or_else(|| {
+                        ScenarioError::new(
+                            format!("{at}.{name}"),
+                            format!("required by the {model:?} loss model"),
+                        )
+                    })?;
+                    probability(v, &format!("{at}.{name}"))
+                };
+                match model {
+                    LossKind::Bernoulli => need(self.p, "p")?,
+                    LossKind::GilbertElliott => {
+                        need(self.p, "p")?;
+                        need(self.r, "r")?;
+                        self.h.get_or_insert(0.0);
+                        self.k.get_or_insert(1.0);
+                        need(self.h, "h")?;
+                        need(self.k, "k")?;
+                    }
+                    LossKind::Profile => {
+                        let rows = self.profile.as_ref().ok_or_else(|| {
+                            ScenarioError::new(
+                                format!("{at}.profile"),
+                                "required by the profile loss model",
+                            )
+                        })?;
+                        loss_profile(rows, &format!("{at}.profile"))?;
+                    }
+                    LossKind::Deterministic => {
+                        check(
+                            self.nth.is_some() || self.seqs.is_some(),
+                            format!("{at}.nth"),
+                            "the deterministic loss model needs nth or seqs",
+                        )?;
+                        if let Some(n) = &self.nth {
+                            check(
+                                n.iter().all(|&x| x >= 1),
+                                format!("{at}.nth"),
+                                "packet indices count from 1",
+                            )?;
+                        }
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+fn resolve_path(base_dir: &Path, file: &str) -> PathBuf {
+    let p = PathBuf::from(file);
+    if p.is_absolute() {
+        p
+    } else {
+        base_dir.join(p)
+    }
+}
+
+/// The largest trace file read: 256 MiB (millions of rows).
+pub const MAX_TRACE_FILE_BYTES: u64 = 256 << 20;
+
+/// Reads a CSV trace with the header `time_ms,delay_ms,loss`.
+pub fn read_trace(path: &Path, field: &str) -> Result<Vec<Vec<f64>>> {
+    use std::io::Read;
+    let shown = path.display();
+    let cannot = |e: std::io::Error| ScenarioError::new(field, format!("cannot read {shown}: {e}"));
+    let meta = std::fs::metadata(path).map_err(cannot)?;
+    check(
+        meta.is_file(),
+        field,
+        format!("{shown} is not a regular file"),
+    )?;
+    check(
+        meta.len() <= MAX_TRACE_FILE_BYTES,
+        field,
+        format!(
+            "{shown} is {} bytes; trace files are limited to {} MiB",
+            meta.len(),
+            MAX_TRACE_FILE_BYTES >> 20
+        ),
+    )?;
+    let mut raw = Vec::new();
+    std::fs::File::open(path)
+        .map_err(cannot)?
+        .take(MAX_TRACE_FILE_BYTES + 1)
+        .read_to_end(&mut raw)
+        .map_err(cannot)?;
+    check(
+        raw.len() as u64 <= MAX_TRACE_FILE_BYTES,
+        field,
+        format!(
+            "{shown} grew beyond {} MiB while being read",
+            MAX_TRACE_FILE_BYTES >> 20
+        ),
+    )?;
+    let text = String::from_utf8(raw)
+        .map_err(|_| ScenarioError::new(field, format!("{shown} is not UTF-8 text")))?;
+    let mut rows = Vec::new();
+    let mut lines = text
+        .lines()
+        .enumerate()
+        .filter(|(_, l)| !l.trim().is_empty() && !l.trim_start().starts_with('#'));
+    let header = lines
+        .next()
+        .map(|(_, l)| l.replace(' ', ""))
+        .unwrap_or_default();
+    check(
+        header == "time_ms,delay_ms,loss",
+        field,
+        format!(
+            "{}: the first line must be the header time_ms,delay_ms,loss, got {header:?}",
+            path.display()
+        ),
+    )?;
+    for (no, line) in lines {
+        let vals: std::result::Result<Vec<f64>, _> =
+            line.split(',').map(|c| c.trim().parse::<f64>()).collect();
+        match vals {
+            Ok(v) if v.len() == 3 => rows.push(v),
+            _ => {
+                return Err(ScenarioError::new(
+                    field,
+                    format!(
+                        "{} line {}: expected three numbers, got {line:?}",
+                        path.display(),
+                        no + 1
+                    ),
+                ))
+            }
+        }
+    }
+    Ok(rows)
+}
+
+/// A number as a reader would write it: `1e300`, not three hundred digits.
+fn num(v: f64) -> String {
+    if v.is_finite() && v.abs() >= 1e15 {
+        format!("{v:e}")
+    } else {
+        v.to_string()
+    }
+}
+
+fn profile_rows(rows: &[Vec<f64>], field: &str, with_delay: bool) -> Result<Vec<ProfileRow>> {
+    let arity = if with_delay { 3 } else { 2 };
+    let shape = if with_delay {
+        "[time_ms, delay_ms, loss]"
+    } else {
+        "[time_ms, loss]"
+    };
+    let mut out = Vec::with_capacity(rows.len());
+    for (i, r) in rows.iter().enumerate() {
+        check(
+            r.len() == arity,
+            format!("{field}[{i}]"),
+            format!("a row is {shape}, got {} values", r.len()),
+        )?;
+        let t = r[0];
+        let (d, loss) = if with_delay {
+            (r[1], r[2])
+        } else {
+            (0.0, r[1])
+        };
+        let max_ms = crate::units::MAX_DURATION_S * 1e3;
+        check(
+            !t.is_nan() && t >= 0.0,
+            format!("{field}[{i}]"),
+            format!("time must be >= 0, got {t}"),
+        )?;
+        check(
+            t <= max_ms,
+            format!("{field}[{i}]"),
+            format!(
+                "time must be at most 1e12 ms (about 31 years), got {}",
+                num(t)
+            ),
+        )?;
+        check(
+            !d.is_nan() && d >= 0.0,
+            format!("{field}[{i}]"),
+            format!("delay must be >= 0, got {d}"),
+        )?;
+        check(
+            d <= max_ms,
+            format!("{field}[{i}]"),
+            format!(
+                "delay must be at most 1e12 ms (about 31 years), got {}",
+                num(d)
+            ),
+        )?;
+        out.push(ProfileRow {
+            t: SimTime::from_secs_f64(t / 1000.0),
+            delay: SimDuration::from_secs_f64(d / 1000.0),
+            loss,
+        });
+    }
+    Profile::new(out.clone()).map_err(|e| ScenarioError::new(field, e.to_string()))?;
+    Ok(out)
+}
+
+pub fn delay_profile(rows: &[Vec<f64>], field: &str) -> Result<Profile> {
+    Ok(Profile::new(profile_rows(rows, field, true)?).expect("validated"))
+}
+
+pub fn loss_profile(rows: &[Vec<f64>], field: &str) -> Result<Profile> {
+    Ok(Profile::new(profile_rows(rows, field, false)?).expect("validated"))
+}

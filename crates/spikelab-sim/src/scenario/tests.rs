@@ -1,0 +1,277 @@
+//! Parsing and validation: every error names its field.
+
+use super::*;
+use crate::units::Rate;
+use spikelab_tcp::spurious::FrtoVariant;
+
+fn err(text: &str) -> String {
+    parse(text, &[], Path::new(".")).unwrap_err().to_string()
+}
+
+const MIN: &str = "[[flow]]\n";
+
+#[test]
+fn minimal_scenario_gets_defaults() {
+    let sc = parse(MIN, &[], Path::new(".")).unwrap();
+    assert_eq!(sc.flow.len(), 1);
+    assert_eq!(sc.flow[0].tcp.variant, VariantSpec::NewReno);
+    assert_eq!(sc.flow[0].tcp.rto.min, Some(d_ms(1000)));
+    assert_eq!(sc.flow[0].tcp.block_fr_after_rto, Some(true));
+    assert!(sc.path.contains_key("fwd") && sc.path.contains_key("rev"));
+}
+
+#[test]
+fn errors_name_the_field() {
+    assert_eq!(
+        err("[[flow]]\n[flow.tcp.rto]\nmin = -1\n"),
+        "flow[0].tcp.rto.min: must be >= 0, got -1"
+    );
+    assert_eq!(
+        err("[[flow]]\n[flow.tcp.rto]\nmin = 0\n"),
+        "flow[0].tcp.rto.min: must be > 0, got 0s"
+    );
+    let e = err("[[flow]]\n[flow.tcp]\nmsss = 1\n");
+    assert!(e.starts_with("flow[0].tcp"), "{e}");
+    assert!(e.contains("unknown field `msss`"), "{e}");
+    let e = err("[[flow]]\n[flow.tcp]\nmss = \"big\"\n");
+    assert!(e.starts_with("flow[0].tcp.mss: invalid type"), "{e}");
+    assert_eq!(
+        err("[path.fwd]\n[[path.fwd.stage]]\ntype = \"rate\"\nrate = \"-10Mbps\"\n[[flow]]\n"),
+        "path.fwd.stage[0].rate: must be a positive rate of at least 1 bps, got -10Mbps"
+    );
+    assert_eq!(
+        err("[path.fwd]\n[[path.fwd.stage]]\ntype = \"delay\"\nprofile = [[10, 5, 0], [5, 5, 0]]\n[[flow]]\n"),
+        "path.fwd.stage[0].profile: row 1: times must be non-decreasing"
+    );
+    let e =
+        err("[path.fwd]\n[[path.fwd.stage]]\ntype = \"delay\"\ntrace = \"nope.csv\"\n[[flow]]\n");
+    assert!(e.starts_with("path.fwd.stage[0].trace: cannot read"), "{e}");
+    assert_eq!(
+        err("[[flow]]\ncc = \"cubic\"\n"),
+        "flow[0].cc: unknown congestion control \"cubic\" (available: reno)"
+    );
+    assert_eq!(
+        err("[[flow]]\nfwd = \"uplink\"\n"),
+        "flow[0].fwd: no path named \"uplink\" (defined: rev)"
+    );
+    assert_eq!(
+        err("[sim]\nduration = 5\n"),
+        "flow: at least one [[flow]] is required"
+    );
+    assert!(err("[[flow]\n").starts_with("not valid TOML"));
+}
+
+#[test]
+fn messages_use_toml_words_not_rust_types() {
+    assert_eq!(
+        err("[sim]\nseed = -1\n[[flow]]\n"),
+        "sim.seed: invalid value: integer `-1`, expected an integer >= 0"
+    );
+    assert_eq!(
+        err("[sim]\nduration = true\n[[flow]]\n"),
+        "sim.duration: invalid type: boolean `true`, expected a number or a string with a unit"
+    );
+    assert_eq!(
+        err("[[flow]]\ntcp = 5\n"),
+        "flow[0].tcp: invalid type: integer `5`, expected a table"
+    );
+    assert_eq!(
+        err("[path.fwd]\nstage = 3\n[[flow]]\n"),
+        "path.fwd.stage: invalid type: integer `3`, expected an array"
+    );
+    for bad in [
+        "[sim]\nduration = 1.5\nseed = 2.5\n[[flow]]\n",
+        "flow = 1\n",
+    ] {
+        let e = err(bad);
+        for word in [
+            "u64", "i64", "f64", "struct", "Spec", "sequence", "NumOrStr",
+        ] {
+            assert!(!e.contains(word), "{e}");
+        }
+    }
+}
+
+#[test]
+fn huge_values_are_errors_not_clamped() {
+    assert_eq!(
+        err("[sim]\nduration = \"1e12s\"\n[[flow]]\n"),
+        "sim.duration: must be at most 1e9 s (about 31 years), got 1e12s"
+    );
+    assert_eq!(
+        err("[[flow]]\ntcp = { rwnd = \"2GiB\" }\n"),
+        "flow[0].tcp.rwnd: must be <= 1 GiB (the largest TCP window, RFC 7323 section 2.3), got 2147483648"
+    );
+    assert_eq!(
+        err("[sim]\nfigure_flows = 0\n[[flow]]\n"),
+        "sim.figure_flows: must be >= 1, got 0"
+    );
+}
+
+#[test]
+fn profile_times_beyond_the_bound_are_errors() {
+    assert_eq!(
+        err("[path.fwd]\n[[path.fwd.stage]]\ntype = \"delay\"\nprofile = [[0, 5, 0], [1e300, 5, 0]]\n[[flow]]\n"),
+        "path.fwd.stage[0].profile[1]: time must be at most 1e12 ms (about 31 years), got 1e300"
+    );
+    assert_eq!(
+        err(
+            "[path.fwd]\n[[path.fwd.stage]]\ntype = \"delay\"\nprofile = [[0, inf, 0]]\n[[flow]]\n"
+        ),
+        "path.fwd.stage[0].profile[0]: delay must be at most 1e12 ms (about 31 years), got inf"
+    );
+}
+
+#[test]
+fn trace_files_must_be_regular_files() {
+    let e =
+        err("[path.fwd]\n[[path.fwd.stage]]\ntype = \"delay\"\ntrace = \"/dev/zero\"\n[[flow]]\n");
+    assert_eq!(
+        e,
+        "path.fwd.stage[0].trace: /dev/zero is not a regular file"
+    );
+    let e = err("[path.fwd]\n[[path.fwd.stage]]\ntype = \"delay\"\ntrace = \"/tmp\"\n[[flow]]\n");
+    assert!(e.ends_with("is not a regular file"), "{e}");
+}
+
+#[test]
+fn left_out_paths_are_the_default_link() {
+    let sc = parse("[[flow]]\n", &[], Path::new(".")).unwrap();
+    let fwd = &sc.path["fwd"].stage;
+    assert_eq!(fwd.len(), 2);
+    assert_eq!(fwd[0].rate, Some(Rate(10_000_000)));
+    assert_eq!(fwd[0].queue, Some(100));
+    assert_eq!(fwd[1].delay, Some(d_ms(20)));
+    assert_eq!(sc.path["rev"].stage[0].delay, Some(d_ms(20)));
+    // A path the file declares, even empty, is taken as written.
+    let sc = parse("[path.fwd]\n[[flow]]\n", &[], Path::new(".")).unwrap();
+    assert!(sc.path["fwd"].stage.is_empty());
+}
+
+#[test]
+fn spurious_fields_are_checked_with_the_field_named() {
+    assert_eq!(
+        err("[[flow]]\n[flow.tcp]\nspurious = [\"eifle\"]\n"),
+        "flow[0].tcp.spurious[0]: unknown detector \"eifle\" (known: eifel, dsack, frto)"
+    );
+    assert_eq!(
+        err("[[flow]]\n[flow.tcp]\nspurious = [\"eifel\"]\ntimestamps = false\n"),
+        "flow[0].tcp.timestamps: the eifel detector (RFC 3522) needs timestamps = true"
+    );
+    assert_eq!(
+        err("[[flow]]\n[flow.tcp]\nspurious = [\"dsack\"]\nsack = false\n"),
+        "flow[0].tcp.dsack: the dsack detector (RFC 3708) needs sack = true and dsack = true"
+    );
+    assert_eq!(
+        err("[[flow]]\n[flow.tcp]\nspurious = [\"frto\", \"frto\"]\n"),
+        "flow[0].tcp.spurious[1]: \"frto\" is listed twice"
+    );
+    let e = err("[[flow]]\n[flow.tcp]\nresponse = \"restore\"\n");
+    assert!(
+        e.starts_with("flow[0].tcp.response: unknown variant `restore`"),
+        "{e}"
+    );
+    assert!(e.contains("`none`, `eifel`, `undo`"), "{e}");
+    assert_eq!(
+        err("[[flow]]\n[flow.tcp]\nprofile = \"bsd\"\n"),
+        "flow[0].tcp.profile: unknown profile \"bsd\" (known: linux)"
+    );
+}
+
+#[test]
+fn linux_profile_fills_missing_keys_and_explicit_keys_win() {
+    let sc = parse(
+        "[[flow]]\n[flow.tcp]\nprofile = \"linux\"\nvariant = \"reno\"\n",
+        &[],
+        Path::new("."),
+    )
+    .unwrap();
+    let t = &sc.flow[0].tcp;
+    assert_eq!(t.variant, VariantSpec::Reno, "explicit key kept");
+    assert_eq!(t.spurious, vec!["eifel", "dsack", "frto"]);
+    assert_eq!(t.response, ResponseSpec::Undo);
+    assert_eq!(t.rto.estimator, EstimatorSpec::Linux);
+    assert_eq!(t.rto.min, Some(d_ms(200)));
+    assert!(!t.clear_sack_on_rto);
+    let c = sc.flow[0].tcp_config().spurious;
+    assert_eq!(c.frto, FrtoVariant::SackEnhanced);
+    assert_eq!(c.detectors.label(), "eifel+dsack+frto");
+    // The resolved scenario re-parses to the same thing.
+    let back = toml::to_string(&sc).unwrap();
+    let sc2 = parse(&back, &[], Path::new(".")).unwrap();
+    assert_eq!(
+        serde_json::to_string(&sc).unwrap(),
+        serde_json::to_string(&sc2).unwrap()
+    );
+}
+
+#[test]
+fn overrides_reach_every_flow_or_one() {
+    let text = "[[flow]]\n[[flow]]\n";
+    let sc = parse(text, &["flow.tcp.variant=\"reno\"".into()], Path::new(".")).unwrap();
+    assert!(sc.flow.iter().all(|f| f.tcp.variant == VariantSpec::Reno));
+    let sc = parse(
+        text,
+        &["flow[1].tcp.mss=1000".into(), "sim.duration=3s".into()],
+        Path::new("."),
+    )
+    .unwrap();
+    assert_eq!(sc.flow[0].tcp.mss, 1448);
+    assert_eq!(sc.flow[1].tcp.mss, 1000);
+    assert_eq!(sc.sim.duration, d_ms(3000));
+    let e = parse(text, &["flow[5].tcp.mss=1".into()], Path::new(".")).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "flow[5].tcp.mss: index 5 out of range (flow has 2 entries)"
+    );
+    let e = parse(text, &["nonsense".into()], Path::new(".")).unwrap_err();
+    assert_eq!(e.to_string(), "--set nonsense: expected key=value");
+}
+
+#[test]
+fn overrides_name_a_stage_by_type_or_name() {
+    let text = "[path.fwd]\n[[path.fwd.stage]]\ntype = \"rate\"\nrate = \"1Mbps\"\n\
+                [[path.fwd.stage]]\ntype = \"delay\"\ndelay = \"10ms\"\n[[flow]]\n";
+    let sc = parse(
+        text,
+        &["path.fwd.delay.delay=\"30ms\"".into()],
+        Path::new("."),
+    )
+    .unwrap();
+    assert_eq!(sc.path["fwd"].stage[1].delay, Some(d_ms(30)));
+    let e = parse(text, &["path.fwd.loss.p=0.1".into()], Path::new(".")).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "path.fwd.loss.p: no stage named or of type \"loss\" in this path"
+    );
+    let two =
+        format!("{text}[[path.fwd.stage]]\ntype = \"delay\"\ndelay = \"1ms\"\nname = \"air\"\n");
+    let e = parse(
+        &two,
+        &["path.fwd.delay.delay=\"5ms\"".into()],
+        Path::new("."),
+    )
+    .unwrap_err();
+    assert!(e.to_string().contains("2 stages of type \"delay\""), "{e}");
+    let sc = parse(&two, &["path.fwd.air.delay=\"5ms\"".into()], Path::new(".")).unwrap();
+    assert_eq!(sc.path["fwd"].stage[2].delay, Some(d_ms(5)));
+}
+
+#[test]
+fn a_sweep_table_is_accepted_and_left_out_of_the_resolved_scenario() {
+    let sc = parse("[[flow]]\n[sweep]\nreplications = 3\n", &[], Path::new(".")).unwrap();
+    assert!(sc.sweep.is_some());
+    assert!(!serde_json::to_string(&sc).unwrap().contains("sweep"));
+}
+
+#[test]
+fn resolved_scenario_round_trips() {
+    let text = "[path.fwd]\n[[path.fwd.stage]]\ntype = \"delay\"\ndelay = \"25ms\"\n[[flow]]\n";
+    let sc = parse(text, &[], Path::new(".")).unwrap();
+    let back = toml::to_string(&sc).unwrap();
+    let sc2 = parse(&back, &[], Path::new(".")).unwrap();
+    assert_eq!(
+        serde_json::to_string(&sc).unwrap(),
+        serde_json::to_string(&sc2).unwrap()
+    );
+}
