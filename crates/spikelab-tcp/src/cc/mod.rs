@@ -11,8 +11,14 @@
 //! algorithm which cwnd to restore ([`undo_cwnd`], Linux `undo_cwnd`), so no field is forgotten
 //! (quinn's CUBIC undoes the same way).
 //!
+//! One module per algorithm: [`reno`] (RFC 5681 AIMD).
+//!
 //! [`restore_state`]: CongestionControl::restore_state
 //! [`undo_cwnd`]: CongestionControl::undo_cwnd
+
+mod reno;
+
+pub use reno::Reno;
 
 use std::any::Any;
 
@@ -92,55 +98,6 @@ pub fn cong_avoid_ai(w: &mut Window, acked: u64, counting: AckCounting, bytes_ac
                 *bytes_acked -= w.cwnd;
                 w.cwnd += w.mss;
             }
-        }
-    }
-}
-
-/// Reno AIMD: halve on loss (RFC 5681 eq. 4), slow start below ssthresh, +1 MSS per RTT above.
-/// Its only internal state is the byte counter of appropriate byte counting.
-pub struct Reno {
-    counting: AckCounting,
-    bytes_acked: u64,
-}
-
-/// What [`Reno`] saves for an undo.
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
-struct RenoState {
-    bytes_acked: u64,
-}
-
-impl Reno {
-    pub fn new(counting: AckCounting) -> Reno {
-        Reno {
-            counting,
-            bytes_acked: 0,
-        }
-    }
-}
-
-impl CongestionControl for Reno {
-    fn name(&self) -> &'static str {
-        "reno"
-    }
-    fn ssthresh(&mut self, w: &Window, flight_size: u64) -> u64 {
-        self.bytes_acked = 0;
-        (flight_size / 2).max(2 * w.mss)
-    }
-    fn cong_avoid(&mut self, w: &mut Window, acked: u64) {
-        if w.cwnd < w.ssthresh {
-            slow_start(w, acked, self.counting);
-        } else {
-            cong_avoid_ai(w, acked, self.counting, &mut self.bytes_acked);
-        }
-    }
-    fn save_state(&self) -> CcState {
-        CcState(Some(Box::new(RenoState {
-            bytes_acked: self.bytes_acked,
-        })))
-    }
-    fn restore_state(&mut self, saved: CcState) {
-        if let Some(s) = saved.0.and_then(|b| b.downcast::<RenoState>().ok()) {
-            self.bytes_acked = s.bytes_acked;
         }
     }
 }

@@ -1,0 +1,329 @@
+//! ACK processing: cumulative and duplicate ACKs, SACK and DSACK, RTT samples, detector input, window growth.
+
+use super::*;
+
+impl TcpSender {
+    // ---- input ------------------------------------------------------------------------------
+
+    /// Processes an ACK arriving at `now`.
+    pub fn on_ack(&mut self, now: SimTime, seg: &Segment) {
+        self.last_rtt_sample = None;
+        self.rwnd = seg.window;
+        if let Some(ts) = seg.ts {
+            self.ts_recent = ts.val;
+        }
+        let ack = seg.ack;
+        if ack > self.snd_max || ack < self.snd_una {
+            return;
+        }
+        let prior_snd_una = self.snd_una;
+        let frto_recover = self.frto.as_ref().and_then(|f| f.recover());
+        let mut newly_sacked = 0;
+        let mut dsack = false;
+        let mut dsack_block = None;
+        let mut sack_above_recover = false;
+        let mut newly_sacked_below_recover = false;
+        if self.cfg.sack {
+            let blocks = seg.sack.as_slice();
+            if let Some(&(s0, e0)) = blocks.first() {
+                dsack = s0 < ack || blocks.get(1).is_some_and(|&(s1, e1)| s0 >= s1 && e0 <= e1);
+                if dsack {
+                    self.stats.dsacks_rcvd += 1;
+                    dsack_block = Some(DsackBlock {
+                        start: s0,
+                        end: e0,
+                        snd_una: prior_snd_una,
+                        scoreboard_empty: self.board.sacked_bytes() == 0,
+                    });
+                    let ledger_retx = self.dsacked_retransmissions(
+                        s0,
+                        e0,
+                        prior_snd_una,
+                        self.ledger.undo_marker,
+                    );
+                    self.ledger.undo_retrans = self.ledger.undo_retrans.saturating_sub(ledger_retx);
+                }
+            }
+            for (i, &(s, e)) in blocks.iter().enumerate() {
+                if (i == 0 && dsack) || e <= ack {
+                    continue;
+                }
+                let n = self.board.mark_sacked(s.max(ack), e);
+                newly_sacked += n;
+                if let Some(r) = frto_recover {
+                    sack_above_recover |= e > r;
+                    newly_sacked_below_recover |= n > 0 && s < r;
+                }
+            }
+        }
+        let is_dupack = ack == self.snd_una
+            && seg.len == 0
+            && self.snd_max > self.snd_una
+            && (self.cfg.variant != Variant::Sack || newly_sacked > 0);
+        let mut sample = None;
+        let mut acked = 0;
+        if ack > self.snd_una {
+            acked = ack - self.snd_una;
+            sample = match (self.cfg.timestamps, seg.ts, self.timed) {
+                (true, Some(ts), _) => {
+                    let ticks = self.ts_now(now).wrapping_sub(ts.ecr).max(1);
+                    Some(self.cfg.ts_tick.saturating_mul(ticks as u64))
+                }
+                (false, _, Some((end, sent))) if ack >= end => {
+                    self.timed = None;
+                    Some(now - sent)
+                }
+                _ => None,
+            };
+            self.snd_una = ack;
+            self.board.advance(ack);
+            if self.snd_nxt < ack {
+                self.snd_nxt = ack;
+            }
+            self.high_rxt = self.high_rxt.max(ack);
+            self.rto_without_progress = false;
+        }
+
+        // Detectors read the ACK; the response waits until the ACK has been processed.
+        let mut spurious_by = None;
+        let mut frto_action = frto::Action::default();
+        if let Some(e) = &mut self.eifel {
+            if acked > 0 {
+                let v = e.on_acceptable_ack(&AcceptableAck {
+                    ts_ecr: seg.ts.map(|t| t.ecr),
+                    dsack,
+                    dsack_seen_before: self.dsack_seen,
+                    acks_all_outstanding: ack == self.snd_max,
+                });
+                if let Some(v) = v {
+                    spurious_by = spurious_by.or(self.record_verdict(now, DetectorKind::Eifel, v));
+                }
+            }
+        }
+        if dsack {
+            self.dsack_seen = true;
+            if let (Some(d), Some(b)) = (&mut self.dsack_det, &dsack_block) {
+                if let Some(v) = d.on_dsack(b) {
+                    spurious_by = spurious_by.or(self.record_verdict(now, DetectorKind::Dsack, v));
+                }
+            }
+        }
+        let len = self.seg_len(self.snd_max);
+        let can_send_new = len > 0 && self.snd_max + len <= self.snd_una + self.rwnd;
+        if let Some(f) = &mut self.frto {
+            frto_action = f.on_ack(&frto::FrtoAck {
+                ack,
+                prior_snd_una,
+                snd_max: self.snd_max,
+                is_dupack,
+                sack_above_recover,
+                newly_acked_below_recover: (acked > 0
+                    && frto_recover.is_none_or(|r| prior_snd_una < r))
+                    || newly_sacked_below_recover,
+                can_send_new,
+            });
+            if let Some(v) = frto_action.verdict {
+                if v.is_spurious() {
+                    // RFC 5682 §2 step 3b: recover = SND.UNA (fast retransmit allowed again).
+                    self.recover = Some(self.snd_una);
+                }
+                spurious_by = spurious_by.or(self.record_verdict(now, DetectorKind::Frto, v));
+            }
+        }
+        let response = self.cfg.spurious.response;
+        let responding = response != Response::None
+            && spurious_by.is_some()
+            && self.episode.is_some_and(|e| !e.responded);
+        if responding
+            && response == Response::Eifel
+            && self
+                .episode
+                .is_some_and(|e| self.eifel_response_applies(&e))
+        {
+            // RFC 4015 step (11): on the first RTT sample taken from data that was not yet sent
+            // when the spurious timeout occurred (this ACK's own sample, from an original
+            // transmission, goes to the estimator as usual).
+            self.eifel_rtt_after = Some(self.ledger.rfc4015_snd_max);
+        }
+
+        if let Some(r) = sample {
+            if self.eifel_rtt_after.is_some_and(|h| ack > h) {
+                self.eifel_rtt_after = None;
+                self.rtt.restart_after_spurious_timeout(
+                    self.ledger.srtt_prev,
+                    self.ledger.rttvar_prev,
+                    r,
+                );
+            } else {
+                self.rtt.on_sample(r, self.snd_una, self.snd_nxt);
+            }
+            let s = r.as_secs_f64();
+            self.stats.rtt_samples += 1;
+            self.stats.rtt_sum_s += s;
+            self.stats.rtt_sumsq_s += s * s;
+            self.last_rtt_sample = Some(r);
+        }
+        if acked > 0 {
+            self.on_new_ack(now, acked);
+        } else if is_dupack {
+            self.stats.dupacks_rcvd += 1;
+            self.on_dupack(now);
+        }
+
+        // F-RTO's decision on what to send (unless a response takes over).
+        if !responding && self.episode.is_none_or(|e| !e.responded) {
+            self.frto_budget = frto_action.send_new;
+            if let Some(cap) = frto_action.cwnd_cap_segments {
+                self.cwnd = self.cwnd.min(cap * self.mss).max(self.mss);
+            }
+        }
+        if let Some(d) = spurious_by.filter(|_| responding) {
+            match d {
+                DetectorKind::Eifel => self.undo_by_timestamps(now, acked),
+                DetectorKind::Dsack => self.undo_by_dsack(now, acked),
+                DetectorKind::Frto => self.undo_by_frto(now, acked),
+            }
+        } else if frto_action.verdict.is_some_and(|v| v.is_spurious())
+            && (self.state == CaState::Loss || self.snd_nxt < self.snd_max)
+        {
+            // No response (or one already applied): F-RTO's step 3b still ends the RTO
+            // recovery without the retransmissions its detection replaced.
+            self.stop_retransmitting();
+        }
+        if self.state == CaState::Recovery && self.cfg.variant == Variant::Sack {
+            self.set_pipe();
+        }
+    }
+
+    /// Retransmitted segments at or above `marker` that a DSACK block `[s, e)` reports:
+    /// retransmitted segments in the scoreboard, or, for a block wholly below `snd_una` (no
+    /// longer in the scoreboard), its length in segments above the undo marker (Linux
+    /// `tcp_check_dsack` "dumb counting").
+    pub(super) fn dsacked_retransmissions(
+        &self,
+        s: u64,
+        e: u64,
+        prior_snd_una: u64,
+        marker: Option<u64>,
+    ) -> u32 {
+        let Some(marker) = marker else {
+            return 0;
+        };
+        if e <= prior_snd_una {
+            if e <= marker {
+                return 0;
+            }
+            return (e - s.max(marker)).div_ceil(self.mss) as u32;
+        }
+        // Segments start at multiples of the MSS: visit only those inside the block.
+        let mut seq = s.max(marker).div_ceil(self.mss) * self.mss;
+        let mut n = 0;
+        while seq < e {
+            if let Some(m) = self.board.get(seq, self.mss) {
+                if seq + m.len as u64 <= e && m.tx_count > 1 {
+                    n += 1;
+                }
+            }
+            seq += self.mss;
+        }
+        n
+    }
+
+    /// Records a detector's verdict on the current episode; returns the detector if it found
+    /// the episode spurious.
+    pub(super) fn record_verdict(
+        &mut self,
+        now: SimTime,
+        d: DetectorKind,
+        v: Verdict,
+    ) -> Option<DetectorKind> {
+        let ep = self.episode?;
+        self.events.push(SpuriousEvent::Verdict {
+            episode: ep.id,
+            detector: d,
+            verdict: v,
+            t: now,
+        });
+        v.is_spurious().then_some(d)
+    }
+
+    pub(super) fn on_new_ack(&mut self, now: SimTime, acked: u64) {
+        self.dupacks = 0;
+        self.limited_sent = 0;
+        let mut restart_timer = true;
+        match self.state {
+            CaState::Recovery => match self.cfg.variant {
+                Variant::Reno => {
+                    self.cwnd = self.ssthresh;
+                    self.state = CaState::Open;
+                }
+                Variant::NewReno => {
+                    if self.recover.is_none_or(|r| self.snd_una >= r) {
+                        let flight = self.snd_max - self.snd_una;
+                        self.cwnd = self.ssthresh.min(flight.max(self.mss) + self.mss);
+                        self.state = CaState::Open;
+                    } else {
+                        self.pending = Some((self.snd_una, TxKind::Retransmit));
+                        self.cwnd = self.cwnd.saturating_sub(acked);
+                        if acked >= self.mss {
+                            self.cwnd += self.mss;
+                        }
+                        self.cwnd = self.cwnd.max(self.mss);
+                        self.partial_acks += 1;
+                        restart_timer = self.partial_acks == 1;
+                    }
+                }
+                Variant::Sack => {
+                    if self.recover.is_none_or(|r| self.snd_una >= r) {
+                        self.state = CaState::Open;
+                    }
+                }
+            },
+            CaState::Loss => {
+                self.grow(acked);
+                if self.recover.is_none_or(|r| self.snd_una >= r) {
+                    self.state = CaState::Open;
+                }
+            }
+            CaState::Open | CaState::Disorder => {
+                self.state = CaState::Open;
+                self.grow(acked);
+            }
+        }
+        if self.snd_una == self.snd_max {
+            self.rto_deadline = None;
+        } else if restart_timer {
+            self.rto_deadline = Some(now + self.rtt.rto());
+        }
+    }
+
+    pub(super) fn grow(&mut self, acked: u64) {
+        let mut w = self.window();
+        self.cc.cong_avoid(&mut w, acked);
+        self.cwnd = w.cwnd;
+    }
+
+    pub(super) fn on_dupack(&mut self, now: SimTime) {
+        match self.state {
+            CaState::Open | CaState::Disorder | CaState::Loss => {
+                self.dupacks += 1;
+                if self.state == CaState::Open {
+                    self.state = CaState::Disorder;
+                }
+                let trigger = self.dupacks == self.cfg.dupthresh
+                    || (self.cfg.variant == Variant::Sack
+                        && self
+                            .board
+                            .is_lost(self.snd_una, self.cfg.dupthresh, self.mss));
+                if trigger && self.fr_allowed() {
+                    self.enter_recovery(now);
+                }
+            }
+            CaState::Recovery => {
+                if self.cfg.variant != Variant::Sack {
+                    self.cwnd += self.mss;
+                }
+            }
+        }
+    }
+}

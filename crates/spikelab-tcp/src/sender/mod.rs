@@ -1,0 +1,438 @@
+//! The TCP data sender.
+//!
+//! Rules and where they come from:
+//! * Slow start, congestion avoidance, `ssthresh = max(FlightSize/2, 2·SMSS)` on loss:
+//!   RFC 5681 §3.1 (eq. 4); ABC: RFC 3465. Growth is delegated to [`crate::cc`].
+//! * Fast retransmit on the `dupthresh`-th duplicate ACK, fast recovery with cwnd inflation
+//!   (`cwnd = ssthresh + 3·SMSS`, `+SMSS` per further duplicate ACK): RFC 5681 §3.2.
+//!   Reno leaves recovery on any ACK of new data (`cwnd = ssthresh`).
+//! * NewReno, RFC 6582 §3.2: `recover = HighData` on entry; a partial ACK retransmits the first
+//!   unacknowledged segment, deflates cwnd by the bytes acknowledged and adds back one SMSS if at
+//!   least one SMSS was acknowledged, and restarts the RTO timer only on the first partial ACK
+//!   (the "Impatient" variant, §4.1); a full ACK sets `cwnd = min(ssthresh, max(FlightSize,
+//!   SMSS) + SMSS)`. After a timeout `recover = HighData`, and a third duplicate ACK whose
+//!   cumulative ACK does not cover more than `recover` (`ack − 1 > recover`) does not start fast
+//!   retransmit (step 2; switchable with `block_fr_after_rto`, which is "the bug fix" of paper
+//!   002).
+//! * SACK recovery, RFC 6675 §5: entry on `dupthresh` duplicate ACKs (a duplicate ACK carries
+//!   new SACK information, §2) or `IsLost(HighACK + 1)`; `cwnd = ssthresh = FlightSize/2`;
+//!   `NextSeg()` rules 1-4 with `HighRxt` and `RescueRxt`; `SetPipe()`; sending while
+//!   `cwnd − pipe ≥ SMSS`; no new recovery until `HighACK ≥ RecoveryPoint` (§5.1).
+//! * Limited transmit, RFC 3042, optional: one new segment on each of the first two duplicate
+//!   ACKs; such segments are left out of FlightSize when ssthresh is computed.
+//! * RTO, RFC 6298 §5: timer started when data is sent and none is running, restarted on an ACK
+//!   of new data, stopped when all data is acknowledged; on expiry retransmit the first
+//!   unacknowledged segment, back off, `cwnd = 1·SMSS` (RFC 5681 loss window), ssthresh per eq.
+//!   4 unless the segment was already retransmitted by the timer (then ssthresh is held), and
+//!   go back N: `snd_nxt = snd_una`, resending in slow start. With SACK, SACKed segments are
+//!   skipped during go-back-N; RFC 2018 §8 clears the marks on timeout (`clear_sack_on_rto`).
+//! * RTT samples: timestamps (RFC 7323 §4: every ACK of new data, `now − TSecr`), otherwise one
+//!   timed segment at a time and Karn's rule (no sample from a retransmitted segment).
+//!
+//! * Spurious retransmissions (`crate::spurious`): every fast retransmit, and every timeout that
+//!   is not a recurrence before any progress in an RTO recovery, starts a loss-recovery
+//!   [`Episode`]. The sender keeps the undo ledger ([`UndoLedger`], Linux `prior_cwnd`,
+//!   `prior_ssthresh`, `undo_marker`, `undo_retrans`, plus RFC 4015's `pipe_prev`, `SRTT_prev`,
+//!   `RTTVAR_prev` and the congestion control's saved state), feeds the enabled detectors, and
+//!   applies the configured response once per episode, through one entry point per kind of
+//!   evidence: [`TcpSender::undo_by_timestamps`], [`TcpSender::undo_by_dsack`],
+//!   [`TcpSender::undo_by_frto`]. Responses: RFC 4015 (timeouts that initiate an RTO recovery:
+//!   resume with new data after a detection on an ACK of an original transmission, `cwnd =
+//!   FlightSize + min(bytes_acked, IW)`, `ssthresh = pipe_prev`, RTT estimator restarted on the
+//!   first sample from data sent after the timeout), Linux full undo (`cwnd =
+//!   undo_cwnd(prior_cwnd)`, `ssthresh = max(ssthresh, prior_ssthresh)`, no more
+//!   retransmissions), or none. F-RTO replaces go-back-N after a timeout by up to two new
+//!   segments while it decides.
+//!
+//! Layout: this file holds the state and observers; [`send`] the output path (`poll_transmit`,
+//! `NextSeg()`, `SetPipe()`), [`ack`] ACK processing and growth, [`recovery`] entering fast
+//! recovery, [`undo`] episodes, the undo ledger and the responses, [`timers`] the RTO.
+//!
+//! Simplifications: no handshake, no Nagle, no persist timer (the receiver never closes its
+//! window), the advertised window is not scaled or shrunk.
+
+mod ack;
+mod recovery;
+mod send;
+mod timers;
+mod undo;
+
+use crate::cc::{AckCounting, CcState, CongestionControl, Reno, Window};
+use crate::rtt::RttEstimator;
+use crate::scoreboard::Scoreboard;
+use crate::spurious::dsack::{Dsack, DsackBlock};
+use crate::spurious::eifel::{AcceptableAck, Eifel};
+use crate::spurious::frto::{self, Frto};
+use crate::spurious::{DetectorKind, EpisodeKind, Response, Verdict};
+use crate::{RtoAlgorithm, Segment, TcpConfig, Timestamps, Variant};
+use spikelab_core::{SimDuration, SimTime};
+
+/// Congestion state, named as in Linux (`TCP_CA_*`) and ns-3 (`CA_*`).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum CaState {
+    Open = 0,
+    /// Duplicate ACKs seen, below the fast-retransmit threshold.
+    Disorder = 1,
+    /// Fast recovery.
+    Recovery = 2,
+    /// After a retransmission timeout, until everything sent before it is acknowledged.
+    Loss = 3,
+}
+
+/// Why a segment is being sent.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum TxKind {
+    /// First transmission of these bytes.
+    New,
+    /// The fast retransmission that starts fast recovery.
+    FastRetransmit,
+    /// The retransmission sent when the RTO expires.
+    RtoRetransmit,
+    /// Any other retransmission: partial ACK, SACK recovery, go-back-N after a timeout.
+    Retransmit,
+}
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct Transmit {
+    pub seg: Segment,
+    pub kind: TxKind,
+}
+
+/// Counters kept by the sender.
+#[derive(Clone, Debug, Default)]
+pub struct SenderStats {
+    /// Segments sent, retransmissions included.
+    pub segments_sent: u64,
+    /// Retransmitted segments.
+    pub retx_segments: u64,
+    pub rto_count: u64,
+    pub fast_retx_count: u64,
+    pub dupacks_rcvd: u64,
+    pub dsacks_rcvd: u64,
+    pub rtt_samples: u64,
+    /// Sum and sum of squares of RTT samples, seconds.
+    pub rtt_sum_s: f64,
+    pub rtt_sumsq_s: f64,
+    /// Responses applied (Eifel response or undo).
+    pub undo_count: u64,
+}
+
+/// A loss-recovery episode: what the detectors judge.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct Episode {
+    /// Episodes of this sender are numbered from 0.
+    pub id: u32,
+    pub kind: EpisodeKind,
+    /// First byte of the retransmission that started it.
+    pub seq: u64,
+    pub start: SimTime,
+    /// A response was applied (at most once per episode).
+    pub responded: bool,
+}
+
+/// Something the spurious-retransmission machinery did, for traces and scoring. The sender
+/// appends; the caller reads [`TcpSender::spurious_events`] and clears them.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum SpuriousEvent {
+    EpisodeStart(Episode),
+    Verdict {
+        episode: u32,
+        detector: DetectorKind,
+        verdict: Verdict,
+        t: SimTime,
+    },
+    /// A response changed the congestion state (`None` responses leave no event).
+    Undo {
+        episode: u32,
+        response: Response,
+        detector: DetectorKind,
+        t: SimTime,
+        /// cwnd and ssthresh after the response, bytes.
+        cwnd: u64,
+        ssthresh: u64,
+    },
+}
+
+/// The undo ledger (Linux `tcp_sock` undo fields; RFC 4015 step (0)).
+#[derive(Debug, Default)]
+pub struct UndoLedger {
+    /// cwnd when the episode started, bytes (Linux `prior_cwnd`).
+    pub prior_cwnd: u64,
+    /// ssthresh to restore, bytes: Linux `tcp_current_ssthresh`, the larger of ssthresh and
+    /// 3/4 cwnd when the episode started.
+    pub prior_ssthresh: u64,
+    /// `snd_una` when the episode started (Linux `undo_marker`); `None`: nothing to undo.
+    pub undo_marker: Option<u64>,
+    /// Segments retransmitted since the undo marker and not reported by DSACK (Linux
+    /// `undo_retrans`).
+    pub undo_retrans: u32,
+    /// The episode whose timeout initiated the current timeout-based loss recovery and took
+    /// RFC 4015 step (0); the Eifel response answers only that episode (§3.1: not reinitiated
+    /// before that recovery completes).
+    pub rfc4015_episode: Option<u32>,
+    /// SND.MAX at that timeout: RFC 4015 step (11) takes its RTT sample from data above it.
+    pub rfc4015_snd_max: u64,
+    /// RFC 4015 `pipe_prev = max(FlightSize, ssthresh)`, bytes.
+    pub pipe_prev: u64,
+    /// RFC 4015 `SRTT_prev = SRTT + 2G` (`None`: no RTT sample yet).
+    pub srtt_prev: Option<SimDuration>,
+    /// RFC 4015 `RTTVAR_prev`.
+    pub rttvar_prev: SimDuration,
+    /// The congestion control's state when the episode started.
+    cc: CcState,
+}
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+enum NextSegRule {
+    Lost,
+    NewData,
+    Unsacked,
+    Rescue,
+}
+
+pub struct TcpSender {
+    cfg: TcpConfig,
+    mss: u64,
+    cc: Box<dyn CongestionControl>,
+    /// Bytes the application will ever send (`None`: unlimited).
+    app_total: Option<u64>,
+    snd_una: u64,
+    snd_nxt: u64,
+    /// Highest sequence number sent plus one (RFC 6675 HighData + 1).
+    snd_max: u64,
+    cwnd: u64,
+    ssthresh: u64,
+    state: CaState,
+    dupacks: u32,
+    /// RFC 6582 `recover` / RFC 6675 `RecoveryPoint`, as one past the byte (exclusive).
+    recover: Option<u64>,
+    partial_acks: u32,
+    limited_sent: u64,
+    rwnd: u64,
+    rtt: RttEstimator,
+    rto_deadline: Option<SimTime>,
+    /// Without timestamps: (end of the timed segment, time sent).
+    timed: Option<(u64, SimTime)>,
+    board: Scoreboard,
+    /// RFC 6675 HighRxt, exclusive.
+    high_rxt: u64,
+    /// RFC 6675 RescueRxt, exclusive (`None`: undefined).
+    rescue_rxt: Option<u64>,
+    pipe: u64,
+    /// A retransmission that must go out now regardless of the window.
+    pending: Option<(u64, TxKind)>,
+    /// TS.Recent of the sender: the receiver's last TSval, echoed in TSecr.
+    ts_recent: u32,
+    last_rtt_sample: Option<SimDuration>,
+    stats: SenderStats,
+    // ---- spurious retransmissions ----
+    eifel: Option<Eifel>,
+    dsack_det: Option<Dsack>,
+    frto: Option<Frto>,
+    ledger: UndoLedger,
+    episode: Option<Episode>,
+    next_episode: u32,
+    events: Vec<SpuriousEvent>,
+    /// An ACK with a DSACK block has arrived in this connection (RFC 3522 step 5).
+    dsack_seen: bool,
+    /// An RTO fired and no ACK advanced `snd_una` since (a recurring timeout continues the
+    /// episode).
+    rto_without_progress: bool,
+    /// New segments F-RTO step 2b still lets the sender transmit.
+    frto_budget: u32,
+    /// RFC 4015 step (11) armed: restart the RTT estimator on the first RTT sample from an
+    /// ACK above this sequence number (data not yet sent when the spurious timeout occurred).
+    eifel_rtt_after: Option<u64>,
+}
+
+impl TcpSender {
+    /// A sender with Reno congestion control; `app_total` bytes to send (`None` = bulk).
+    pub fn new(cfg: TcpConfig, app_total: Option<u64>) -> TcpSender {
+        let counting = if cfg.abc {
+            AckCounting::ByteCounting {
+                limit_segments: cfg.abc_limit,
+            }
+        } else {
+            AckCounting::PerAck
+        };
+        Self::with_cc(cfg, app_total, Box::new(Reno::new(counting)))
+    }
+
+    pub fn with_cc(
+        cfg: TcpConfig,
+        app_total: Option<u64>,
+        cc: Box<dyn CongestionControl>,
+    ) -> TcpSender {
+        let mss = cfg.mss as u64;
+        let sp = cfg.spurious;
+        TcpSender {
+            eifel: sp
+                .detectors
+                .contains(DetectorKind::Eifel)
+                .then(Eifel::default),
+            dsack_det: sp
+                .detectors
+                .contains(DetectorKind::Dsack)
+                .then(|| Dsack::new(mss)),
+            frto: sp
+                .detectors
+                .contains(DetectorKind::Frto)
+                .then(|| Frto::new(sp.frto)),
+            ledger: UndoLedger::default(),
+            episode: None,
+            next_episode: 0,
+            events: Vec::new(),
+            dsack_seen: false,
+            rto_without_progress: false,
+            frto_budget: 0,
+            eifel_rtt_after: None,
+            mss,
+            cc,
+            app_total,
+            snd_una: 0,
+            snd_nxt: 0,
+            snd_max: 0,
+            cwnd: cfg.initial_window as u64 * mss,
+            ssthresh: cfg.initial_ssthresh.unwrap_or(u64::MAX),
+            state: CaState::Open,
+            dupacks: 0,
+            recover: None,
+            partial_acks: 0,
+            limited_sent: 0,
+            rwnd: cfg.rwnd,
+            rtt: RttEstimator::new(cfg.rto),
+            rto_deadline: None,
+            timed: None,
+            board: Scoreboard::new(mss),
+            high_rxt: 0,
+            rescue_rxt: None,
+            pipe: 0,
+            pending: None,
+            ts_recent: 0,
+            last_rtt_sample: None,
+            stats: SenderStats::default(),
+            cfg,
+        }
+    }
+
+    // ---- observers -------------------------------------------------------------------------
+
+    pub fn cwnd(&self) -> u64 {
+        self.cwnd
+    }
+    pub fn ssthresh(&self) -> u64 {
+        self.ssthresh
+    }
+    pub fn snd_una(&self) -> u64 {
+        self.snd_una
+    }
+    pub fn snd_nxt(&self) -> u64 {
+        self.snd_nxt
+    }
+    pub fn snd_max(&self) -> u64 {
+        self.snd_max
+    }
+    pub fn state(&self) -> CaState {
+        self.state
+    }
+    pub fn rto(&self) -> SimDuration {
+        self.rtt.rto()
+    }
+    pub fn rtt(&self) -> &RttEstimator {
+        &self.rtt
+    }
+    pub fn stats(&self) -> &SenderStats {
+        &self.stats
+    }
+    pub fn config(&self) -> &TcpConfig {
+        &self.cfg
+    }
+    pub fn dupacks(&self) -> u32 {
+        self.dupacks
+    }
+    pub fn recover(&self) -> Option<u64> {
+        self.recover
+    }
+    /// The RTT sample taken by the last `on_ack`, if any (cleared by the next `on_ack`).
+    pub fn last_rtt_sample(&self) -> Option<SimDuration> {
+        self.last_rtt_sample
+    }
+    /// Bytes believed in the network: RFC 6675 `pipe` during SACK recovery, otherwise
+    /// `snd_nxt − snd_una` less the SACKed bytes.
+    pub fn inflight(&self) -> u64 {
+        if self.state == CaState::Recovery && self.cfg.variant == Variant::Sack {
+            self.pipe
+        } else {
+            (self.snd_nxt - self.snd_una).saturating_sub(self.board.sacked_bytes())
+        }
+    }
+    /// The current (latest) loss-recovery episode.
+    pub fn episode(&self) -> Option<&Episode> {
+        self.episode.as_ref()
+    }
+    pub fn ledger(&self) -> &UndoLedger {
+        &self.ledger
+    }
+    /// Spurious-retransmission events since the last [`clear_spurious_events`].
+    ///
+    /// [`clear_spurious_events`]: TcpSender::clear_spurious_events
+    pub fn spurious_events(&self) -> &[SpuriousEvent] {
+        &self.events
+    }
+    pub fn clear_spurious_events(&mut self) {
+        self.events.clear();
+    }
+    /// Whether F-RTO is deciding the current timeout (steps 2-3).
+    pub fn frto_active(&self) -> bool {
+        self.frto.as_ref().is_some_and(|f| f.is_active())
+    }
+
+    /// Whether the application's data has all been acknowledged.
+    pub fn is_done(&self) -> bool {
+        self.app_total.is_some_and(|t| self.snd_una >= t)
+    }
+
+    /// When `on_timer` must next be called.
+    pub fn next_timer(&self) -> Option<SimTime> {
+        self.rto_deadline
+    }
+
+    // ---- helpers -----------------------------------------------------------------------------
+
+    pub(super) fn seg_len(&self, seq: u64) -> u64 {
+        match self.app_total {
+            Some(t) => self.mss.min(t.saturating_sub(seq)),
+            None => self.mss,
+        }
+    }
+
+    pub(super) fn ts_now(&self, now: SimTime) -> u32 {
+        (now.as_nanos() / self.cfg.ts_tick.as_nanos().max(1)) as u32
+    }
+
+    pub(super) fn window(&self) -> Window {
+        Window {
+            cwnd: self.cwnd,
+            ssthresh: self.ssthresh,
+            mss: self.mss,
+        }
+    }
+
+    /// Whether the `dupthresh`-th duplicate ACK may start fast retransmit.
+    ///
+    /// RFC 6582 §3.2 step 2: only if the cumulative ACK "covers more than recover", i.e.
+    /// `ack_number - 1 > recover` where `recover` is the highest sequence number transmitted;
+    /// `self.recover` is one past that byte, so `snd_una > recover`. RFC 6675 §5.1: a new SACK
+    /// recovery may start once `HighACK >= RecoveryPoint` (both inclusive byte numbers), i.e.
+    /// `snd_una >= recover`.
+    pub(super) fn fr_allowed(&self) -> bool {
+        if !self.cfg.block_fr_after_rto {
+            return true;
+        }
+        match self.recover {
+            None => true,
+            Some(r) if self.cfg.variant == Variant::Sack => self.snd_una >= r,
+            Some(r) => self.snd_una > r,
+        }
+    }
+}

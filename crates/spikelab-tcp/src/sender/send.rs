@@ -1,0 +1,201 @@
+//! The output path: what to send next (RFC 6675 `NextSeg()`, go-back-N, F-RTO new data), `SetPipe()`.
+
+use super::*;
+
+impl TcpSender {
+    // ---- output -----------------------------------------------------------------------------
+
+    /// The next segment to send at `now`, if any. Call until it returns `None`.
+    pub fn poll_transmit(&mut self, now: SimTime) -> Option<Transmit> {
+        if let Some((seq, kind)) = self.pending.take() {
+            return Some(self.transmit(now, seq, kind));
+        }
+        match self.state {
+            CaState::Recovery if self.cfg.variant == Variant::Sack => {
+                if self.cwnd < self.pipe + self.mss {
+                    return None;
+                }
+                let (seq, rule) = self.next_seg()?;
+                let len = self.seg_len(seq);
+                let t = self.transmit(now, seq, TxKind::Retransmit);
+                match rule {
+                    NextSegRule::Lost | NextSegRule::Unsacked => self.high_rxt = seq + len,
+                    NextSegRule::Rescue => self.rescue_rxt = self.recover,
+                    NextSegRule::NewData => {}
+                }
+                self.pipe += len;
+                Some(t)
+            }
+            CaState::Loss => {
+                // F-RTO step 2b: new segments instead of retransmissions.
+                if self.frto_budget > 0 {
+                    let seq = self.snd_max;
+                    let len = self.seg_len(seq);
+                    if len > 0 && seq + len <= self.snd_una + self.rwnd {
+                        self.frto_budget -= 1;
+                        return Some(self.transmit(now, seq, TxKind::New));
+                    }
+                    self.frto_budget = 0;
+                }
+                if self
+                    .frto
+                    .as_ref()
+                    .is_some_and(|f| f.holds_retransmissions())
+                {
+                    return None;
+                }
+                // Go-back-N from snd_nxt, skipping SACKed segments.
+                while self.snd_nxt < self.snd_max
+                    && self
+                        .board
+                        .get(self.snd_nxt, self.mss)
+                        .is_some_and(|m| m.sacked)
+                {
+                    self.snd_nxt += self.seg_len(self.snd_nxt);
+                }
+                let seq = self.snd_nxt;
+                let len = self.seg_len(seq);
+                if len == 0 {
+                    return None;
+                }
+                let sacked_below: u64 = self
+                    .board
+                    .iter()
+                    .take_while(|(s, _)| *s < seq)
+                    .filter(|(_, m)| m.sacked)
+                    .map(|(_, m)| m.len as u64)
+                    .sum();
+                let flight = seq - self.snd_una - sacked_below;
+                if flight + len > self.cwnd.min(self.rwnd) {
+                    return None;
+                }
+                Some(self.transmit(now, seq, TxKind::Retransmit))
+            }
+            _ => {
+                let seq = self.snd_nxt;
+                let len = self.seg_len(seq);
+                if len == 0 {
+                    return None;
+                }
+                let mut allowance = self.cwnd;
+                let limited = self.state == CaState::Disorder && self.cfg.limited_transmit;
+                if limited {
+                    allowance += self.dupacks.min(2) as u64 * self.mss;
+                }
+                let end = seq + len - self.snd_una;
+                if end > allowance.min(self.rwnd) {
+                    return None;
+                }
+                if limited && end > self.cwnd {
+                    self.limited_sent += len;
+                }
+                Some(self.transmit(now, seq, TxKind::Retransmit))
+            }
+        }
+    }
+
+    /// Sends the segment at `seq`; `kind` is corrected to `New` for bytes never sent before.
+    pub(super) fn transmit(&mut self, now: SimTime, seq: u64, mut kind: TxKind) -> Transmit {
+        let len = self.seg_len(seq);
+        debug_assert!(len > 0 && seq <= self.snd_max);
+        if seq == self.snd_max {
+            self.board.push_new(len as u32);
+            self.snd_max += len;
+            kind = TxKind::New;
+            if !self.cfg.timestamps && self.timed.is_none() {
+                self.timed = Some((seq + len, now));
+            }
+        } else {
+            if kind == TxKind::New {
+                kind = TxKind::Retransmit;
+            }
+            if let Some(m) = self.board.get_mut(seq, self.mss) {
+                m.tx_count = m.tx_count.saturating_add(1);
+            }
+            self.stats.retx_segments += 1;
+            if self.ledger.undo_marker.is_some_and(|m| seq >= m) {
+                self.ledger.undo_retrans += 1;
+            }
+            if let Some(d) = &mut self.dsack_det {
+                d.on_retransmit(seq);
+            }
+            // Karn: a retransmission makes the timed measurement ambiguous.
+            self.timed = None;
+        }
+        if seq == self.snd_nxt {
+            self.snd_nxt = seq + len;
+        }
+        self.stats.segments_sent += 1;
+        if self.rto_deadline.is_none() {
+            self.rto_deadline = Some(now + self.rtt.rto());
+        }
+        let ts = self.cfg.timestamps.then(|| Timestamps {
+            val: self.ts_now(now),
+            ecr: self.ts_recent,
+        });
+        Transmit {
+            seg: Segment {
+                seq,
+                len: len as u32,
+                ack: 0,
+                window: self.cfg.rwnd,
+                ts,
+                sack: Default::default(),
+            },
+            kind,
+        }
+    }
+
+    /// RFC 6675 `NextSeg()`.
+    pub(super) fn next_seg(&self) -> Option<(u64, NextSegRule)> {
+        let highest_sacked = self.board.highest_sacked_end();
+        let mut rule1 = None;
+        let mut rule3 = None;
+        self.board
+            .for_each_rev_with_lost(self.cfg.dupthresh, self.mss, |seq, m, lost| {
+                if !m.sacked && seq >= self.high_rxt && highest_sacked.is_some_and(|h| seq < h) {
+                    if lost {
+                        rule1 = Some(seq);
+                    }
+                    rule3 = Some(seq);
+                }
+            });
+        if let Some(s) = rule1 {
+            return Some((s, NextSegRule::Lost));
+        }
+        let len = self.seg_len(self.snd_max);
+        if len > 0 && self.snd_max + len <= self.snd_una + self.rwnd {
+            return Some((self.snd_max, NextSegRule::NewData));
+        }
+        if let Some(s) = rule3 {
+            return Some((s, NextSegRule::Unsacked));
+        }
+        // Rule 4: HighACK > RescueRxt, both inclusive byte numbers; `snd_una` and `rescue_rxt`
+        // are one past theirs.
+        if self.rescue_rxt.is_none_or(|r| self.snd_una > r) {
+            let highest_unsacked = self.board.iter().rev().find(|(_, m)| !m.sacked);
+            if let Some((s, _)) = highest_unsacked {
+                return Some((s, NextSegRule::Rescue));
+            }
+        }
+        None
+    }
+
+    /// RFC 6675 `SetPipe()`.
+    pub(super) fn set_pipe(&mut self) {
+        let mut pipe = 0;
+        let high_rxt = self.high_rxt;
+        self.board
+            .for_each_rev_with_lost(self.cfg.dupthresh, self.mss, |seq, m, lost| {
+                if !m.sacked {
+                    if !lost {
+                        pipe += m.len as u64;
+                    }
+                    if seq < high_rxt {
+                        pipe += m.len as u64;
+                    }
+                }
+            });
+        self.pipe = pipe;
+    }
+}

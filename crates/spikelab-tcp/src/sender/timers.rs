@@ -1,0 +1,58 @@
+//! The retransmission timer (RFC 6298 §5).
+
+use super::*;
+
+impl TcpSender {
+    /// Fires the retransmission timer if it is due.
+    pub fn on_timer(&mut self, now: SimTime) {
+        let Some(deadline) = self.rto_deadline else {
+            return;
+        };
+        if now < deadline {
+            return;
+        }
+        if self.snd_max == self.snd_una {
+            self.rto_deadline = None;
+            return;
+        }
+        self.stats.rto_count += 1;
+        let recurring = self.state == CaState::Loss && self.rto_without_progress;
+        if !recurring {
+            self.start_episode(now, EpisodeKind::Timeout);
+        }
+        let timeout = frto::Timeout {
+            in_rto_recovery: self.state == CaState::Loss,
+            in_fast_recovery: self.state == CaState::Recovery,
+            sack_loss_recovery: self.cfg.variant == Variant::Sack,
+            snd_una: self.snd_una,
+            snd_max: self.snd_max,
+            retransmitted_end: self.snd_una + self.seg_len(self.snd_una),
+        };
+        if let Some(f) = &mut self.frto {
+            f.on_timeout(&timeout);
+        }
+        self.rto_without_progress = true;
+        self.frto_budget = 0;
+        if self.rtt.backoff_count() == 0 {
+            // RFC 5681: ssthresh is held when the segment was already retransmitted by the timer.
+            let w = self.window();
+            self.ssthresh = self.cc.ssthresh(&w, self.snd_max - self.snd_una);
+        }
+        self.cwnd = self.mss;
+        self.recover = Some(self.snd_max);
+        self.state = CaState::Loss;
+        self.dupacks = 0;
+        self.limited_sent = 0;
+        self.partial_acks = 0;
+        self.snd_nxt = self.snd_una;
+        if self.cfg.sack && self.cfg.clear_sack_on_rto {
+            self.board.clear_sacked();
+        }
+        self.high_rxt = self.snd_una;
+        self.rescue_rxt = None;
+        self.timed = None;
+        self.rtt.backoff();
+        self.pending = Some((self.snd_una, TxKind::RtoRetransmit));
+        self.rto_deadline = Some(now + self.rtt.rto());
+    }
+}
