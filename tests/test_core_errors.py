@@ -81,3 +81,17 @@ def test_the_packets_bound_names_its_field():
 def test_seeds_beyond_int64_are_refused_in_one_line():
     with pytest.raises(spikelab.ScenarioError, match=r"^seed: must be <= 9223372036854775807"):
         _core.Simulation("[[flow]]\n", [], ".", 2**63, "summary")
+
+
+def test_the_runs_template_needs_no_simulation_even_where_one_would_stop():
+    """Emulation takes its runs columns from here: an unimpaired path (which a bulk simulation
+    cannot run) must still give them, so the emulated results are never lost."""
+    from spikelab._tables import to_arrow
+
+    sim = _core.Simulation(IDEAL_BULK + 'tcp = { spurious = ["eifel"] }\n', [], ".", None,
+                           "summary")
+    runs = to_arrow(sim.runs_template())
+    assert runs.num_rows == 1
+    assert runs["spurious"].to_pylist() == ["eifel"]
+    assert runs["bytes_delivered"].to_pylist() == [0]
+    assert "drops_total" in runs.column_names

@@ -46,6 +46,8 @@ class Simulation:
         """Fraction of simulated time done (0..1); callable while run() executes."""
     def cancel(self) -> None:
         """Ask a run() executing in another thread to stop; that run() raises KeyboardInterrupt."""
+    def runs_template(self) -> Table:
+        """The runs table before any event (columns and settings, counters zero), no simulation."""
     def run(self) -> dict[str, Any]:
         """Run once, without the GIL. Keys: runs, timeseries, packets (Table), wall_s, events."""
 

@@ -128,6 +128,13 @@ impl Simulation {
         self.ctl.cancel.store(true, Ordering::Relaxed);
     }
 
+    /// The runs table of this scenario before any event (columns and settings, counters zero),
+    /// without simulating: the schema an emulated run fills in.
+    fn runs_template<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let w = spikelab_sim::World::new(&self.scenario, self.seed, TraceLevel::Summary);
+        table_to_py(py, w.unstarted().runs)
+    }
+
     /// Runs the simulation (once) and returns the result tables as columnar buffers.
     fn run<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         {

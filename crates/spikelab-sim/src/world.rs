@@ -452,6 +452,12 @@ impl World {
         }
     }
 
+    /// The result tables of a run that has not started (every counter zero): the columns and
+    /// the scenario's settings without simulating, e.g. as the schema for an emulated run.
+    pub fn unstarted(self) -> RunResult {
+        self.finish()
+    }
+
     /// Gives every packet one event per stage even where the path could be folded (the engine
     /// the packets trace uses); for tests that hold the folded engine against it.
     pub fn with_per_stage_events(mut self) -> World {
