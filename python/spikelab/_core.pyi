@@ -48,8 +48,12 @@ class Simulation:
         """Ask a run() executing in another thread to stop; that run() raises KeyboardInterrupt."""
     def runs_template(self) -> Table:
         """The runs table before any event (columns and settings, counters zero), no simulation."""
-    def run(self) -> dict[str, Any]:
-        """Run once, without the GIL. Keys: runs, timeseries, packets (Table), wall_s, events."""
+    def take_chunks(self) -> list[tuple[Literal["timeseries", "packets"], Table]]:
+        """Trace chunks streamed so far (oldest first); callable while run() executes."""
+    def run(self, stream_rows: int = 0) -> dict[str, Any]:
+        """Run once, without the GIL. Keys: runs, timeseries, packets (Table), wall_s, events.
+        With stream_rows > 0 the trace rows leave in chunks through take_chunks(); the tables
+        returned hold the rows after the last chunk."""
 
 # ---- emulation (crates/spikelab-py/src/emu.rs) ------------------------------------------
 

@@ -135,8 +135,22 @@ impl Simulation {
         table_to_py(py, w.unstarted().runs)
     }
 
-    /// Runs the simulation (once) and returns the result tables as columnar buffers.
-    fn run<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+    /// Takes the trace chunks streamed so far: a list of (table name, table), oldest first.
+    /// Safe to call from another thread while `run()` executes.
+    fn take_chunks<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        let out = PyList::empty(py);
+        for c in self.ctl.take_chunks() {
+            out.append((c.table, table_to_py(py, c.data)?))?;
+        }
+        Ok(out)
+    }
+
+    /// Runs the simulation (once) and returns the result tables as columnar buffers. With
+    /// `stream_rows` > 0, the timeseries and packets rows leave in chunks of that many rows
+    /// through `take_chunks()` while the run goes (the run waits if a few chunks are left
+    /// untaken); the returned tables then hold only the rows after the last chunk.
+    #[pyo3(signature = (stream_rows=0))]
+    fn run<'py>(&self, py: Python<'py>, stream_rows: u64) -> PyResult<Bound<'py, PyDict>> {
         {
             let mut used = self
                 .used
@@ -149,6 +163,7 @@ impl Simulation {
         }
         let sc = self.scenario.clone();
         let ctl = self.ctl.clone();
+        ctl.stream_rows.store(stream_rows, Ordering::Relaxed);
         let (seed, level) = (self.seed, self.level);
         let started = std::time::Instant::now();
         let result = py

@@ -15,7 +15,10 @@ mod world;
 
 pub use scenario::{parse, Scenario, ScenarioError, TraceLevel};
 pub use table::{Column, ColumnData, Table};
-pub use world::{build_stage, RunControl, RunError, RunResult, World, MAX_WORK_PER_INSTANT};
+pub use world::{
+    build_stage, Chunk, RunControl, RunError, RunResult, World, MAX_PENDING_CHUNKS,
+    MAX_WORK_PER_INSTANT,
+};
 
 use std::fmt;
 use std::path::Path;

@@ -12,6 +12,7 @@ use std::collections::VecDeque;
 use std::fmt;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Condvar, Mutex};
 
 /// Work items (heap events and same-instant deliveries) the loop accepts at one instant before
 /// it declares simulated time stuck: a path with neither delay nor rate lets a bulk flow
@@ -48,13 +49,57 @@ impl fmt::Display for RunError {
 
 impl std::error::Error for RunError {}
 
-/// Shared with another thread while a run executes: progress out, cancellation in.
+/// Shared with another thread while a run executes: progress out, cancellation in, and, when
+/// streaming, finished chunks of the trace tables out.
 #[derive(Debug, Default)]
 pub struct RunControl {
     /// Simulated time reached, ns (updated every few thousand events).
     pub progress_ns: AtomicU64,
     /// Set to stop the run at the next check; the result is then marked `cancelled`.
     pub cancel: AtomicBool,
+    /// Rows per streamed chunk of `timeseries` and `packets` (0: no streaming; the whole tables
+    /// come with the result). Set before the run starts.
+    pub stream_rows: AtomicU64,
+    /// Chunks waiting for the consumer ([`RunControl::take_chunks`]), in table order.
+    chunks: Mutex<Vec<Chunk>>,
+    /// Signalled when the consumer took chunks (the run waits while too many are pending).
+    taken: Condvar,
+}
+
+/// A streamed piece of a trace table; the pieces of one table, concatenated in the order they
+/// came, followed by the result's own (remaining) rows, are the table.
+#[derive(Debug)]
+pub struct Chunk {
+    /// `"timeseries"` or `"packets"`.
+    pub table: &'static str,
+    pub data: Table,
+}
+
+/// Chunks a run may leave untaken before it waits for the consumer: the bound on the memory a
+/// streamed trace holds (a few chunks of `stream_rows` rows).
+pub const MAX_PENDING_CHUNKS: usize = 4;
+
+impl RunControl {
+    /// Takes the chunks streamed so far (oldest first) and lets a waiting run go on.
+    pub fn take_chunks(&self) -> Vec<Chunk> {
+        let mut q = self.chunks.lock().unwrap_or_else(|e| e.into_inner());
+        let out = std::mem::take(&mut *q);
+        self.taken.notify_all();
+        out
+    }
+
+    /// Hands a chunk over; waits while [`MAX_PENDING_CHUNKS`] are untaken (unless cancelled).
+    fn give(&self, chunk: Chunk) {
+        let mut q = self.chunks.lock().unwrap_or_else(|e| e.into_inner());
+        while q.len() >= MAX_PENDING_CHUNKS && !self.cancel.load(Ordering::Relaxed) {
+            q = self
+                .taken
+                .wait_timeout(q, std::time::Duration::from_millis(20))
+                .unwrap_or_else(|e| e.into_inner())
+                .0;
+        }
+        q.push(chunk);
+    }
 }
 
 /// Tables and counters of one run.
@@ -511,6 +556,7 @@ impl World {
     ) -> std::result::Result<bool, (String, String)> {
         let mut instant = SimTime::ZERO;
         let mut work_at_instant: u64 = 0;
+        let stream_rows = ctl.map_or(0, |c| c.stream_rows.load(Ordering::Relaxed)) as usize;
         while let Some(t) = self.queue.peek_time() {
             if t > self.end {
                 break;
@@ -590,8 +636,30 @@ impl World {
             if let Some(f) = self.failure.take() {
                 return Err(f);
             }
+            if stream_rows > 0 {
+                self.stream_chunks(ctl, stream_rows);
+            }
         }
         Ok(false)
+    }
+
+    /// Hands full chunks of the trace tables to the consumer.
+    fn stream_chunks(&mut self, ctl: Option<&RunControl>, rows: usize) {
+        let Some(ctl) = ctl else { return };
+        if self.series.t.len() >= rows {
+            let data = series_table(std::mem::take(&mut self.series), Markers::default());
+            ctl.give(Chunk {
+                table: "timeseries",
+                data,
+            });
+        }
+        if self.ptrace.len() >= rows {
+            let data = self.packets_table();
+            ctl.give(Chunk {
+                table: "packets",
+                data,
+            });
+        }
     }
 
     // ---- packets -----------------------------------------------------------------------------
@@ -1173,31 +1241,15 @@ fn arm_timer(
     }
 }
 
-/// The timeseries table: the time-ordered series `a` merged with the (few) time-ordered
-/// markers `b`, `a` first on ties, one column at a time so that at most one column exists
-/// twice in memory. Series rows get `seq` = -1 and `tx` = -1.
+/// The timeseries table: the series rows (time order) followed by the marker rows (time
+/// order). Series rows have `seq` = -1 and `tx` = -1. A streamed run hands the series over in
+/// chunks as it goes and the markers come last, so both ways give the same table.
 fn series_table(a: SeriesTrace, b: Markers) -> Table {
-    // For each marker, the number of series rows that precede it.
-    let mut before = Vec::with_capacity(b.seq.len());
-    let mut i = 0;
-    for &tb in &b.rows.t {
-        while i < a.t.len() && a.t[i] <= tb {
-            i += 1;
-        }
-        before.push(i);
+    fn cat<T: Copy>(mut a: Vec<T>, b: &[T]) -> Vec<T> {
+        a.extend_from_slice(b);
+        a
     }
     let n = a.t.len();
-    fn merge<T: Copy>(a: &[T], b: &[T], before: &[usize]) -> Vec<T> {
-        let mut out = Vec::with_capacity(a.len() + b.len());
-        let mut from = 0;
-        for (k, &upto) in before.iter().enumerate() {
-            out.extend_from_slice(&a[from..upto]);
-            out.push(b[k]);
-            from = upto;
-        }
-        out.extend_from_slice(&a[from..]);
-        out
-    }
     let SeriesTrace {
         t,
         flow,
@@ -1205,23 +1257,13 @@ fn series_table(a: SeriesTrace, b: Markers) -> Table {
         value,
     } = a;
     let mut out = Table::default();
-    out.push("t_ns", ColumnData::I64(merge(&t, &b.rows.t, &before)));
-    drop(t);
-    out.push("flow", ColumnData::I32(merge(&flow, &b.rows.flow, &before)));
-    drop(flow);
+    out.push("t_ns", ColumnData::I64(cat(t, &b.rows.t)));
+    out.push("flow", ColumnData::I32(cat(flow, &b.rows.flow)));
     let names = VAR_NAMES.iter().map(|v| v.to_string()).collect();
-    out.push(
-        "var",
-        ColumnData::Dict(merge(&var, &b.rows.var, &before), names),
-    );
-    drop(var);
-    out.push(
-        "value",
-        ColumnData::F64(merge(&value, &b.rows.value, &before)),
-    );
-    drop(value);
-    out.push("seq", ColumnData::I64(merge(&vec![-1; n], &b.seq, &before)));
-    out.push("tx", ColumnData::I32(merge(&vec![-1; n], &b.tx, &before)));
+    out.push("var", ColumnData::Dict(cat(var, &b.rows.var), names));
+    out.push("value", ColumnData::F64(cat(value, &b.rows.value)));
+    out.push("seq", ColumnData::I64(cat(vec![-1; n], &b.seq)));
+    out.push("tx", ColumnData::I32(cat(vec![-1; n], &b.tx)));
     out
 }
 
