@@ -82,8 +82,10 @@ def test_atomic_write_failure_keeps_the_old_file(tmp_path):
     assert list(tmp_path.iterdir()) == [target]
 
 
-def test_interrupted_write_leaves_no_manifest_and_no_partial_files(synthetic_result, tmp_path,
-                                                                  monkeypatch):
+def test_a_figure_step_interrupted_loses_no_table_and_leaves_no_partial_files(
+        synthetic_result, tmp_path, monkeypatch):
+    """The manifest is written before the figures are drawn: a slow or killed figure step
+    loses nothing, and the manifest lists exactly the files that are whole."""
     out = tmp_path / "out"
     results.write(synthetic_result, out)
 
@@ -93,7 +95,10 @@ def test_interrupted_write_leaves_no_manifest_and_no_partial_files(synthetic_res
     monkeypatch.setattr(plots, "draw", interrupt)
     with pytest.raises(KeyboardInterrupt):
         results.write(synthetic_result, out)
-    assert not (out / "manifest.json").exists()  # the directory no longer claims completeness
+    manifest = results.read_manifest(out)
+    assert manifest["status"] == "complete"
+    assert tuple(f["path"] for f in manifest["files"]) == PARQUET
+    assert results.load(out).runs.num_rows == synthetic_result.runs.num_rows
     assert _leftovers(out) == []
     for name in PARQUET:
         pq.read_table(out / name)  # every file present is whole
@@ -111,9 +116,24 @@ def test_plot_redraws_from_tables_alone(synthetic_result, tmp_path, monkeypatch)
     assert sorted(p.name for p in paths) == sorted(
         f"{s}_flow0.{e}" for s in ("seqack", "cwnd", "rtt") for e in ("png", "svg"))
     assert all(p.exists() for p in paths)
+    # A zoom has a folder of its own: the full-length figures are never overwritten.
+    assert {p.parent for p in paths} == {out / "figures" / "zoom-0.5-2.5"}
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["figures_zoom"] == [0.5, 2.5]
-    assert {f"figures/{p.name}" for p in paths} <= {f["path"] for f in manifest["files"]}
+    listed = {f["path"] for f in manifest["files"]}
+    assert {f"figures/zoom-0.5-2.5/{p.name}" for p in paths} <= listed
+
+
+def test_a_zoom_keeps_the_full_length_figures(synthetic_result, tmp_path):
+    out = results.write(synthetic_result, tmp_path / "out")
+    full = {p: p.read_bytes() for p in (out / "figures").glob("*.png")}
+    assert full
+    spikelab.plot(out, zoom=(1, 2))
+    spikelab.plot(out, zoom=(0, None))
+    assert {p: p.read_bytes() for p in (out / "figures").glob("*.png")} == full
+    listed = {f["path"] for f in results.read_manifest(out)["files"]}
+    for folder in ("figures", "figures/zoom-1-2", "figures/zoom-0-end"):
+        assert any(name.rpartition("/")[0] == folder for name in listed), folder
 
 
 def test_plot_needs_a_complete_results_directory(tmp_path):

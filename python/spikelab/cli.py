@@ -126,7 +126,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     with _scenario_file(args.scenario) as scenario:
         result = spikelab.run(scenario, seed=args.seed, overrides=args.set, trace=args.trace,
                               out=args.out, plots=not args.no_plots,
-                              progress=False if args.quiet else None)
+                              progress=False if args.quiet else None, force=args.force)
     if args.quiet:
         return 0
     print(f"{args.scenario}: seed {result.seed}, {result.events:,} events "
@@ -134,6 +134,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     print(summary_table(result.runs))
     if args.out is not None:
         print_outputs(args.out, result.manifest)
+        if result.trace == "summary" and not args.no_plots:
+            print("(no figures: the trace level is summary; --trace timeseries or packets "
+                  "records what the figures show)")
     return 0
 
 
@@ -143,7 +146,7 @@ def cmd_plot(args: argparse.Namespace) -> int:
     paths = spikelab.plot(args.outdir, zoom=args.zoom)
     if not args.quiet:
         if paths:
-            print(f"figures: {Path(args.outdir) / 'figures'} ({len(paths)} files)")
+            print(f"figures: {paths[0].parent} ({len(paths)} files)")
         else:
             print(f"{args.outdir}: no figures (tables hold no time series or packet events)")
     return 0
@@ -281,6 +284,12 @@ def cmd_summary(args: argparse.Namespace) -> int:
     import spikelab
     from spikelab import stats
 
+    from spikelab import results
+
+    if results.kind_of(args.dir) in ("run", "emulate"):
+        raise results.OutdirError(f"{args.dir}: holds a single run, not a sweep; its numbers are "
+                                  f"in runs.parquet (spikelab query {args.dir} \"SELECT * FROM "
+                                  f"runs\")")
     result = spikelab.load(args.dir)
     params = result.params() if hasattr(result, "params") else []
     frame = result.runs.to_pandas()
@@ -362,9 +371,11 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, help="master seed (default: the scenario's sim.seed)")
     overrides(p)
     p.add_argument("--trace", choices=("summary", "timeseries", "packets"),
-                   help="what to record (default: the scenario's sim.trace, else packets)")
+                   help="what to record (default: the scenario's sim.trace, else summary)")
     p.add_argument("--no-plots", action="store_true", help="write tables only")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress bar, no summary")
+    p.add_argument("--force", action="store_true",
+                   help="write even if OUTDIR holds another kind of result (a sweep, a study)")
     p.set_defaults(func=cmd_run)
 
     p = sub.add_parser("plot", help="redraw the figures of a results directory")
@@ -466,7 +477,19 @@ def _os_message(exc: OSError) -> str:
     return str(exc) or type(exc).__name__
 
 
+def _terminate_as_interrupt() -> None:
+    """SIGTERM stops a command the way Ctrl-C does (exit 130, interrupted manifest)."""
+    import signal
+
+    def handler(signum, frame):
+        raise KeyboardInterrupt
+
+    with contextlib.suppress(ValueError):  # not the main thread (embedded use)
+        signal.signal(signal.SIGTERM, handler)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    _terminate_as_interrupt()
     try:
         args = parser().parse_args(argv)
         return args.func(args)
@@ -483,11 +506,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         _say_error(_os_message(exc))
         return EXIT_USAGE
     except ValueError as exc:  # ScenarioError is a ValueError
-        _say_error(str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
+        _say_error(str(exc).splitlines()[0] if str(exc) else "invalid input")
         return EXIT_USAGE
-    except BaseException as exc:  # e.g. a panic in the core: still no traceback
+    except BaseException as exc:  # e.g. a run the core stopped: still no traceback
         if os.environ.get("SPIKELAB_DEBUG"):
             raise
-        _say_error(f"internal error: {type(exc).__name__}: {exc} "
+        from spikelab import _core
+
+        text = str(exc).splitlines()[0] if str(exc) else ""
+        if isinstance(exc, _core.SimulationError) and not text.startswith("internal error"):
+            _say_error(text)  # time stopped advancing, a trace bound: the scenario's doing
+            return EXIT_USAGE
+        _say_error(f"internal error: {text or 'unexpected failure'} "
                    f"(SPIKELAB_DEBUG=1 shows the traceback)")
         return EXIT_INTERNAL

@@ -12,6 +12,11 @@ Per flow N:
   the cwnd they restored).
 - ``rtt_flowN``: RTT samples, srtt and RTO vs. time, in seconds.
 
+Only the first ``max_flows`` flows (the scenario's ``sim.figure_flows``, 8 by default) get
+figures of their own. When a run has more flows, ``flows_overview`` shows all of them at once:
+each flow's delivered data over time (thin lines, decimated) and every flow's goodput, sorted,
+with Jain's fairness index.
+
 A figure whose data is absent (e.g. a summary-only run) is skipped.
 Matplotlib is used through ``Figure`` objects only: pyplot's global state and backend are
 left alone.
@@ -264,12 +269,60 @@ def rtt(timeseries: pa.Table, flow: int, zoom: Zoom = None) -> Figure | None:
     return fig
 
 
+OVERVIEW_POINTS = 400  # per flow in the overview: enough for a line, cheap for 1,000 flows
+
+
+def jain(values: np.ndarray) -> float:
+    """Jain's fairness index (sum x)^2 / (n sum x^2); 1 when all are equal."""
+    values = np.asarray(values, dtype=float)
+    square_sum = float((values**2).sum())
+    return float(values.sum() ** 2 / (values.size * square_sum)) if square_sum > 0 else 1.0
+
+
+def flows_overview(runs: pa.Table, timeseries: pa.Table, zoom: Zoom = None) -> Figure:
+    """All flows at once: delivered data over time (from ``rcv_nxt``) and goodput per flow."""
+    from matplotlib.collections import LineCollection
+
+    fig = Figure(figsize=(11, 4.8), layout="constrained")
+    left, right = fig.subplots(1, 2, width_ratios=(3, 2))
+    n = runs.num_rows
+    left.set_title(f"data delivered, {n:,} flows")
+    left.set_xlabel("time [s]")
+    left.set_ylabel("delivered [MB]")
+    left.grid(True, alpha=0.3)
+    if timeseries.num_rows:
+        rows = _window(timeseries.filter(_eq(timeseries, "var", "rcv_nxt")), zoom)
+        flow, t = _np(rows, "flow"), _np(rows, "t_ns") / NS
+        value = _np(rows, "value") / MB
+        order = np.argsort(flow, kind="stable")
+        flow, t, value = flow[order], t[order], value[order]
+        bounds = np.flatnonzero(np.diff(flow)) + 1
+        segments = []
+        for ts_, vs in zip(np.split(t, bounds), np.split(value, bounds), strict=True):
+            step = max(1, ts_.size // OVERVIEW_POINTS)
+            segments.append(np.column_stack([ts_[::step], vs[::step]]))
+        if segments and t.size:
+            left.add_collection(LineCollection(segments, linewidths=0.6, alpha=0.5))
+            left.autoscale()
+    if zoom:
+        left.set_xlim(left=zoom[0], right=zoom[1])
+    goodput = np.sort(_np(runs, "goodput_bps") / 1e6)[::-1]
+    right.bar(np.arange(goodput.size), goodput, width=1.0, color="tab:blue")
+    right.set_title(f"goodput per flow (Jain's index {jain(goodput):.3f})")
+    right.set_xlabel("flows, sorted")
+    right.set_ylabel("goodput [Mbit/s]")
+    right.grid(True, axis="y", alpha=0.3)
+    return fig
+
+
 def draw(tables: Mapping[str, pa.Table], figdir: str | os.PathLike[str],
-         zoom: Zoom = None) -> list[Path]:
+         zoom: Zoom = None, max_flows: int = 8) -> list[Path]:
     """Draw every figure the tables support into ``figdir``; return the files written.
 
     ``tables`` maps ``runs``/``timeseries``/``packets`` to tables (missing or empty tables
     just mean fewer figures). ``zoom`` is a (t0, t1) window in seconds, either bound None.
+    Per-flow figures are drawn for the first ``max_flows`` flows; with more flows, one
+    ``flows_overview`` figure shows them all.
     """
     runs = tables.get("runs")
     if runs is None or runs.num_rows == 0:
@@ -278,7 +331,11 @@ def draw(tables: Mapping[str, pa.Table], figdir: str | os.PathLike[str],
     packets, timeseries = tables.get("packets", empty), tables.get("timeseries", empty)
     figdir = Path(figdir)
     written: list[Path] = []
-    for flow, mss in zip(_np(runs, "flow").tolist(), _np(runs, "mss").tolist(), strict=True):
+    flows = list(zip(_np(runs, "flow").tolist(), _np(runs, "mss").tolist(), strict=True))
+    if len(flows) > max_flows:
+        figdir.mkdir(parents=True, exist_ok=True)
+        written += _save(flows_overview(runs, timeseries, zoom), figdir, "flows_overview")
+    for flow, mss in flows[:max_flows]:
         figures = {
             "seqack": (seqack(packets, flow, zoom, timeseries if timeseries.num_rows else None)
                        if packets.num_rows else None),

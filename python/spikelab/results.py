@@ -9,8 +9,14 @@ Layout (see docs/results.md)::
     OUTDIR/figures/*.png|svg
 
 Every file is written under a temporary name in its final directory, flushed to disk and
-renamed into place, so a crash or Ctrl-C never leaves a half-written file. Files that this
-module did not write are never touched. The same tables always give byte-identical Parquet.
+renamed into place, so a crash or Ctrl-C never leaves a half-written file; a temporary left by
+a process that was killed (SIGKILL) is removed by the next write into that directory. Files
+that this module did not write are never touched. The same tables always give byte-identical
+Parquet.
+
+A directory knows what it holds: the manifest's ``kind`` is ``run``, ``sweep``, ``study`` or
+``emulate``, and its ``status`` is ``complete`` or ``interrupted``. Writing one kind onto
+another is refused unless forced (:func:`claim`).
 """
 
 from __future__ import annotations
@@ -22,6 +28,7 @@ import hashlib
 import json
 import os
 import platform
+import re
 import secrets
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
@@ -40,13 +47,27 @@ MANIFEST = "manifest.json"
 FIGURES = "figures"
 TABLES = ("runs", "timeseries", "packets")
 FORMAT = 1
+KINDS = ("run", "sweep", "study", "emulate")
+COMPLETE, INTERRUPTED = "complete", "interrupted"
+# Temporaries are ".NAME.PID-HEX.tmp" (see atomic_write).
+_TEMP = re.compile(r"^\..+\.(\d+)-[0-9a-f]{8}\.tmp$")
+
+
+class OutdirError(ValueError):
+    """An output directory that cannot take this result (one line, names the directory)."""
 Zoom = tuple[float | None, float | None] | None  # figure window (t0, t1) in s; None = open
+
+
+def temporary_name(path: str | os.PathLike[str]) -> Path:
+    """A temporary sibling of ``path`` (``.NAME.PID-HEX.tmp``) for writing before a rename."""
+    path = Path(path)
+    return path.with_name(f".{path.name}.{os.getpid()}-{secrets.token_hex(4)}.tmp")
 
 
 def atomic_write(path: str | os.PathLike[str], write: Callable[[Path], None]) -> None:
     """Call ``write(tmp)`` for a temporary sibling of ``path``, fsync it, rename it to ``path``."""
     path = Path(path)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}-{secrets.token_hex(4)}.tmp")
+    tmp = temporary_name(path)
     try:
         write(tmp)
         with open(tmp, "rb") as f:
@@ -56,6 +77,82 @@ def atomic_write(path: str | os.PathLike[str], write: Callable[[Path], None]) ->
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
         raise
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def sweep_temporaries(directory: str | os.PathLike[str]) -> list[Path]:
+    """Remove temporaries (``.NAME.PID-HEX.tmp``) whose writing process is gone, in
+    ``directory`` and its immediate subfolders; return what was removed."""
+    directory = Path(directory)
+    removed = []
+    folders = [directory] + [d for d in directory.iterdir() if d.is_dir()] \
+        if directory.is_dir() else []
+    for folder in folders:
+        for entry in folder.iterdir():
+            m = _TEMP.match(entry.name)
+            if m and entry.is_file() and not _alive(int(m.group(1))):
+                with contextlib.suppress(FileNotFoundError):
+                    entry.unlink()
+                    removed.append(entry)
+    return removed
+
+
+def kind_of(outdir: str | os.PathLike[str]) -> str | None:
+    """What a directory holds: ``run``, ``sweep``, ``study``, ``emulate``, or None (absent or
+    holding no spikelab result)."""
+    outdir = Path(outdir)
+    manifest = outdir / MANIFEST
+    if manifest.is_file():
+        with contextlib.suppress(OSError, ValueError):
+            kind = json.loads(manifest.read_text(encoding="utf-8")).get("kind")
+            if kind in KINDS:
+                return kind
+            if (outdir / "sweep.json").is_file():
+                return "sweep"
+            return "run"  # manifests written before directories knew their kind
+    if (outdir / "sweep.json").is_file():
+        with contextlib.suppress(OSError, ValueError):
+            kind = json.loads((outdir / "sweep.json").read_text(encoding="utf-8")).get("kind")
+            if kind in KINDS:
+                return kind
+        return "sweep"
+    if (outdir / "runs.parquet").is_file() or (outdir / "emulation").is_dir():
+        return "run"
+    return None
+
+
+_HOLDS = {"run": "a run's results", "sweep": "a sweep's results", "study": "a study's results",
+          "emulate": "an emulated run's results"}
+
+
+def claim(outdir: str | os.PathLike[str], kind: str, *, force: bool = False) -> Path:
+    """Check that ``outdir`` may receive a result of ``kind``, create it, and remove stale
+    temporaries in it. Raises :class:`OutdirError` for an empty path, a path that is a file,
+    or a directory holding another kind of result (unless ``force``)."""
+    if kind not in KINDS:
+        raise ValueError(f"unknown result kind {kind!r}")
+    if not str(outdir).strip():
+        raise OutdirError("the output directory is empty; give a directory name with -o")
+    path = Path(outdir)
+    if path.exists() and not path.is_dir():
+        raise OutdirError(f"{outdir}: exists and is not a directory")
+    held = kind_of(path)
+    compatible = held is None or held == kind or {held, kind} <= {"run", "emulate"}
+    if not compatible and not force:
+        raise OutdirError(f"{outdir}: holds {_HOLDS[held]}; refusing to write {_HOLDS[kind]} "
+                          f"there (use another directory, or --force to replace it)")
+    path = prepare(path)
+    sweep_temporaries(path)
+    return path
 
 
 def write_parquet(table: pa.Table, path: str | os.PathLike[str]) -> None:
@@ -75,6 +172,8 @@ def new_manifest(
     """The manifest of a run that has not been written yet (``files`` is empty)."""
     return {
         "format": FORMAT,
+        "kind": "run",
+        "status": COMPLETE,
         "created": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
         "seed": seed,
         "trace": trace,
@@ -99,7 +198,25 @@ def read_manifest(outdir: str | os.PathLike[str]) -> dict[str, Any]:
         raise FileNotFoundError(
             f"{outdir}: no {MANIFEST}; not a complete spikelab results directory"
         )
-    return json.loads(path.read_text(encoding="utf-8"))
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except ValueError:
+        raise OutdirError(f"{outdir}: {MANIFEST} is not valid JSON") from None
+
+
+def write_interrupted(outdir: str | os.PathLike[str], manifest: dict[str, Any],
+                      reached_s: float | None = None) -> None:
+    """Record in ``outdir`` that its run was interrupted: a manifest with ``status`` =
+    ``interrupted``, the simulated time reached, and no files (tables of an earlier run that
+    may still lie there are not part of this result)."""
+    outdir = Path(outdir)
+    with contextlib.suppress(FileNotFoundError):
+        (outdir / MANIFEST).unlink()
+    manifest = dict(manifest, status=INTERRUPTED, files=[], figures_zoom=None)
+    if reached_s is not None:
+        manifest["reached_s"] = reached_s
+    write_json(manifest, outdir / MANIFEST)
+    sweep_temporaries(outdir)
 
 
 def _describe(outdir: Path, names: Iterable[str]) -> list[dict[str, Any]]:
@@ -112,19 +229,36 @@ def _describe(outdir: Path, names: Iterable[str]) -> list[dict[str, Any]]:
     return described
 
 
+def _figure_flows(manifest: Mapping[str, Any]) -> int:
+    """How many flows get figures of their own (the scenario's ``sim.figure_flows``)."""
+    sim = (manifest.get("scenario") or {}).get("sim") or {}
+    return int(sim.get("figure_flows", 8))
+
+
+def zoom_folder(zoom: Zoom) -> str:
+    """``figures/zoom-A-B`` for a zoom window (open ends are ``start`` and ``end``)."""
+    t0, t1 = zoom or (None, None)
+    a = "start" if t0 is None else f"{t0:g}"
+    b = "end" if t1 is None else f"{t1:g}"
+    return f"{FIGURES}/zoom-{a}-{b}"
+
+
 def _figures(outdir: Path, tables: Mapping[str, pa.Table], previous: Mapping[str, Any] | None,
-             plots: bool, zoom: Zoom) -> list[str]:
+             plots: bool, zoom: Zoom, max_flows: int = 8) -> list[str]:
     """Draw the figures (if ``plots``) and remove figures an earlier write listed but that
-    are no longer produced, so figures/ never shows another run's data."""
+    are no longer produced, so figures/ never shows another run's data. Zoomed figures go to
+    their own folder (``figures/zoom-A-B/``) and never replace the full-length ones."""
     names: list[str] = []
+    folder = zoom_folder(zoom) if zoom else FIGURES
     if plots:
         from .plots import draw
 
-        names = [f"{FIGURES}/{p.name}" for p in draw(tables, outdir / FIGURES, zoom=zoom)]
+        names = [f"{folder}/{p.name}"
+                 for p in draw(tables, outdir / folder, zoom=zoom, max_flows=max_flows)]
     for entry in (previous or {}).get("files", []):
         name = entry.get("path", "")
-        folder, _, file = name.partition("/")
-        ours = folder == FIGURES and "/" not in file and file.endswith((".png", ".svg"))
+        where, _, file = name.rpartition("/")
+        ours = where == folder and file.endswith((".png", ".svg"))
         if ours and name not in names:
             with contextlib.suppress(FileNotFoundError):
                 (outdir / name).unlink()
@@ -139,10 +273,16 @@ def _previous_manifest(outdir: Path) -> dict[str, Any] | None:
 
 
 def _finish(outdir: Path, manifest: dict[str, Any], figures: list[str],
-            zoom: Zoom) -> dict[str, Any]:
-    """Record the files written and write manifest.json (always the last file written)."""
+            zoom: Zoom, keep: bool = True) -> dict[str, Any]:
+    """Record the files written and write manifest.json (always the last file written).
+    With ``keep``, figures the manifest listed that are still on disk stay listed (the
+    full-length figures beside a zoom, other zoom windows)."""
+    kept = [f["path"] for f in manifest.get("files", [])
+            if keep and f["path"].startswith(f"{FIGURES}/") and f["path"] not in figures
+            and (outdir / f["path"]).is_file()]
     manifest["figures_zoom"] = list(zoom) if zoom and figures else None
-    manifest["files"] = _describe(outdir, [f"{n}.parquet" for n in TABLES] + figures)
+    manifest["status"] = COMPLETE
+    manifest["files"] = _describe(outdir, [f"{n}.parquet" for n in TABLES] + kept + figures)
     write_json(manifest, outdir / MANIFEST)
     return manifest
 
@@ -162,8 +302,11 @@ def write(
     *,
     plots: bool = True,
     zoom: Zoom = None,
+    streamed: Iterable[str] = (),
 ) -> Path:
     """Write ``result`` to ``outdir`` (created if needed); return the directory.
+
+    ``streamed`` names tables already written to ``outdir`` while the run went (they are kept).
 
     The old manifest.json (if any) is removed first and the new one written last, so a
     directory whose manifest exists holds one complete, consistent run.
@@ -172,11 +315,19 @@ def write(
     previous = _previous_manifest(outdir)
     with contextlib.suppress(FileNotFoundError):
         (outdir / MANIFEST).unlink()
-    tables = result.tables()
-    for name, table in tables.items():
-        write_parquet(table, outdir / f"{name}.parquet")
-    figures = _figures(outdir, tables, previous, plots, zoom)
-    result.manifest.update(_finish(outdir, dict(result.manifest), figures, zoom))
+    for name in TABLES:
+        if name not in streamed:
+            write_parquet(result.table(name), outdir / f"{name}.parquet")
+    # The tables are complete: say so before drawing, so a slow or killed figure step loses
+    # nothing; the manifest is rewritten with the figures once they are drawn.
+    result.manifest.update(_finish(outdir, dict(result.manifest), [], None, keep=False))
+    if plots:
+        figures = _figures(outdir, result.tables(), previous, plots, zoom,
+                           max_flows=_figure_flows(result.manifest))
+        result.manifest.update(_finish(outdir, dict(result.manifest), figures, zoom,
+                                       keep=False))
+    else:
+        _figures(outdir, {}, previous, False, zoom)
     return outdir
 
 
@@ -190,6 +341,11 @@ def load(outdir: str | os.PathLike[str]) -> RunResult | SweepResult:
     if is_sweep(outdir):
         return load_sweep(outdir)
     manifest = read_manifest(outdir)
+    if manifest.get("status") == INTERRUPTED:
+        reached = manifest.get("reached_s")
+        when = f" at {reached:g} s of simulated time" if reached is not None else ""
+        raise OutdirError(f"{outdir}: the run was interrupted{when} and wrote no tables; "
+                          f"run it again")
     tables = {name: pq.read_table(outdir / f"{name}.parquet", memory_map=True)
               for name in TABLES}
     return RunResult(
@@ -219,6 +375,7 @@ def plot(
 
         return draw(outdir, default_specs(load_sweep(outdir).params()))
     result = load(outdir)
-    figures = _figures(outdir, result.tables(), result.manifest, True, zoom)
+    figures = _figures(outdir, result.tables(), result.manifest, True, zoom,
+                       max_flows=_figure_flows(result.manifest))
     _finish(outdir, result.manifest, figures, zoom)
     return [outdir / name for name in figures]

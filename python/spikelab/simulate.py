@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import threading
@@ -23,6 +24,18 @@ ScenarioSource = str | os.PathLike[str]
 
 TRACE_LEVELS = ("summary", "timeseries", "packets")
 POLL_S = 0.1
+STREAM_ROWS = 1 << 18  # rows per streamed chunk of a trace table (a Parquet row group)
+MAX_SEED = 2**63 - 1
+
+
+def check_seed(seed: int | None, what: str = "seed") -> None:
+    """Seeds are integers in [0, 2^63 - 1] (they are stored as int64)."""
+    if seed is None:
+        return
+    if isinstance(seed, bool) or not isinstance(seed, int):
+        raise ValueError(f"{what}: must be an integer, got {seed!r}")
+    if not 0 <= seed <= MAX_SEED:
+        raise ValueError(f"{what}: must be in [0, {MAX_SEED}], got {seed}")
 
 
 def read_scenario(scenario: ScenarioSource) -> tuple[str, str]:
@@ -59,17 +72,39 @@ def validate(scenario: ScenarioSource, overrides: Iterable[str] = ()) -> dict[st
     return json.loads(_core.resolve(text, _overrides(overrides), base_dir))
 
 
+class _LazyTable:
+    """A table field that may be given as a function returning the table (e.g. reading a
+    streamed Parquet file): it is called on first access, so a run written to disk does not
+    hold its traces in memory unless someone reads them."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.slot = f"_{name}"
+
+    def __get__(self, obj: Any, objtype: type | None = None) -> pa.Table:
+        if obj is None:
+            raise AttributeError(self.slot)  # no default: the field is required
+        value = obj.__dict__[self.slot]
+        if callable(value):
+            value = value()
+            obj.__dict__[self.slot] = value
+        return value
+
+    def __set__(self, obj: Any, value: Any) -> None:
+        obj.__dict__[self.slot] = value
+
+
 @dataclass(frozen=True)
 class RunResult:
     """Tables and metadata of one run. ``runs`` has one row per flow.
 
     ``duration_s`` is simulated time, ``wall_s`` the wall-clock time of the core's run and
-    ``events`` the number of events it processed.
+    ``events`` the number of events it processed. ``timeseries`` and ``packets`` of a run
+    written to disk are read from its files when first used.
     """
 
     runs: pa.Table
-    timeseries: pa.Table
-    packets: pa.Table
+    timeseries: pa.Table = _LazyTable()  # type: ignore[assignment]
+    packets: pa.Table = _LazyTable()  # type: ignore[assignment]
     scenario: dict[str, Any]
     seed: int
     trace: str
@@ -96,27 +131,85 @@ class RunResult:
         return {name: self.table(name) for name in results.TABLES}
 
 
-def _run_in_thread(sim: Any, progress: bool | None) -> dict[str, Any]:
-    """Run ``sim.run()`` (which releases the GIL) in a worker; poll progress meanwhile."""
+class _TraceFiles:
+    """Streams trace chunks into ``OUTDIR/NAME.parquet`` (temporary names until closed)."""
+
+    def __init__(self, outdir: Path):
+        self.outdir = outdir
+        self.writers: dict[str, Any] = {}
+        self.tmp: dict[str, Path] = {}
+
+    def write(self, name: str, table: pa.Table) -> None:
+        import pyarrow.parquet as pq
+
+        if name not in self.writers:
+            tmp = results.temporary_name(self.outdir / f"{name}.parquet")
+            self.tmp[name] = tmp
+            self.writers[name] = pq.ParquetWriter(tmp, table.schema, compression="zstd")
+        self.writers[name].write_table(table)
+
+    def finish(self, tables: dict[str, pa.Table]) -> list[str]:
+        """Write the remaining rows, close and rename; return the tables written."""
+        for name, table in tables.items():
+            if name in self.writers and table.num_rows:
+                self.writers[name].write_table(table)
+        for name, writer in self.writers.items():
+            writer.close()
+            with open(self.tmp[name], "rb") as f:
+                os.fsync(f.fileno())
+            os.replace(self.tmp[name], self.outdir / f"{name}.parquet")
+        done = list(self.writers)
+        self.writers.clear()
+        return done
+
+    def abandon(self) -> None:
+        for name, writer in self.writers.items():
+            with contextlib.suppress(Exception):
+                writer.close()
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(self.tmp[name])
+        self.writers.clear()
+
+
+def _run_in_thread(sim: Any, progress: bool | None,
+                   sink: _TraceFiles | None = None) -> dict[str, Any]:
+    """Run ``sim.run()`` (which releases the GIL) in a worker; poll progress meanwhile. With
+    ``sink``, trace chunks are taken as they come and written there."""
     outcome: dict[str, Any] = {}
+    done = threading.Event()
+    stream_rows = STREAM_ROWS if sink is not None else 0
 
     def work() -> None:
         try:
-            outcome["result"] = sim.run()
+            outcome["result"] = sim.run(stream_rows)
         except BaseException as exc:  # re-raised in the caller's thread
             outcome["error"] = exc
+        finally:
+            done.set()
 
+    def drain() -> None:
+        if sink is not None:
+            for name, chunk in sim.take_chunks():
+                sink.write(name, to_arrow(chunk))
+
+    # The main thread waits on an Event, not on Thread.join(timeout): a Ctrl-C that interrupts
+    # join() on Python 3.11 marks a still-running thread as finished, and the interpreter then
+    # exits under the running core ("FATAL: exception not rethrown").
     worker = threading.Thread(target=work, name="spikelab-run", daemon=True)
     bar = ProgressBar(sim.duration_s, progress)
     worker.start()
     try:
-        while worker.is_alive():
-            worker.join(POLL_S)
+        while not done.wait(POLL_S):
+            drain()
             bar.update(sim.progress())
-    except KeyboardInterrupt:
+        drain()
+    except BaseException:
         # Stop the Rust loop too, so an interrupted notebook cell does not keep a core busy.
         sim.cancel()
-        worker.join()
+        while not done.is_set():
+            with contextlib.suppress(KeyboardInterrupt):
+                sim.take_chunks()  # a run waiting for its consumer must see the cancel
+                done.wait(POLL_S)
         raise
     finally:
         bar.close(sim.progress() if "result" in outcome else None)
@@ -134,6 +227,7 @@ def run(
     out: str | os.PathLike[str] | None = None,
     plots: bool = True,
     progress: bool | None = None,
+    force: bool = False,
 ) -> RunResult:
     """Simulate a scenario (a TOML file path or TOML text).
 
@@ -142,20 +236,53 @@ def run(
     ``packets`` (None: the scenario's ``sim.trace``, packets unless set). With ``out``, the
     results directory is written there (figures too, unless ``plots=False``). ``progress``:
     None shows a bar on a TTY for runs longer than 2 s, True always, False never.
+
+    With ``out``, the trace tables stream to disk while the run goes (bounded memory), and
+    the result's tables are read back from the files. ``out`` must not hold another kind of
+    result (a sweep, a study) unless ``force``. Interrupted (Ctrl-C, SIGTERM in the CLI), the
+    directory gets a manifest with ``status`` = ``interrupted`` and KeyboardInterrupt is
+    raised.
     """
     if trace is not None and trace not in TRACE_LEVELS:
         raise ValueError(f"trace must be one of {', '.join(TRACE_LEVELS)}, got {trace!r}")
+    check_seed(seed)
     text, base_dir = read_scenario(scenario)
     sim = _core.Simulation(text, _overrides(overrides), base_dir, seed, trace)
-    if out is not None:
-        results.prepare(out)  # fail before the run, not after it
-    raw = _run_in_thread(sim, progress)
     scenario_dict = json.loads(sim.scenario_json)
+    sink = None
+    if out is not None:
+        outdir = results.claim(out, "run", force=force)  # fail before the run, not after it
+        sink = _TraceFiles(outdir)
+    try:
+        raw = _run_in_thread(sim, progress, sink)
+    except KeyboardInterrupt:
+        if sink is not None:
+            sink.abandon()
+            results.write_interrupted(
+                outdir, results.new_manifest(scenario_dict, sim.seed, sim.trace,
+                                             sim.duration_s, 0.0, 0),
+                reached_s=sim.progress() * sim.duration_s)
+        raise
+    except BaseException:
+        if sink is not None:
+            sink.abandon()
+        raise
     wall_s, events = float(raw["wall_s"]), int(raw["events"])
+    tables = {name: to_arrow(raw[name]) for name in results.TABLES}
+    streamed: list[str] = []
+    if sink is not None:
+        import pyarrow.parquet as pq
+
+        with contextlib.suppress(FileNotFoundError):
+            (outdir / results.MANIFEST).unlink()
+        streamed = sink.finish({n: tables[n] for n in ("timeseries", "packets")})
+        for name in streamed:
+            path = outdir / f"{name}.parquet"
+            tables[name] = lambda path=path: pq.read_table(path, memory_map=True)
     result = RunResult(
-        runs=to_arrow(raw["runs"]),
-        timeseries=to_arrow(raw["timeseries"]),
-        packets=to_arrow(raw["packets"]),
+        runs=tables["runs"],
+        timeseries=tables["timeseries"],
+        packets=tables["packets"],
         scenario=scenario_dict,
         seed=sim.seed,
         trace=sim.trace,
@@ -166,5 +293,5 @@ def run(
                                       wall_s, events),
     )
     if out is not None:
-        results.write(result, out, plots=plots)
+        results.write(result, out, plots=plots, streamed=streamed)
     return result

@@ -160,12 +160,35 @@ def _sql_str(path: Path) -> str:
     return "'" + str(path).replace("'", "''") + "'"
 
 
+def _read_only(con: duckdb.DuckDBPyConnection, sql: str) -> None:
+    """Refuse anything but queries: a results directory is read, never written (no COPY ...
+    TO, CREATE, ATTACH, INSTALL/LOAD, SET, PRAGMA, EXPORT, ...)."""
+    import duckdb
+
+    try:
+        statements = con.extract_statements(sql)
+    except duckdb.Error as exc:
+        raise ValueError(f"query failed: {str(exc).splitlines()[0]}") from None
+    if not statements:
+        raise ValueError("query: no SQL statement given")
+    for st in statements:
+        kind = str(st.type).rsplit(".", 1)[-1]
+        if kind not in ("SELECT", "EXPLAIN"):
+            raise ValueError(f"query: only SELECT statements are allowed (the results are read, "
+                             f"never written); got {kind}")
+
+
 def query(outdir: str | os.PathLike[str], sql: str) -> pd.DataFrame:
-    """Run SQL over a results directory (views ``runs``, ``timeseries``, ``packets``)."""
+    """Run SQL over a results directory (views ``runs``, ``timeseries``, ``packets``).
+
+    Read-only: only SELECT (and EXPLAIN) statements run; anything that could write (COPY ...
+    TO, CREATE, ATTACH, INSTALL, SET, ...) is refused with a one-line error.
+    """
     import duckdb
 
     con = connect(outdir)
     try:
+        _read_only(con, sql)
         return con.execute(sql).df()
     except duckdb.Error as exc:
         raise ValueError(f"query failed: {str(exc).splitlines()[0]}") from None

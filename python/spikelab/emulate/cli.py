@@ -68,7 +68,8 @@ def cmd_emulate(args: argparse.Namespace) -> int:
                          sysctls=args.sysctl, realtime=not args.no_realtime,
                          spin_us=args.spin_us, snaplen=args.snaplen, sample_ms=args.sample_ms,
                          tcp_probe=not args.no_tcp_probe,
-                         plots=not args.no_plots, progress=False if args.quiet else None)
+                         plots=not args.no_plots, progress=False if args.quiet else None,
+                         force=args.force)
     if args.quiet:
         return 0
     em = result.manifest["emulation"]
@@ -120,6 +121,8 @@ def register(sub, override_type, zoom_type) -> None:
     p.add_argument("--no-tcp-probe", action="store_true",
                    help="do not use the tcp_probe tracepoint even if tracefs is mounted")
     p.add_argument("--no-plots", action="store_true", help="write tables only")
+    p.add_argument("--force", action="store_true",
+                   help="write even if OUTDIR holds another kind of result (a sweep, a study)")
     p.add_argument("--cleanup", action="store_true",
                    help="remove namespaces and veths that crashed runs left, then exit")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress bar, no summary")

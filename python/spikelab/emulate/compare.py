@@ -44,6 +44,11 @@ class Run:
 
 
 def load(outdir: str | os.PathLike[str], label: str | None = None) -> Run:
+    kind = results.kind_of(outdir)
+    if kind in ("sweep", "study"):
+        raise results.OutdirError(
+            f"{outdir}: holds a {kind}'s results; compare takes two single runs (a simulated "
+            f"and an emulated run directory)")
     res = results.load(outdir)
     kind = "emulated" if "emulation" in res.manifest else "simulated"
     return Run(label or kind, Path(outdir), res.manifest, res.runs, res.timeseries,

@@ -37,6 +37,7 @@ from typing import Any
 MS = 1_000_000
 SYSCTL_DIR = Path("/proc/sys/net/ipv4")
 CAP_NET_ADMIN, CAP_SYS_ADMIN = 12, 21
+MAX_VETH_MTU = 65535  # the largest MTU a veth device accepts
 TCP_TIMESTAMPS_OPTION = 12  # bytes of the timestamps option as sent (with 2 NOPs)
 
 DETECTORS = {
@@ -274,6 +275,12 @@ def plan(view: dict[str, Any], resolved: dict[str, Any], ccs: list[str],
             u.append("tcp.block_fr_after_rto = false: not a kernel setting")
         break
     p.mtu = max(1500, mss + 40 + (TCP_TIMESTAMPS_OPTION if ts else 0))
+    if p.mtu > MAX_VETH_MTU:
+        largest = MAX_VETH_MTU - 40 - (TCP_TIMESTAMPS_OPTION if ts else 0)
+        raise ValueError(
+            f"flow[0].tcp.mss: {mss} bytes of payload with 40 bytes of IP and TCP headers"
+            f"{' and 12 of timestamps' if ts else ''} exceed the largest MTU of a veth link "
+            f"({MAX_VETH_MTU}); emulation takes an MSS of at most {largest}")
 
     p.sysctl_snd = {**both, **snd}
     p.sysctl_rcv = dict(both)

@@ -25,7 +25,7 @@ from typing import Any
 from .. import _core, results
 from .._progress import ProgressBar
 from .._tables import to_arrow
-from ..simulate import RunResult, ScenarioSource, _overrides, read_scenario
+from ..simulate import RunResult, ScenarioSource, _overrides, check_seed, read_scenario
 from . import kernel, tables
 from .kernel import EmulationError
 from .probe import Probe
@@ -181,6 +181,7 @@ def emulate(
     tcp_probe: bool = True,
     plots: bool = True,
     progress: bool | None = None,
+    force: bool = False,
 ) -> RunResult:
     """Emulate a scenario's paths in real time between two Linux TCP endpoints.
 
@@ -190,7 +191,9 @@ def emulate(
     each departure; ``snaplen`` the bytes of each frame kept in the capture (0: all);
     ``sample_ms`` the TCP_INFO sampling period; ``tcp_probe`` uses the kernel's tcp_probe
     tracepoint as well when tracefs is mounted. With ``out``, the results directory is
-    written there (tables, figures, manifest, and ``emulation/`` with the capture).
+    written there (tables, figures, manifest, and ``emulation/`` with the capture); it must
+    not hold a sweep or a study unless ``force``. Its old manifest is removed before the
+    emulation starts, and an interrupted emulation leaves one marked ``interrupted``.
     Returns the same :class:`spikelab.RunResult` as :func:`spikelab.run`.
     """
     kernel.require_privileges()
@@ -200,9 +203,16 @@ def emulate(
         kernel.check_congestion_control(cc, f"flow[{i}].cc")
     plan = kernel.plan(view, resolved, ccs, _parse_sysctls(sysctls))
     seed = int(seed if seed is not None else view["seed"])
+    check_seed(seed)
     duration_ns = int(view["duration_ns"])
+    # The runs columns come from the simulator's table for this scenario, taken without
+    # simulating (a bulk flow over an unimpaired path cannot be simulated, but is emulated).
+    template = to_arrow(_core.Simulation(text, emu_overrides, base_dir, seed,
+                                         "summary").runs_template())
     if out is not None:
-        outdir = results.prepare(out)
+        outdir = results.claim(out, "emulate", force=force)
+        with contextlib.suppress(FileNotFoundError):
+            (outdir / results.MANIFEST).unlink()  # no stale result survives a failed emulation
         workdir = outdir / "emulation"
         workdir.mkdir(exist_ok=True)
         tmp = None
@@ -210,11 +220,17 @@ def emulate(
         tmp = tempfile.TemporaryDirectory(prefix="spikelab-emu-")
         workdir = Path(tmp.name)
     try:
-        raw = _run(text, emu_overrides, base_dir, seed, duration_ns, plan, workdir,
-                   realtime=realtime, spin_ns=int(spin_us * 1000), snaplen=snaplen,
-                   sample_ns=int(sample_ms * 1e6), tcp_probe=tcp_probe, progress=progress)
-        template = to_arrow(_core.Simulation(text, emu_overrides, base_dir, seed,
-                                             "summary").run()["runs"])
+        try:
+            raw = _run(text, emu_overrides, base_dir, seed, duration_ns, plan, workdir,
+                       realtime=realtime, spin_ns=int(spin_us * 1000), snaplen=snaplen,
+                       sample_ns=int(sample_ms * 1e6), tcp_probe=tcp_probe,
+                       progress=progress)
+        except KeyboardInterrupt:
+            if out is not None:
+                manifest = results.new_manifest(resolved, seed, "packets", duration_ns / 1e9,
+                                                0.0, 0)
+                results.write_interrupted(outdir, dict(manifest, kind="emulate"))
+            raise
         result = tables.build(raw, resolved, view, plan, seed, duration_ns,
                               keep_capture=out is not None, template=template)
         if out is not None:

@@ -362,6 +362,7 @@ def build(raw: dict[str, Any], resolved: dict[str, Any], view: dict[str, Any],
     engine = raw["emulator"]
     manifest = results.new_manifest(resolved, seed, "packets", duration_ns / 1e9,
                                     raw["wall_s"], int(packets.num_rows))
+    manifest["kind"] = "emulate"
     manifest["emulation"] = {
         "mode": "emulate",
         "t0_ns": t0,
