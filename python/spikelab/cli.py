@@ -233,13 +233,12 @@ def _report_failures(result) -> int:
     _say_error(f"{failed} of {result.manifest['runs_total']} runs failed "
                f"(first: {first['run_id']}: {first['error']}); they are in runs.parquet "
                f"with status 'failed' and are retried when the command is repeated")
-    run = next((r for r in result.manifest.get("runs", []) if r["run_id"] == first["run_id"]),
-               None)
-    if run is not None:
-        from spikelab.sweepspec import run_command
+    from spikelab.sweep import repeat_command
 
-        print(f"{PROG}: to repeat {first['run_id']} alone: "
-              f"{shlex.join(run_command(run['overrides'], run['seed']))}", file=sys.stderr)
+    with contextlib.suppress(Exception):  # a hint only
+        cmd = repeat_command(result.dir, result.manifest, first["run_id"])
+        print(f"{PROG}: to repeat {first['run_id']} alone: {shlex.join(cmd)}",
+              file=sys.stderr)
     return EXIT_RUNS_FAILED
 
 
@@ -256,7 +255,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
                   f"{_plural(plan.spec.replications, 'replication')}) on {_jobs_text(args)}")
         result = spikelab.sweep(scenario, args.out, jobs=args.jobs, dask=args.dask,
                                 seed=args.seed, overrides=args.set, trace=args.trace,
-                                fresh=args.fresh, progress=False if args.quiet else None)
+                                fresh=args.fresh, progress=False if args.quiet else None,
+                                force=args.force)
     if not args.no_plots and result.manifest["runs_ok"]:
         sweepplots.draw(args.out, sweepplots.default_specs(result.params()))
     if not args.quiet:
@@ -328,7 +328,7 @@ def cmd_study(args: argparse.Namespace) -> int:
             print(f"study {s.name}: {s.title}")
         data = study.run(args.name, args.out, jobs=args.jobs, dask=args.dask,
                          replications=args.replications, fresh=args.fresh,
-                         progress=False if args.quiet else None)
+                         progress=False if args.quiet else None, force=args.force)
     else:
         data = study.report(args.dir)
     out = args.out if args.action == "run" else args.dir
@@ -405,6 +405,8 @@ def parser() -> argparse.ArgumentParser:
                             "or 'local' for a LocalCluster of --jobs worker processes")
         p.add_argument("--fresh", action="store_true",
                        help="discard earlier results in OUTDIR instead of resuming")
+        p.add_argument("--force", action="store_true",
+                       help="write even if OUTDIR holds another kind of result (a single run)")
 
     p = sub.add_parser("sweep", help="run a scenario's [sweep]: grid points × replications")
     p.add_argument("scenario", metavar="SCENARIO.toml")

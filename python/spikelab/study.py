@@ -272,7 +272,8 @@ def _copy_definition(study: Study, outdir: Path) -> Path:
 
 def run(name_or_path: str | os.PathLike[str], out: str | os.PathLike[str], *,
         jobs: int | None = None, dask: str | None = None, replications: int | None = None,
-        fresh: bool = False, progress: bool | None = None) -> dict[str, Any]:
+        fresh: bool = False, progress: bool | None = None,
+        force: bool = False) -> dict[str, Any]:
     """Run a study into ``out``: sweep (resumable), figures, claims, report.html/.md.
 
     ``replications`` overrides the study's (for a quick look; claims need enough of them).
@@ -288,10 +289,10 @@ def run(name_or_path: str | os.PathLike[str], out: str | os.PathLike[str], *,
         table = sweep_table(study.scenario.read_text(encoding="utf-8"))
     if replications is not None:
         table = dict(table or {}, replications=replications)
-    outdir = results.prepare(out)
+    outdir = results.claim(out, "study", force=force)
     _copy_definition(study, outdir)
     result = sweep(study.scenario, outdir, jobs=jobs, dask=dask, sweep_spec=table or {},
-                   fresh=fresh, progress=progress)
+                   fresh=fresh, progress=progress, kind="study", force=force)
     return report(outdir, sweep_result=result)
 
 
@@ -339,15 +340,16 @@ def _draw_run_figures(outdir: Path, study: Study,
     params = res.params()
     chosen = query(outdir, f"SELECT * FROM runs WHERE status = 'ok' AND ({spec.where}) "
                            f"ORDER BY run_id")
-    overrides = {r["run_id"]: r for r in res.manifest.get("runs", [])}
+    from .sweep import run_info
+
     text = res.manifest["scenario_text"]
     out = []
     for run_id in dict.fromkeys(chosen["run_id"].tolist()):
-        info = overrides[run_id]
-        result = run_one(text, seed=info["seed"], overrides=info["overrides"], trace="packets",
+        seed, run_overrides = run_info(outdir, res.manifest, run_id)
+        result = run_one(text, seed=seed, overrides=run_overrides, trace="packets",
                          progress=False)
         row = chosen[chosen.run_id == run_id].iloc[0]
-        label = ", ".join(f"{p} = {row[p]}" for p in params) + f", seed {info['seed']}"
+        label = ", ".join(f"{p} = {row[p]}" for p in params) + f", seed {seed}"
         rundir = results.write(result, outdir / RUN_FIGURES / run_id, zoom=spec.zoom)
         paths = [rundir / f["path"] for f in result.manifest["files"]
                  if f["path"].startswith(f"{results.FIGURES}/")]

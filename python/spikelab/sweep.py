@@ -22,10 +22,9 @@ import json
 import multiprocessing
 import os
 import platform
+import sys
 import time
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
-from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -36,13 +35,15 @@ import pyarrow.parquet as pq
 from . import _core, results
 from ._progress import SweepProgress
 from ._tables import to_arrow
-from .simulate import TRACE_LEVELS, ScenarioSource, _overrides, read_scenario
-from .sweepspec import RunTask, SweepSpec, fingerprint, sweep_table
+from .simulate import TRACE_LEVELS, ScenarioSource, _overrides, check_seed, read_scenario
+from .sweepspec import RunTask, SweepSpec, fingerprint, run_command, sweep_table, toml_literal
 
 if TYPE_CHECKING:
     import pandas as pd
 
 SWEEP_JSON = "sweep.json"
+POINTS = "points.json"  # each grid point's overrides (by reference from the manifest)
+SCENARIO_COPY = "scenario.toml"  # the sweep's scenario text, for repeating one run alone
 PARTS = "parts"
 PART = ".arrow"  # Arrow IPC: a part is written and read back in well under a millisecond
 FORMAT = 1
@@ -57,6 +58,11 @@ def traced(trace: str) -> tuple[str, ...]:
     return results.TABLES[: TRACE_LEVELS.index(trace) + 1]
 
 
+# Test-only: the worker that picks up the run with this run_id kills itself with SIGSEGV
+# before running it, so tests can check that a crashing run fails alone.
+TEST_CRASH_ENV = "SPIKELAB_TEST_CRASH_RUN"
+
+
 def execute(job: dict[str, Any]) -> dict[str, Any]:
     """Run one task in a worker process (pool or Dask); never raises for a bad run.
 
@@ -64,16 +70,20 @@ def execute(job: dict[str, Any]) -> dict[str, Any]:
     """
     out: dict[str, Any] = {"run_id": job["run_id"], "status": OK, "error": None,
                            "tables": {}, "wall_s": 0.0}
+    if os.environ.get(TEST_CRASH_ENV) == job["run_id"]:
+        import signal
+
+        os.kill(os.getpid(), signal.SIGSEGV)
     try:
         sim = _core.Simulation(job["text"], list(job["overrides"]), job["base_dir"],
                                job["seed"], job["trace"])
         raw = sim.run()
         out["wall_s"] = float(raw["wall_s"])
         out["tables"] = {name: to_arrow(raw[name]) for name in traced(job["trace"])}
-    except _core.ScenarioError as exc:
+    except (_core.ScenarioError, _core.SimulationError) as exc:
         out.update(status=FAILED, error=str(exc))
     except Exception as exc:  # noqa: BLE001 - a failed run is data, not a crash
-        out.update(status=FAILED, error=f"{type(exc).__name__}: {exc}")
+        out.update(status=FAILED, error=f"internal error: {exc}")
     return out
 
 
@@ -96,47 +106,99 @@ def _worker_init(parent: int) -> None:
 # ---------------------------------------------------------------------------------- executors
 
 
+def _worker_main(conn: Any, parent: int) -> None:
+    """A sweep worker: runs the jobs it receives, one at a time, and sends back each outcome."""
+    _worker_init(parent)
+    while True:
+        try:
+            job = conn.recv()
+        except EOFError:
+            return
+        if job is None:
+            return
+        conn.send(execute(job))
+
+
+def _signal_name(exitcode: int | None) -> str:
+    import signal
+
+    if exitcode is not None and exitcode < 0:
+        with contextlib.suppress(ValueError):
+            return f"signal {signal.Signals(-exitcode).name}"
+        return f"signal {-exitcode}"
+    return f"exit status {exitcode}"
+
+
+class _Slot:
+    """One worker process with its own pipe: a crash costs the run it was running, no other."""
+
+    def __init__(self, ctx: Any):
+        self.conn, child = ctx.Pipe()
+        self.proc = ctx.Process(target=_worker_main, args=(child, os.getpid()),
+                                name="spikelab-sweep-worker", daemon=True)
+        self.proc.start()
+        child.close()
+        self.job: dict[str, Any] | None = None
+
+    def give(self, job: dict[str, Any]) -> None:
+        self.job = job
+        self.conn.send(job)
+
+    def stop(self, kill: bool = False) -> None:
+        if kill:
+            self.proc.kill()
+        else:
+            with contextlib.suppress(OSError, BrokenPipeError):
+                self.conn.send(None)
+        self.proc.join(timeout=2)
+        if self.proc.is_alive():
+            self.proc.kill()
+            self.proc.join()
+        self.conn.close()
+
+
 def _local(jobs: list[dict[str, Any]], workers: int) -> Iterator[dict[str, Any]]:
-    """Yield results as they finish, from a pool of ``workers`` processes."""
-    if workers == 1:
-        for job in jobs:
-            yield execute(job)
-        return
+    """Yield results as they finish, from ``workers`` worker processes (also for one: a run
+    that crashes its process, even by a segfault, fails alone and the sweep goes on)."""
+    from multiprocessing.connection import wait as wait_any
+
     ctx = multiprocessing.get_context("spawn")
-
-    def new_pool() -> ProcessPoolExecutor:
-        return ProcessPoolExecutor(max_workers=workers, mp_context=ctx,
-                                   initializer=_worker_init, initargs=(os.getpid(),))
-
-    pool = new_pool()
-    pending: dict[Future, dict[str, Any]] = {}
     queue = list(reversed(jobs))
-    broken = False
+    slots: list[_Slot] = []
     try:
-        while queue or pending:
-            if broken and not pending:
-                # A worker died and took the pool with it: start a new one for the rest.
-                pool.shutdown(wait=False, cancel_futures=True)
-                pool, broken = new_pool(), False
-            # Keep a short queue per worker, so an interrupt cancels little work.
-            while queue and not broken and len(pending) < 2 * workers:
-                job = queue.pop()
-                pending[pool.submit(execute, job)] = job
-            done, _ = wait(pending, return_when=FIRST_COMPLETED)
-            for fut in done:
-                job = pending.pop(fut)
-                try:
-                    yield fut.result()
-                except Exception as exc:  # the worker process died (killed, crashed)
-                    broken = broken or isinstance(exc, BrokenProcessPool)
-                    yield {"run_id": job["run_id"], "status": FAILED, "tables": {},
-                           "wall_s": 0.0, "error": f"worker failed: {type(exc).__name__}: {exc}"}
-    except BaseException:
-        for child in multiprocessing.active_children():
-            child.terminate()
-        pool.shutdown(wait=False, cancel_futures=True)
-        raise
-    pool.shutdown(wait=True)
+        for _ in range(min(workers, len(queue))):
+            slots.append(_Slot(ctx))
+        for slot in slots:
+            if queue:
+                slot.give(queue.pop())
+        while any(slot.job is not None for slot in slots):
+            busy = [slot for slot in slots if slot.job is not None]
+            ready = wait_any([x for slot in busy for x in (slot.conn, slot.proc.sentinel)])
+            for slot in busy:
+                if slot.conn not in ready and slot.proc.sentinel not in ready:
+                    continue
+                job = slot.job
+                outcome = None
+                if slot.conn in ready:
+                    with contextlib.suppress(EOFError, OSError):
+                        outcome = slot.conn.recv()
+                if outcome is None:
+                    # The process died under this run: it alone fails; a new worker goes on.
+                    slot.proc.join(timeout=5)
+                    outcome = {"run_id": job["run_id"], "status": FAILED, "tables": {},
+                               "wall_s": 0.0,
+                               "error": f"the worker process died with "
+                                        f"{_signal_name(slot.proc.exitcode)} during this run"}
+                    slot.stop(kill=True)
+                    slots[slots.index(slot)] = slot = _Slot(ctx)
+                slot.job = None
+                if queue:
+                    slot.give(queue.pop())
+                yield outcome
+    finally:
+        interrupted = sys.exc_info()[0] is not None
+        for slot in slots:
+            slot.stop(kill=interrupted)
 
 
 @contextlib.contextmanager
@@ -237,9 +299,29 @@ def _concat(tables: list[pa.Table]) -> pa.Table:
 class Store:
     """A sweep's results directory."""
 
-    def __init__(self, outdir: str | os.PathLike[str]):
-        self.dir = results.prepare(outdir)
+    def __init__(self, outdir: str | os.PathLike[str], kind: str = "sweep",
+                 force: bool = False):
+        self.dir = results.claim(outdir, kind, force=force)
         self.parts = self.dir / PARTS
+
+    def clear(self) -> None:
+        """Remove every file an earlier sweep wrote here (parts, dataset tables, figures it
+        listed, manifest), so nothing of it can be served again."""
+        old = results._previous_manifest(self.dir)  # noqa: SLF001
+        with contextlib.suppress(FileNotFoundError):
+            (self.dir / results.MANIFEST).unlink()
+        for entry in (old or {}).get("files", []):
+            name = entry.get("path", "")
+            if name and not name.startswith(("/", "..")):
+                with contextlib.suppress(FileNotFoundError, IsADirectoryError):
+                    (self.dir / name).unlink()
+        for name in [f"{t}.parquet" for t in results.TABLES] + [POINTS, SWEEP_JSON]:
+            with contextlib.suppress(FileNotFoundError):
+                (self.dir / name).unlink()
+        if self.parts.is_dir():
+            for f in self.parts.iterdir():
+                if f.is_file():
+                    f.unlink()
 
     def claim(self, identity: dict[str, Any], fresh: bool) -> None:
         """Record which sweep this directory holds; refuse to mix two sweeps."""
@@ -255,9 +337,8 @@ class Store:
                     f"{self.dir} holds results of a different sweep (scenario, sweep, seed "
                     f"or overrides changed); use another directory or --fresh to start over")
             return
-        if fresh and self.parts.is_dir():
-            for f in self.parts.glob(f"*{PART}"):
-                f.unlink()
+        if fresh:
+            self.clear()
         self.parts.mkdir(exist_ok=True)
         results.write_json(identity, path)
 
@@ -355,12 +436,31 @@ class Plan:
     tasks: list[RunTask]
     identity: dict[str, Any]
     scenario: dict[str, Any]
+    source: str | None = None
+    """The scenario's file path, when it was given as one."""
 
 
 def _metric_columns(text: str, overrides: tuple[str, ...], base_dir: str) -> set[str]:
-    """The runs table's columns for this scenario, from a run of one nanosecond."""
-    sim = _core.Simulation(text, [*overrides, 'sim.duration="1ns"'], base_dir, None, "summary")
-    return {c["name"] for c in sim.run()["runs"]["columns"]}
+    """The runs table's columns for this scenario (taken without simulating)."""
+    sim = _core.Simulation(text, list(overrides), base_dir, None, "summary")
+    return {c["name"] for c in sim.runs_template()["columns"]}
+
+
+def _check_params(text: str, base_dir: str, spec: SweepSpec, extra: tuple[str, ...]) -> None:
+    """Every parameter must reach the scenario: a parameter none of whose values gives a valid
+    scenario (a path that does not exist, a field of the wrong type) is an error before the
+    first run, naming the parameter. A value that fails alone fails its runs (data)."""
+    for prm in spec.params:
+        first_error = None
+        for value in prm.values:
+            try:
+                _core.resolve(text, [*extra, f"{prm.key}={toml_literal(value)}"], base_dir)
+                break
+            except _core.ScenarioError as exc:
+                first_error = first_error or str(exc)
+        else:
+            raise _core.ScenarioError(f"sweep.params.{json.dumps(prm.key)}: no value of this "
+                                      f"parameter gives a valid scenario: {first_error}")
 
 
 def plan(scenario: ScenarioSource, *, seed: int | None = None, overrides: Iterable[str] = (),
@@ -380,13 +480,19 @@ def plan(scenario: ScenarioSource, *, seed: int | None = None, overrides: Iterab
             raise _core.ScenarioError(
                 f"sweep.params.{json.dumps(prm.key)}.name: column {prm.name!r} is also a "
                 f"metric of the runs table; give this parameter another `name`")
+    _check_params(text, base_dir, spec, extra)
+    check_seed(seed)
     base_seed = int(base["sim"]["seed"]) if seed is None else int(seed)
+    check_seed(base_seed + spec.replications - 1,
+               f"seed: {base_seed} + {spec.replications - 1} (the last replication's seed)")
     tasks = spec.tasks(base_seed, extra)
-    identity = {"format": FORMAT, "fingerprint": fingerprint(text, spec, base_seed, extra),
-                "seed": base_seed, "overrides": list(extra), "sweep": spec.describe(),
-                "runs": len(tasks)}
+    identity = {"format": FORMAT, "kind": "sweep",
+                "fingerprint": fingerprint(text, spec, base_seed, extra),
+                "seed": base_seed, "overrides": list(extra),
+                "sweep": spec.describe(compact=True), "runs": len(tasks)}
+    source = str(scenario) if not (isinstance(scenario, str) and text == scenario) else None
     return Plan(text=text, base_dir=base_dir, spec=spec, tasks=tasks, identity=identity,
-                scenario=base)
+                scenario=base, source=source)
 
 
 def sweep(
@@ -402,6 +508,8 @@ def sweep(
     fresh: bool = False,
     progress: bool | None = None,
     on_result: Callable[[RunTask, dict[str, Any]], None] | None = None,
+    force: bool = False,
+    kind: str = "sweep",
 ) -> SweepResult:
     """Run every grid point × replication of a scenario's ``[sweep]`` into ``out``.
 
@@ -409,17 +517,21 @@ def sweep(
     ``LocalCluster`` of ``jobs`` worker processes, or a scheduler address
     (``tcp://host:8786``); workers need spikelab installed and the scenario's trace files at
     the same paths. Resumes a sweep already in ``out`` (done runs are skipped, failed runs are
-    retried); ``fresh=True`` discards it. Failed runs are recorded with their error and do not
-    stop the sweep; check ``result.failed``.
+    retried); ``fresh=True`` discards it (every table, part and figure of it). Failed runs
+    are recorded with their error and do not stop the sweep; check ``result.failed``. ``out``
+    must not hold another kind of result (a single run) unless ``force``. Interrupted
+    (KeyboardInterrupt), the manifest says ``interrupted`` and how many runs are done; the
+    same call resumes.
     """
     p = plan(scenario, seed=seed, overrides=overrides, sweep_spec=sweep_spec, trace=trace)
     workers = jobs if jobs is not None else (os.cpu_count() or 1)
     if workers < 1:
         raise ValueError(f"jobs must be >= 1, got {workers}")
-    store = Store(out)
-    store.claim(p.identity, fresh)
+    store = Store(out, kind, force)
+    store.claim(dict(p.identity, kind=kind), fresh)
     with contextlib.suppress(FileNotFoundError):
         (store.dir / results.MANIFEST).unlink()  # present only when the dataset is complete
+    _write_points(store, p)
     done = store.done()
     todo = [t for t in p.tasks if done.get(t.run_id) != OK]
     by_id = {t.run_id: t for t in p.tasks}
@@ -440,14 +552,67 @@ def sweep(
             bar.update(outcome["status"] == OK)
             if on_result is not None:
                 on_result(task, outcome)
+    except KeyboardInterrupt:
+        bar.close()
+        _write_interrupted(store, p, kind)
+        raise
     finally:
         bar.close()
     return finish(store, p, executor=executor, wall_s=time.monotonic() - start,
-                  core_wall_s=core_wall, workers=workers, fresh=written)
+                  core_wall_s=core_wall, workers=workers, fresh=written, kind=kind)
+
+
+def _write_points(store: Store, p: Plan) -> None:
+    """``points.json``: each grid point's overrides (the manifest refers to it), and a copy
+    of the scenario text, so any run can be repeated alone."""
+    points: dict[int, list[str]] = {}
+    for t in p.tasks:
+        points.setdefault(t.point, list(t.overrides))
+    results.write_json([{"point": k, "overrides": v} for k, v in sorted(points.items())],
+                       store.dir / POINTS)
+    results.atomic_write(store.dir / SCENARIO_COPY,
+                         lambda tmp: tmp.write_text(p.text, encoding="utf-8"))
+
+
+def _write_interrupted(store: Store, p: Plan, kind: str) -> None:
+    done = store.done()
+    manifest = {
+        "format": FORMAT,
+        "kind": kind,
+        "status": results.INTERRUPTED,
+        "created": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+        "fingerprint": p.identity["fingerprint"],
+        "runs_total": len(p.tasks),
+        "runs_done": len(done),
+        "runs_ok": sum(s == OK for s in done.values()),
+        "note": "interrupted: finished runs are in parts/; the same command resumes the rest",
+        "files": [],
+    }
+    results.write_interrupted(store.dir, manifest)
+
+
+def run_info(outdir: str | os.PathLike[str], manifest: dict[str, Any],
+             run_id: str) -> tuple[int, list[str]]:
+    """(seed, overrides) that repeat one run of a sweep alone."""
+    entry = next(r for r in manifest["runs"] if r["run_id"] == run_id)
+    if "overrides" in entry:  # manifests written before points.json
+        return entry["seed"], list(entry["overrides"])
+    points = json.loads((Path(outdir) / POINTS).read_text(encoding="utf-8"))
+    overrides = next(pt["overrides"] for pt in points if pt["point"] == entry["point"])
+    return entry["seed"], list(overrides)
+
+
+def repeat_command(outdir: str | os.PathLike[str], manifest: dict[str, Any],
+                   run_id: str) -> list[str]:
+    """The ``spikelab run`` command line that repeats one run of a sweep alone."""
+    seed, overrides = run_info(outdir, manifest, run_id)
+    source = manifest.get("scenario_path") or str(Path(outdir) / SCENARIO_COPY)
+    return run_command(overrides, seed, source)
 
 
 def finish(store: Store, p: Plan, *, executor: str, wall_s: float, core_wall_s: float,
-           workers: int, fresh: dict[str, dict[str, pa.Table]] | None = None) -> SweepResult:
+           workers: int, fresh: dict[str, dict[str, pa.Table]] | None = None,
+           kind: str = "sweep") -> SweepResult:
     """Consolidate the parts into the dataset and write manifest.json last."""
     files = store.consolidate(p.tasks, p.spec.trace, fresh)
     runs = files["runs.parquet"]
@@ -462,7 +627,8 @@ def finish(store: Store, p: Plan, *, executor: str, wall_s: float, core_wall_s: 
     failed = sorted(rid for rid, s in status.items() if s != OK)
     manifest = {
         "format": FORMAT,
-        "kind": "sweep",
+        "kind": kind,
+        "status": results.COMPLETE,
         "created": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
         "fingerprint": p.identity["fingerprint"],
         "seed": p.identity["seed"],
@@ -482,11 +648,12 @@ def finish(store: Store, p: Plan, *, executor: str, wall_s: float, core_wall_s: 
         "platform": platform.platform(),
         "scenario": p.scenario,
         "scenario_text": p.text,
-        "runs": [{"run_id": t.run_id, "seed": t.seed, "overrides": list(t.overrides)}
-                 for t in p.tasks],
+        "scenario_path": p.source,
+        "runs": [{"run_id": t.run_id, "seed": t.seed, "point": t.point} for t in p.tasks],
+        "points": POINTS,
         "files": [],
     }
-    manifest["files"] = results._describe(store.dir, list(files))  # noqa: SLF001
+    manifest["files"] = results._describe(store.dir, [*files, POINTS])  # noqa: SLF001
     results.write_json(manifest, store.dir / results.MANIFEST)
     return SweepResult(dir=store.dir, runs=runs, manifest=manifest)
 
@@ -499,13 +666,16 @@ def load_sweep(outdir: str | os.PathLike[str]) -> SweepResult:
     """A sweep's dataset; an unfinished sweep (killed, still running) is read from its parts."""
     outdir = Path(outdir)
     manifest_path = outdir / results.MANIFEST
+    manifest = None
     if manifest_path.is_file():
         manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
+    if manifest is not None and manifest.get("status") != results.INTERRUPTED:
         return SweepResult(dir=outdir, runs=pq.read_table(outdir / "runs.parquet"),
                            manifest=manifest)
     identity = json.loads((outdir / SWEEP_JSON).read_text(encoding="utf-8"))
     parts = sorted(f for f in (outdir / PARTS).glob(f"*{PART}")
                    if "." not in f.name[: -len(PART)])
     runs = _concat([read_part(f) for f in parts])
-    manifest = dict(identity, kind="sweep", complete=False)
+    manifest = dict(identity, complete=False,
+                    status=(manifest or {}).get("status", "running"))
     return SweepResult(dir=outdir, runs=runs, manifest=manifest)

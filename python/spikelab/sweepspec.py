@@ -39,6 +39,7 @@ MODES = ("grid", "zip")
 BASE_COLUMNS = ("run_id", "point", "replication", "seed", "status", "error")
 _SWEEP_KEYS = {"mode", "replications", "trace", "params"}
 _PARAM_KEYS = {"values", "labels", "name"}
+BIG_VALUE = 256  # characters; longer parameter values are stored by digest in manifests
 
 
 def _err(field_: str, message: str) -> _core.ScenarioError:
@@ -108,7 +109,7 @@ def _flatten(table: dict[str, Any], prefix: str = "") -> list[tuple[str, Any]]:
     return out
 
 
-def _param(key: str, spec: Any) -> Param:
+def _param(key: str, spec: Any, mode: str = "grid") -> Param:
     at = f"sweep.params.{json.dumps(key)}"
     name, labels = None, None
     if isinstance(spec, dict):
@@ -128,8 +129,8 @@ def _param(key: str, spec: Any) -> Param:
         shown = list(labels)
     else:
         shown = [v if isinstance(v, str | int | float | bool) else _compact(v) for v in values]
-    if len({_compact(s) for s in shown}) != len(shown):
-        raise _err(at, "values (or labels) must be distinct")
+    if mode == "grid" and len({_compact(s) for s in shown}) != len(shown):
+        raise _err(at, "values (or labels) must be distinct in a grid (zip allows repeats)")
     if name is None:
         name = key.rsplit(".", 1)[-1].split("[", 1)[0]
     if not isinstance(name, str) or not name.strip():
@@ -196,7 +197,7 @@ class SweepSpec:
         raw = table.get("params", {})
         if not isinstance(raw, dict):
             raise _err(f"{at}.params", "must be a table of KEY = [values]")
-        params = tuple(_param(k, v) for k, v in _flatten(raw))
+        params = tuple(_param(k, v, mode) for k, v in _flatten(raw))
         names = [p.name for p in params]
         for p in params:
             if names.count(p.name) > 1 or p.name in BASE_COLUMNS:
@@ -230,13 +231,22 @@ class SweepSpec:
                                    seed=base_seed + r, overrides=overrides, params=shown))
         return out
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self, compact: bool = False) -> dict[str, Any]:
+        """The sweep as data. ``compact``: a value longer than ``BIG_VALUE`` characters (a
+        profile of many rows) is given by its digest, so manifests stay small."""
+        def value(v: Any) -> Any:
+            text = _compact(v)
+            if compact and len(text) > BIG_VALUE:
+                return {"sha256": hashlib.sha256(text.encode()).hexdigest(), "chars": len(text)}
+            return v
+
         return {
             "mode": self.mode,
             "replications": self.replications,
             "trace": self.trace,
             "params": [{"key": p.key, "name": p.name, "labels": list(p.labels),
-                        "values": list(p.values), "kind": p.kind} for p in self.params],
+                        "values": [value(v) for v in p.values], "kind": p.kind}
+                       for p in self.params],
         }
 
 
