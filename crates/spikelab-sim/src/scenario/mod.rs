@@ -311,6 +311,25 @@ impl Scenario {
                 st.name = Some(n);
             }
         }
+        // Each stage's drops get a column `drops_<path>_<stage>`; two stages must not share one
+        // (path "a_b" stage "c" and path "a" stage "b_c" would).
+        let mut columns: BTreeMap<String, String> = BTreeMap::new();
+        for (name, path) in &self.path {
+            for (i, st) in path.stage.iter().enumerate() {
+                let stage = st.name.as_deref().unwrap_or_default();
+                let column = format!("drops_{name}_{stage}");
+                let here = format!("path.{name}.stage[{i}]");
+                if let Some(other) = columns.insert(column.clone(), here.clone()) {
+                    return Err(ScenarioError::new(
+                        format!("{here}.name"),
+                        format!(
+                            "its drops column {column:?} would be the same as {other}'s; \
+                             rename the stage or the path"
+                        ),
+                    ));
+                }
+            }
+        }
         for (i, f) in self.flow.iter_mut().enumerate() {
             for (which, p) in [("fwd", &f.fwd), ("rev", &f.rev)] {
                 if !self.path.contains_key(p) {

@@ -275,3 +275,17 @@ fn resolved_scenario_round_trips() {
         serde_json::to_string(&sc2).unwrap()
     );
 }
+
+#[test]
+fn stages_whose_drops_columns_would_clash_are_refused() {
+    let e = err(
+        "[path.a_b]\n[[path.a_b.stage]]\ntype = \"delay\"\nname = \"c\"\ndelay = 0\n\
+                 [path.a]\n[[path.a.stage]]\ntype = \"delay\"\nname = \"b_c\"\ndelay = 0\n\
+                 [[flow]]\nfwd = \"a\"\nrev = \"a_b\"\n",
+    );
+    assert_eq!(
+        e,
+        "path.a_b.stage[0].name: its drops column \"drops_a_b_c\" would be the same as \
+         path.a.stage[0]'s; rename the stage or the path"
+    );
+}
