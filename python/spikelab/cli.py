@@ -186,7 +186,14 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
     with _scenario_file(args.file) as path:
         scenario = spikelab.validate(path, overrides=args.set)
-    print(f"{args.file}: ok ({describe(scenario)})")
+        from spikelab.sweepspec import sweep_table
+
+        text = Path(path).read_text(encoding="utf-8")
+        sweep = ""
+        if sweep_table(text) is not None:
+            plan = spikelab.sweep_plan(path, overrides=args.set)  # every parameter path
+            sweep = f"; [sweep]: {_plural(len(plan.tasks), 'run')}"
+    print(f"{args.file}: ok ({describe(scenario)}{sweep})")
     return 0
 
 

@@ -175,7 +175,9 @@ def _html(outdir: Path, study: Study, res: SweepResult, claims: list[ClaimResult
     out.append("</table>")
     out.append("<h3>Sweep</h3><pre>" + e(json.dumps(res.manifest.get("sweep"), indent=1))
                + "</pre>")
-    out.append("<h3>Scenario</h3><pre>" + e(res.manifest.get("scenario_text", "")) + "</pre>")
+    from .sweep import scenario_text
+
+    out.append("<h3>Scenario</h3><pre>" + e(scenario_text(outdir, res.manifest)) + "</pre>")
     out.append("<h3>Claim queries</h3>")
     out += [f"<p><b>{e(r.claim.id)}</b></p><pre>{e(r.claim.sql.strip())}</pre>" for r in claims]
     out.append(f"<script>{_CHECK}</script></body></html>")

@@ -340,9 +340,9 @@ def _draw_run_figures(outdir: Path, study: Study,
     params = res.params()
     chosen = query(outdir, f"SELECT * FROM runs WHERE status = 'ok' AND ({spec.where}) "
                            f"ORDER BY run_id")
-    from .sweep import run_info
+    from .sweep import run_info, scenario_text
 
-    text = res.manifest["scenario_text"]
+    text = scenario_text(outdir, res.manifest)
     out = []
     for run_id in dict.fromkeys(chosen["run_id"].tolist()):
         seed, run_overrides = run_info(outdir, res.manifest, run_id)

@@ -45,6 +45,7 @@ SWEEP_JSON = "sweep.json"
 POINTS = "points.json"  # each grid point's overrides (by reference from the manifest)
 SCENARIO_COPY = "scenario.toml"  # the sweep's scenario text, for repeating one run alone
 PARTS = "parts"
+INLINE_TEXT = 16_384  # characters of scenario text kept inline in the manifest
 PART = ".arrow"  # Arrow IPC: a part is written and read back in well under a millisecond
 FORMAT = 1
 OK, FAILED = "ok", "failed"
@@ -602,6 +603,14 @@ def run_info(outdir: str | os.PathLike[str], manifest: dict[str, Any],
     return entry["seed"], list(overrides)
 
 
+def scenario_text(outdir: str | os.PathLike[str], manifest: dict[str, Any]) -> str:
+    """The sweep's scenario text (inline in the manifest when small, else scenario.toml)."""
+    if "scenario_text" in manifest:
+        return manifest["scenario_text"]
+    return (Path(outdir) / manifest.get("scenario_file", SCENARIO_COPY)).read_text(
+        encoding="utf-8")
+
+
 def repeat_command(outdir: str | os.PathLike[str], manifest: dict[str, Any],
                    run_id: str) -> list[str]:
     """The ``spikelab run`` command line that repeats one run of a sweep alone."""
@@ -647,13 +656,16 @@ def finish(store: Store, p: Plan, *, executor: str, wall_s: float, core_wall_s: 
                      "pyarrow": pa.__version__},
         "platform": platform.platform(),
         "scenario": p.scenario,
-        "scenario_text": p.text,
+        # The text inline when small; always in scenario.toml beside the manifest.
+        **({"scenario_text": p.text} if len(p.text) <= INLINE_TEXT else {}),
+        "scenario_file": SCENARIO_COPY,
         "scenario_path": p.source,
         "runs": [{"run_id": t.run_id, "seed": t.seed, "point": t.point} for t in p.tasks],
         "points": POINTS,
         "files": [],
     }
-    manifest["files"] = results._describe(store.dir, [*files, POINTS])  # noqa: SLF001
+    manifest["files"] = results._describe(store.dir,  # noqa: SLF001
+                                          [*files, POINTS, SCENARIO_COPY])
     results.write_json(manifest, store.dir / results.MANIFEST)
     return SweepResult(dir=store.dir, runs=runs, manifest=manifest)
 
