@@ -113,3 +113,8 @@ def lte_handover() -> Path:
 @pytest.fixture(scope="session")
 def lte_handover_lossless() -> Path:
     return EXAMPLES / "lte-handover-lossless.toml"
+
+
+def pytest_addoption(parser):
+    parser.addoption("--fuzz-long", action="store_true", default=False,
+                     help="run the scenario fuzzer on many more seeds (minutes)")
