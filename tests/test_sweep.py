@@ -272,12 +272,13 @@ def test_query_and_summary_commands(tmp_path, capsys):
     assert capsys.readouterr().out == "variant,n\nreno,6\nsack,6\n"
     assert main(["summary", str(tmp_path / "o"), "--metric", "bytes_delivered"]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert lines[0].split() == ["variant", "delay", "n", "bytes_delivered"]
+    assert lines[0].split() == ["variant", "delay", "n", "bytes_delivered", "[MB]"]
     assert len(lines) == 5 and all(" ± " in line for line in lines[1:])
     frame = spikelab.load(tmp_path / "o").runs.to_pandas()
     first = frame[(frame.variant == "reno") & (frame.delay == "20ms")].bytes_delivered
     mean, half, _ = stats.mean_ci(first.tolist())
-    assert lines[1].split()[3] == stats._fmt(mean)
+    # One rule per unit: bytes in MB with two decimals.
+    assert lines[1].split()[3] == stats.fmt_value("bytes_delivered", mean) == f"{mean / 1e6:.2f}"
     assert main(["query", str(tmp_path / "o"), "SELECT nope FROM runs"]) == 2
     assert "query failed" in capsys.readouterr().err
 

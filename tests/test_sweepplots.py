@@ -25,7 +25,7 @@ def runs() -> pd.DataFrame:
 
 def test_bars_are_means_with_t_intervals():
     fig = sweepplots.draw_one(runs(), FigureSpec.parse(
-        {"kind": "bar", "x": "rate", "hue": "variant", "y": "goodput_bps"}))
+        {"kind": "bar", "x": "rate", "hue": "variant", "y": "goodput_bps", "scale": 1}))
     ax = fig.axes[0]
     heights = [p.get_height() for p in ax.patches]
     assert heights == pytest.approx([11.0, 101.0, 1001.0, 21.0, 201.0, 2001.0])
@@ -55,7 +55,7 @@ def test_cdf_steps_through_every_run():
 
 def test_heatmap_cells_are_means_over_two_parameters():
     fig = sweepplots.draw_one(runs(), FigureSpec.parse(
-        {"kind": "heatmap", "x": "rate", "row": "variant", "y": "goodput_bps"}))
+        {"kind": "heatmap", "x": "rate", "row": "variant", "y": "goodput_bps", "scale": 1}))
     grid = fig.axes[0].images[0].get_array()
     assert np.asarray(grid) == pytest.approx(np.array([[11.0, 101.0, 1001.0],
                                                        [21.0, 201.0, 2001.0]]))
@@ -92,3 +92,18 @@ def test_sweep_figures_of_a_single_run_directory_are_refused_clearly(tmp_path, c
     (tmp_path / "runs.parquet").write_bytes(b"")
     assert main(["figure", str(tmp_path), "--kind", "cdf", "--y", "goodput_bps"]) == 2
     assert "not a sweep's results directory" in capsys.readouterr().err
+
+
+def test_a_metric_is_shown_in_its_unit_and_the_legend_stays_off_the_data():
+    frame = runs()
+    frame["goodput_bps"] *= 1e5  # 1e6 .. 2e8 bit/s
+    fig = sweepplots.draw_one(frame, FigureSpec.parse(
+        {"kind": "bar", "x": "rate", "hue": "variant", "y": "goodput_bps"}))
+    ax = fig.axes[0]
+    # Mbit/s by the same rule as the summary tables, and the axis says so.
+    assert ax.get_ylabel() == "goodput_bps [Mbit/s]"
+    assert [p.get_height() for p in ax.patches][:3] == pytest.approx([1.1, 10.1, 100.1])
+    assert ax.get_legend() is None and len(fig.legends) == 1  # outside the axes
+    cdf = sweepplots.draw_one(frame, FigureSpec.parse(
+        {"kind": "cdf", "hue": "variant", "y": "goodput_bps"}))
+    assert cdf.axes[0].get_xlabel() == "goodput_bps [Mbit/s]"

@@ -9,12 +9,11 @@ from __future__ import annotations
 import base64
 import html
 import json
-import math
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from . import results
-from .stats import DEFAULT_METRICS, summarize, summary_cells
+from .stats import DEFAULT_METRICS, fmt_value, labelled, summarize, summary_cells, unit_of
 
 if TYPE_CHECKING:
     from .study import ClaimResult, Study
@@ -44,20 +43,12 @@ window.addEventListener('load', function () {
 """
 
 
-def _num(v: Any) -> str:
-    if isinstance(v, bool) or v is None:
-        return str(v)
-    if isinstance(v, float):
-        if math.isnan(v):
-            return "–"
-        return f"{v:,.0f}" if abs(v) >= 1e4 else f"{v:.4g}"
-    if isinstance(v, int) and abs(v) >= 1e4:
-        return f"{v:,}"
-    return str(v)
-
-
 def _numbers(numbers: dict[str, Any]) -> str:
-    return ", ".join(f"{k} = {_num(v)}" for k, v in numbers.items())
+    out = []
+    for k, v in numbers.items():
+        unit = unit_of(k)
+        out.append(f"{k} = {fmt_value(k, v)}" + (f" {unit[0]}" if unit else ""))
+    return ", ".join(out)
 
 
 def _summary_rows(res: SweepResult) -> tuple[list[str], list[list[str]]]:
@@ -97,8 +88,10 @@ def write(outdir: Path, study: Study, res: SweepResult, claims: list[ClaimResult
 
 
 def _cells(frame: Any) -> tuple[list[str], list[list[str]]]:
-    return ([str(c) for c in frame.columns],
-            [[_num(v) for v in row] for row in frame.itertuples(index=False)])
+    names = [str(c) for c in frame.columns]
+    return ([labelled(c) for c in names],
+            [[fmt_value(c, v) for c, v in zip(names, row, strict=True)]
+             for row in frame.itertuples(index=False)])
 
 
 def _img(path: Path, alt: str) -> str:

@@ -86,17 +86,54 @@ def summarize(runs: pd.DataFrame, params: Sequence[str],
     return pd.DataFrame(rows)
 
 
-def _fmt(x: float) -> str:
+# One decimal rule per unit, used by the CLI summary and the study reports alike. The unit
+# is read from the column's name: *_bps is a rate shown in Mbit/s, *_s a time in seconds,
+# bytes* a size in MB, *_pct a percentage; anything else is a count (or a plain number).
+UNITS = (
+    ("_bps", "Mbit/s", 1e-6, 2),
+    ("_s", "s", 1.0, 3),
+    ("_pct", "%", 1.0, 1),
+)
+
+
+def unit_of(name: str) -> tuple[str, float, int] | None:
+    """(unit, scale, decimals) for a metric column, or None for a count or plain number."""
+    if name.startswith("bytes") or name.endswith("_bytes"):
+        return "MB", 1e-6, 2
+    for suffix, unit, scale, decimals in UNITS:
+        if name.endswith(suffix):
+            return unit, scale, decimals
+    return None
+
+
+def labelled(name: str) -> str:
+    """A column heading with its unit: ``goodput_bps [Mbit/s]``."""
+    unit = unit_of(name)
+    return f"{name} [{unit[0]}]" if unit else name
+
+
+def fmt_value(name: str, x: object) -> str:
+    """``x`` of column ``name`` by the unit's rule: Mbit/s and MB with 2 decimals, seconds with
+    3, percentages with 1; counts as integers with thousands separators (a mean of counts with
+    1 decimal); other numbers with 4 significant digits."""
     if x is None or (isinstance(x, float) and math.isnan(x)):
         return "-"
-    ax = abs(x)
-    if ax >= 1e6:
-        return f"{x / 1e6:.3f}M"
-    if ax >= 1e4:
-        return f"{x / 1e3:.1f}k"
-    if ax == int(ax) and ax < 1e4:
-        return f"{x:.0f}" if ax >= 100 else f"{x:.3g}"
-    return f"{x:.3g}"
+    if isinstance(x, bool) or not isinstance(x, int | float):
+        return str(x)
+    unit = unit_of(name)
+    if unit is not None:
+        _, scale, decimals = unit
+        return f"{x * scale:,.{decimals}f}"
+    if float(x).is_integer():
+        return f"{int(x):,}"
+    if abs(x) >= 1:
+        return f"{x:,.1f}"
+    return f"{x:.4g}"
+
+
+def _fmt(x: float) -> str:
+    """A number without a known unit (kept for callers that have no column name)."""
+    return fmt_value("", x)
 
 
 def summary_cells(table: pd.DataFrame,
@@ -108,9 +145,14 @@ def summary_cells(table: pd.DataFrame,
         cells = [str(r[k]) for k in keys] + [str(int(r["n"]))]
         for m in metrics:
             mean, half = r[f"{m}_mean"], r[f"{m}_ci95"]
-            cells.append(_fmt(mean) + ("" if math.isnan(half) else f" ± {_fmt(half)}"))
+            shown = fmt_value(m, mean)
+            if not math.isnan(half):
+                # The half-width in the mean's unit and decimals (a count's CI has one).
+                unit = unit_of(m)
+                shown += " ± " + (fmt_value(m, half) if unit else f"{half:,.1f}")
+            cells.append(shown)
         rows.append(cells)
-    return [*keys, "n", *metrics], rows
+    return [*keys, "n", *(labelled(m) for m in metrics)], rows
 
 
 def align(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:

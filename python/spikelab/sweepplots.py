@@ -12,7 +12,10 @@ Kinds (each figure is a ``[[figure]]`` table of a study, or ``spikelab figure`` 
 
 ``col`` splits any kind into side-by-side panels, one per value of that column. ``where`` is
 a SQL condition on the runs table (DuckDB) choosing the rows; failed runs are always left out.
-``scale`` multiplies ``y`` (e.g. 1e-6 for bit/s -> Mbit/s); ``ylabel`` names it.
+Units: without ``scale``, ``y`` is shown in its column's unit by the same rule as the summary
+tables (``*_bps`` in Mbit/s, ``bytes*`` in MB, ``*_s`` in seconds; see ``stats.unit_of``) and
+the axis is labelled with it, so every figure shows one quantity in one unit. ``scale``
+multiplies ``y`` instead (then give ``ylabel``). Legends sit outside the axes, never on data.
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from .plots import _save
-from .stats import mean_ci
+from .stats import labelled, mean_ci, unit_of
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -44,7 +47,8 @@ class FigureSpec:
     col: str | None = None
     row: str | None = None
     where: str | None = None
-    scale: float = 1.0
+    scale: float | None = None
+    """Multiplies y; None: the unit rule of the column (Mbit/s, MB, s)."""
     ylabel: str | None = None
     title: str | None = None
     name: str | None = None
@@ -68,11 +72,29 @@ class FigureSpec:
             raise ValueError(f"{at}.x: a {kind} figure needs x (a parameter column)")
         if kind == "heatmap" and not isinstance(raw.get("row"), str):
             raise ValueError(f"{at}.row: a heatmap needs row (its second parameter)")
-        scale = raw.get("scale", 1.0)
-        if isinstance(scale, bool) or not isinstance(scale, int | float) or scale == 0:
+        scale = raw.get("scale")
+        if scale is not None and (isinstance(scale, bool) or not isinstance(scale, int | float)
+                                  or scale == 0):
             raise ValueError(f"{at}.scale: must be a non-zero number, got {scale!r}")
-        spec = cls(**{**raw, "scale": float(scale)})
+        spec = cls(**{**raw, "scale": None if scale is None else float(scale)})
         return spec
+
+    @property
+    def factor(self) -> float:
+        """What y is multiplied by: ``scale``, or the column unit's scale."""
+        if self.scale is not None:
+            return self.scale
+        unit = unit_of(self.y)
+        return unit[1] if unit else 1.0
+
+    @property
+    def label(self) -> str:
+        """The y quantity's axis label, with its unit."""
+        if self.ylabel:
+            return self.ylabel
+        if self.scale is not None and self.scale != 1.0:
+            return f"{self.y} × {self.scale:g}"
+        return labelled(self.y)
 
     def stem(self) -> str:
         if self.name:
@@ -108,7 +130,7 @@ def _bar(ax, frame: pd.DataFrame, spec: FigureSpec) -> None:
         sub = _subset(frame, spec.hue, h)
         means, errs = [], []
         for x in xs:
-            m, half, _ = mean_ci((sub[sub[spec.x] == x][spec.y] * spec.scale).tolist())
+            m, half, _ = mean_ci((sub[sub[spec.x] == x][spec.y] * spec.factor).tolist())
             means.append(m)
             errs.append(0.0 if math.isnan(half) else half)
         pos = np.arange(len(xs)) + (j - (len(hues) - 1) / 2) * width
@@ -125,7 +147,7 @@ def _line(ax, frame: pd.DataFrame, spec: FigureSpec) -> None:
     for h in _values(frame, spec.hue):
         sub = _subset(frame, spec.hue, h)
         xs = sorted(set(sub[spec.x].tolist()))
-        stats = [mean_ci((sub[sub[spec.x] == x][spec.y] * spec.scale).tolist()) for x in xs]
+        stats = [mean_ci((sub[sub[spec.x] == x][spec.y] * spec.factor).tolist()) for x in xs]
         mean = np.array([s[0] for s in stats])
         half = np.array([0.0 if math.isnan(s[1]) else s[1] for s in stats])
         (line,) = ax.plot(xs, mean, marker="o", label=None if h is None else _label(h))
@@ -139,13 +161,13 @@ def _line(ax, frame: pd.DataFrame, spec: FigureSpec) -> None:
 
 def _cdf(ax, frame: pd.DataFrame, spec: FigureSpec) -> None:
     for h in _values(frame, spec.hue):
-        ys = np.sort((_subset(frame, spec.hue, h)[spec.y] * spec.scale).to_numpy(float))
+        ys = np.sort((_subset(frame, spec.hue, h)[spec.y] * spec.factor).to_numpy(float))
         ys = ys[~np.isnan(ys)]
         if ys.size:
             p = np.arange(1, ys.size + 1) / ys.size
             ax.step(np.concatenate([[ys[0]], ys]), np.concatenate([[0.0], p]), where="post",
                     label=None if h is None else _label(h))
-    ax.set_xlabel(spec.ylabel or spec.y)
+    ax.set_xlabel(spec.label)
     ax.set_ylabel("fraction of runs")
     ax.set_ylim(0, 1.02)
 
@@ -155,14 +177,14 @@ def _heatmap(ax, fig: Figure, frame: pd.DataFrame, spec: FigureSpec) -> None:
     grid = np.full((len(rows), len(xs)), np.nan)
     for i, r in enumerate(rows):
         for j, x in enumerate(xs):
-            cell = frame[(frame[spec.row] == r) & (frame[spec.x] == x)][spec.y] * spec.scale
+            cell = frame[(frame[spec.row] == r) & (frame[spec.x] == x)][spec.y] * spec.factor
             grid[i, j] = mean_ci(cell.tolist())[0]
     image = ax.imshow(grid, origin="lower", aspect="auto", cmap="viridis")
     ax.set_xticks(range(len(xs)), [_label(x) for x in xs], rotation=90 if len(xs) > 8 else 0)
     ax.set_yticks(range(len(rows)), [_label(r) for r in rows])
     ax.set_xlabel(spec.x)
     ax.set_ylabel(spec.row)
-    fig.colorbar(image, ax=ax, label=spec.ylabel or spec.y)
+    fig.colorbar(image, ax=ax, label=spec.label)
 
 
 def draw_one(frame: pd.DataFrame, spec: FigureSpec) -> Figure:
@@ -184,12 +206,16 @@ def draw_one(frame: pd.DataFrame, spec: FigureSpec) -> Figure:
         else:
             _heatmap(ax, fig, sub, spec)
         if spec.kind in ("bar", "line"):
-            ax.set_ylabel(spec.ylabel or spec.y)
+            ax.set_ylabel(spec.label)
             ax.grid(axis="y", alpha=0.3)
         if spec.col is not None:
             ax.set_title(f"{spec.col} = {_label(value)}", fontsize="medium")
-        if spec.hue is not None and spec.kind != "heatmap":
-            ax.legend(title=spec.hue, fontsize="small")
+    if spec.hue is not None and spec.kind != "heatmap" and axes[-1].has_data():
+        # Outside the axes, on the right: a legend never covers bars, lines or curves.
+        handles, labels = axes[-1].get_legend_handles_labels()
+        if handles:
+            fig.legend(handles, labels, title=spec.hue, fontsize="small",
+                       loc="outside right upper")
     if spec.title:
         fig.suptitle(spec.title)
     return fig
@@ -219,12 +245,10 @@ def draw(outdir: str | os.PathLike[str], specs: list[FigureSpec],
 
 def default_specs(params: list[str], metric: str = "goodput_bps") -> list[FigureSpec]:
     """What ``spikelab sweep`` draws without being told: goodput by the first parameter(s)."""
-    ylabel = "goodput (Mbit/s)" if metric == "goodput_bps" else metric
-    scale = 1e-6 if metric == "goodput_bps" else 1.0
     if not params:
-        return [FigureSpec(kind="cdf", y=metric, scale=scale, ylabel=ylabel)]
+        return [FigureSpec(kind="cdf", y=metric)]
     return [
         FigureSpec(kind="bar", y=metric, x=params[0], hue=params[1] if len(params) > 1 else None,
-                   col=params[2] if len(params) > 2 else None, scale=scale, ylabel=ylabel),
-        FigureSpec(kind="cdf", y=metric, hue=params[0], scale=scale, ylabel=ylabel),
+                   col=params[2] if len(params) > 2 else None),
+        FigureSpec(kind="cdf", y=metric, hue=params[0]),
     ]
