@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pyarrow as pa
+import pytest
 from spikelab import plots
 
 
@@ -65,7 +67,7 @@ def test_cwnd_and_seqack_figures_show_verdicts_and_undo(lte_handover_lossless):
     assert "Eifel spurious (1)" in labels, labels
     assert "undo (1)" in labels, labels
     fig = plots.seqack(r.packets, 0, (9.0, 13.0), r.timeseries)
-    labels = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+    labels = [t.get_text() for t in fig.legends[0].get_texts()]
     assert "Eifel: spurious (1)" in labels, labels
     assert "undo (1)" in labels, labels
     # Without detectors nothing is added.
@@ -73,3 +75,166 @@ def test_cwnd_and_seqack_figures_show_verdicts_and_undo(lte_handover_lossless):
     fig = plots.cwnd(plain.timeseries, 0, 1448)
     labels = [t.get_text() for t in fig.legends[0].get_texts()]
     assert not any("undo" in x or "Eifel" in x for x in labels), labels
+
+
+def test_legends_are_outside_the_axes(tables):
+    """No legend is drawn inside an axes (where it could cover data)."""
+    for fig in (plots.seqack(tables["packets"], 0, None, tables["timeseries"]),
+                plots.cwnd(tables["timeseries"], 0, 1000), plots.rtt(tables["timeseries"], 0)):
+        assert fig.legends, fig
+        assert all(ax.get_legend() is None for ax in fig.axes)
+
+
+# ------------------------------------------------------------------------ many flows
+
+def many_flows(n: int, points: int = 300) -> dict:
+    """``n`` flows, each delivering at a constant rate of (flow + 1) * 8 kbit/s for 30 s,
+    with a cwnd of (10 + flow % 5) segments, an srtt and one RTT sample per point."""
+    mss = 1000
+    runs = pa.table({"flow": pa.array(range(n), pa.int32()),
+                     "mss": pa.array([mss] * n, pa.int64()),
+                     "goodput_bps": pa.array((np.arange(n) + 1) * 8e3)})
+    t = np.tile(np.arange(points, dtype=np.int64) * 100_000_000, n)
+    flow = np.repeat(np.arange(n, dtype=np.int32), points)
+    rate_bytes = (flow + 1) * 1e3  # bytes per second
+    columns = {"rcv_nxt": t / 1e9 * rate_bytes, "cwnd": (10.0 + flow % 5) * mss,
+               "srtt": np.full(t.size, 0.1), "rtt_sample": np.full(t.size, 0.1)}
+    parts = [pa.table({"t_ns": t, "flow": flow, "var": pa.array([var] * t.size),
+                       "value": np.asarray(value, float)}) for var, value in columns.items()]
+    ts = pa.concat_tables(parts)
+    ts = ts.set_column(2, "var", ts["var"].combine_chunks().dictionary_encode())
+    return {"runs": runs, "timeseries": ts}
+
+
+def test_a_thousand_flows_get_figures_for_the_first_flows_and_one_overview(tmp_path):
+    written = plots.draw(many_flows(1000), tmp_path, max_flows=5)
+    names = _names(written)
+    per_flow = sorted(f"{stem}_flow{f}.{ext}" for stem in ("cwnd", "rtt") for f in range(5)
+                      for ext in ("png", "svg"))
+    assert names == sorted(per_flow + ["flows_overview.png", "flows_overview.svg"])
+    assert len(list(tmp_path.iterdir())) == len(names)
+
+
+def test_the_default_is_eight_flows_and_no_overview_up_to_eight(tmp_path):
+    nine = {"runs": many_flows(9)["runs"], "timeseries": many_flows(9)["timeseries"]}
+    names = _names(plots.draw(nine, tmp_path / "nine"))
+    assert "flows_overview.png" in names
+    assert {n.rsplit("_flow", 1)[1].split(".")[0] for n in names if "_flow" in n} == {
+        str(f) for f in range(8)}
+    eight = many_flows(8)
+    assert "flows_overview.png" not in _names(plots.draw(eight, tmp_path / "eight"))
+
+
+def test_the_overview_shows_the_median_flow_and_every_flows_goodput():
+    n = 1000
+    fig = plots.flows_overview(many_flows(n)["runs"], many_flows(n)["timeseries"])
+    rate_ax, cwnd_ax, share_ax = fig.axes
+    median = next(ln for ln in rate_ax.get_lines() if ln.get_label() == "median flow")
+    # Flow f delivers (f + 1) * 8 kbit/s: the median flow is at 500.5 * 8 kbit/s (within the
+    # 0.1 s recording step of the synthetic rcv_nxt; the first bin starts at its first record).
+    assert np.asarray(median.get_ydata())[1:] == pytest.approx(500.5 * 8e-3, rel=0.01)
+    cwnd_median = next(ln for ln in cwnd_ax.get_lines() if ln.get_label() == "median flow")
+    assert np.asarray(cwnd_median.get_ydata()) == pytest.approx(12.0)
+    cdf = share_ax.get_lines()[0]
+    assert len(cdf.get_ydata()) == n + 1 and cdf.get_ydata()[-1] == 1.0
+    assert np.asarray(cdf.get_xdata())[-1] == pytest.approx(n * 8e-3)
+    # A few flows are drawn one line (and one bar) each.
+    fig = plots.flows_overview(many_flows(12)["runs"], many_flows(12)["timeseries"])
+    assert len(fig.axes[0].collections[0].get_segments()) == 12
+    assert len(fig.axes[2].patches) == 12
+
+
+def test_the_overview_of_a_summary_run_says_what_is_missing():
+    runs = many_flows(20)["runs"]
+    fig = plots.flows_overview(runs, pa.table({}))
+    texts = [t.get_text() for t in fig.axes[0].texts]
+    assert texts == ["not traced\n(trace level summary)"]
+
+
+# --------------------------------------------------------------------------- seq/ack
+
+def test_decimation_keeps_the_lowest_and_highest_point_of_every_bin():
+    t = np.linspace(0.0, 10.0, 100_001)
+    y = np.sin(t * 7.0)
+    td, yd = plots._decimate(t, y, 0.0, 10.0, bins=500)
+    assert td.size <= 1000 and np.all(np.diff(td) > 0)
+    bins = np.clip((t / 10.0 * 500).astype(int), 0, 499)
+    for b in (0, 123, 499):
+        inside = (td >= t[bins == b][0]) & (td <= t[bins == b][-1])
+        assert yd[inside].max() == y[bins == b].max()
+        assert yd[inside].min() == y[bins == b].min()
+
+
+def long_run(loss: bool) -> pa.Table:
+    """One flow sending 1,000 segments of 1,000 B per second for 60 s, each ACKed 0.1 s
+    later; with ``loss`` the segment sent at 30 s is dropped, the ACK stays at it until its
+    retransmission 1.5 s later is ACKed 0.1 s after that."""
+    send_t = np.arange(60_000) / 1000.0
+    seq = np.arange(60_000, dtype=np.int64) * 1000
+    ack_t, ack = send_t + 0.1, seq + 1000
+    events = [("send", send_t, seq, np.zeros_like(seq))]
+    if loss:
+        lost = 30_000
+        stuck = (ack_t >= 30.1) & (ack_t < 31.6)
+        ack = np.where(stuck, seq[lost], ack)
+        ack = np.where(ack_t >= 31.6, np.maximum(ack, seq[lost] + 1000), ack)
+        events += [("drop", np.array([30.0005]), seq[lost:lost + 1], np.zeros(1, np.int64)),
+                   ("retransmit", np.array([31.5]), seq[lost:lost + 1], np.zeros(1, np.int64))]
+    events.append(("deliver", ack_t, np.zeros_like(ack), ack))
+    t = np.concatenate([e[1] for e in events])
+    order = np.argsort(t, kind="stable")
+    kinds = np.concatenate([["ack" if e[0] == "deliver" else "data"] * e[1].size
+                            for e in events])
+    names = np.concatenate([[e[0]] * e[1].size for e in events])
+    return pa.table({
+        "t_ns": (t[order] * 1e9).astype(np.int64),
+        "flow": np.zeros(t.size, np.int32),
+        "event": pa.array(names[order]).dictionary_encode(),
+        "kind": pa.array(kinds[order]).dictionary_encode(),
+        "seq": np.concatenate([e[2] for e in events])[order],
+        "ack": np.concatenate([e[3] for e in events])[order],
+    })
+
+
+def test_a_long_lossless_run_is_one_decimated_panel():
+    fig = plots.seqack(long_run(loss=False), 0)
+    assert len(fig.axes) == 1
+    sent = next(ln for ln in fig.axes[0].get_lines() if ln.get_marker() == ".")
+    assert 1000 <= len(sent.get_xdata()) <= 2 * plots.SEQACK_BINS
+    labels = [t.get_text() for t in fig.legends[0].get_texts()]
+    assert "data sent (60,000)" in labels, labels
+
+
+def test_a_loss_episode_is_found_shaded_and_enlarged():
+    pk = long_run(loss=True)
+    (episode,) = plots.episodes(pk, 0)
+    assert episode.t0 == pytest.approx(30.0005) and episode.t1 == pytest.approx(31.6, abs=2e-3)
+    assert (episode.retransmissions, episode.drops) == (1, 1)
+    assert episode.stall_s == pytest.approx(1.5, abs=2e-3)
+    fig = plots.seqack(pk, 0)
+    top, panel = fig.axes
+    assert "longest ACK stall" in panel.get_title() and "1 retransmission" in panel.get_title()
+    lo, hi = panel.get_xlim()
+    assert lo < 30.0 and 31.6 < hi and hi - lo < 3.0
+    # Every retransmission and drop is drawn in the whole-run view too.
+    orange = next(ln for ln in top.get_lines() if ln.get_marker() == "o")
+    assert list(orange.get_xdata()) == pytest.approx([31.5])
+    # The enlarged panel shows every send inside its window, not a decimated subset.
+    sent = next(ln for ln in panel.get_lines() if ln.get_marker() == ".")
+    assert abs(len(sent.get_xdata()) - (hi - lo) * 1000) <= 2
+
+
+def test_the_lte_handover_seqack_enlarges_the_spike(lte_handover):
+    import spikelab
+
+    r = spikelab.run(lte_handover, trace="packets")
+    found = plots.episodes(r.packets, 0, r.timeseries)
+    spike = [e for e in found if e.t0 <= 10.5 <= e.t1]
+    assert len(spike) == 1 and spike[0].stall_s > 1.0 and spike[0].rtos >= 1, found
+    fig = plots.seqack(r.packets, 0, None, r.timeseries)
+    panels = fig.axes[1:]
+    assert 1 <= len(panels) <= plots.EPISODE_PANELS
+    assert any(ax.get_xlim()[0] <= 10.5 <= ax.get_xlim()[1] for ax in panels)
+    retx = r.packets.filter(pa.compute.equal(r.packets["event"], "retransmit")).num_rows
+    orange = next(ln for ln in fig.axes[0].get_lines() if ln.get_marker() == "o")
+    assert len(orange.get_xdata()) == retx

@@ -4,7 +4,12 @@ Per flow N:
 - ``seqack_flowN``: sequence numbers of data leaving the sender and ACK numbers arriving at
   it vs. time, in MB, like Kato et al. Fig. 4; retransmissions and drops marked, and the
   detectors' spurious verdicts and the responses at the sequence number of the episode's
-  retransmission.
+  retransmission. By default two rows: the whole run on top (in-order sends and ACKs reduced
+  to the lowest and highest point per pixel column, every retransmission, drop, verdict and
+  undo drawn) with its loss/stall episodes shaded and lettered, and below it up to three
+  episodes enlarged at full resolution: the first, the one with the longest ACK stall and
+  the one with the most retransmissions. A run without an episode is the top view alone;
+  a zoomed figure is its window alone.
 - ``cwnd_flowN``: cwnd and ssthresh in segments (bytes / MSS) vs. time, with vertical markers
   for RTO expirations and fast retransmits (red = spurious by ground truth, black = genuine),
   the spurious-retransmission detectors' verdicts along the top (one marker shape per
@@ -14,9 +19,11 @@ Per flow N:
 
 Only the first ``max_flows`` flows (the scenario's ``sim.figure_flows``, 8 by default) get
 figures of their own. When a run has more flows, ``flows_overview`` shows all of them at once:
-each flow's delivered data over time (thin lines, decimated) and every flow's goodput, sorted,
-with Jain's fairness index.
+goodput over time and cwnd over time (one thin line per flow up to 20 flows; beyond, the
+median flow and the band of the 10-90 % of flows, on 100 time bins) and every flow's goodput
+(one bar per flow up to 32 flows, beyond a CDF), titled with Jain's fairness index.
 
+Legends are outside the axes, so they never cover data.
 A figure whose data is absent (e.g. a summary-only run) is skipped.
 Matplotlib is used through ``Figure`` objects only: pyplot's global state and backend are
 left alone.
@@ -24,8 +31,11 @@ left alone.
 
 from __future__ import annotations
 
+import itertools
 import os
+import warnings
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
 import matplotlib
@@ -135,54 +145,307 @@ def _verdict_rows(ts: pa.Table | None, var: str, zoom: Zoom) -> pa.Table | None:
     return _window(ts.filter(_eq(ts, "var", var)), zoom)
 
 
+SEQACK_BINS = 1500  # a decimated layer keeps the lowest and highest point of each time bin
+EPISODE_PANELS = 3  # enlarged loss/stall episodes under the whole-run view
+
+
+@dataclass(frozen=True)
+class Episode:
+    """A stretch of a flow where something went wrong: retransmissions, drops, timer
+    expiries and ACK stalls closer together than a few RTTs, merged into one interval."""
+
+    t0: float
+    t1: float
+    retransmissions: int
+    drops: int
+    rtos: int
+    stall_s: float  # the longest time without the cumulative ACK advancing, inside it
+
+
+# Layers of a seq/ack figure: key -> (label, plot style, decimated in a long view).
+_LAYERS = {
+    "sent": ("data sent", {"marker": ".", "color": "tab:blue"}, True),
+    "retx": ("retransmitted", {"marker": "o", "markerfacecolor": "none",
+                               "color": "tab:orange"}, False),
+    "data_drop": ("data dropped", {"marker": "x", "color": "tab:red"}, False),
+    "ack_drop": ("ACK dropped", {"marker": "x", "color": "tab:purple"}, False),
+}
+_SIZES = {"sent": 2, "retx": 5, "data_drop": 6, "ack_drop": 5}
+
+
+def _plural(n: int, what: str) -> str:
+    return f"{n:,} {what}" + ("" if n == 1 else "s")
+
+
+def _decimate(t: np.ndarray, y: np.ndarray, lo: float, hi: float,
+              bins: int = SEQACK_BINS) -> tuple[np.ndarray, np.ndarray]:
+    """The points of each of ``bins`` time bins with the lowest and the highest y (in time
+    order): what a figure of that width shows, at any length of run."""
+    if t.size <= 2 * bins or hi <= lo:
+        return t, y
+    b = np.clip(((t - lo) / (hi - lo) * bins).astype(np.int64), 0, bins - 1)
+    order = np.lexsort((y, b))
+    first = np.flatnonzero(np.r_[True, b[order][1:] != b[order][:-1]])
+    last = np.r_[first[1:] - 1, order.size - 1]
+    keep = np.unique(np.concatenate([order[first], order[last]]))
+    return t[keep], y[keep]
+
+
+def _seqack_layers(pk: pa.Table, ts: pa.Table | None) -> dict[str, tuple[np.ndarray, ...]]:
+    """(t [s], y [MB]) per layer, each in time order; detector verdicts and undo from the
+    timeseries at the sequence number of their episode's retransmission."""
+
+    def rows(column: str, **match: str) -> tuple[np.ndarray, np.ndarray]:
+        table = pk
+        for name, value in match.items():
+            table = table.filter(_eq(table, name, value))
+        t, y = _np(table, "t_ns") / NS, _np(table, column) / MB
+        order = np.argsort(t, kind="stable")
+        return t[order], y[order]
+
+    layers = {
+        "ack": rows("ack", event="deliver", kind="ack"),
+        "sent": rows("seq", event="send"),
+        "retx": rows("seq", event="retransmit"),
+        "data_drop": rows("seq", event="drop", kind="data"),
+        "ack_drop": rows("ack", event="drop", kind="ack"),
+    }
+    for var in (*DETECTORS, "undo"):
+        found = _verdict_rows(ts, var, None)
+        if found is None or found.num_rows == 0:
+            continue
+        if var != "undo":
+            found = found.filter(pc.equal(found["value"], 1.0))
+        layers[var] = (_np(found, "t_ns") / NS, _np(found, "seq") / MB)
+    return layers
+
+
+def _rtt_estimate(ts: pa.Table | None) -> float:
+    """The flow's median smoothed RTT in seconds (0.1 s when unknown)."""
+    if ts is None or ts.num_rows == 0:
+        return 0.1
+    srtt = _np(ts.filter(_eq(ts, "var", "srtt")), "value")
+    srtt = srtt[np.isfinite(srtt) & (srtt > 0)]
+    return float(np.median(srtt)) if srtt.size else 0.1
+
+
+def episodes(packets: pa.Table, flow: int,
+             timeseries: pa.Table | None = None) -> list[Episode]:
+    """Loss and stall episodes of one flow, in time order (see :class:`Episode`).
+
+    An ACK stall is a gap of more than max(0.2 s, 3 RTT) between two advances of the
+    cumulative ACK; events closer than max(0.5 s, 4 RTT) belong to one episode.
+    """
+    pk = packets.filter(_eq(packets, "flow", flow))
+    ts = None if timeseries is None else timeseries.filter(_eq(timeseries, "flow", flow))
+    return _episodes(_seqack_layers(pk, ts), ts)
+
+
+def _episodes(layers: Mapping[str, tuple[np.ndarray, ...]],
+              ts: pa.Table | None) -> list[Episode]:
+    rtt = _rtt_estimate(ts)
+    stall_min, merge_gap = max(0.2, 3 * rtt), max(0.5, 4 * rtt)
+    t_ack, ack = layers["ack"]
+    advance = t_ack[np.r_[True, np.diff(ack) > 0]] if t_ack.size else t_ack
+    gaps = np.diff(advance)
+    stalls = np.flatnonzero(gaps > stall_min)
+    rto_t = np.empty(0)
+    if ts is not None and ts.num_rows:
+        rto_t = np.sort(_np(ts.filter(_eq(ts, "var", "rto_expiry")), "t_ns") / NS)
+        fr_t = _np(ts.filter(_eq(ts, "var", "fast_retx")), "t_ns") / NS
+    else:
+        fr_t = np.empty(0)
+    points = np.concatenate([layers["retx"][0], layers["data_drop"][0],
+                             layers["ack_drop"][0], rto_t, fr_t])
+    starts = np.concatenate([points, advance[stalls]])
+    ends = np.concatenate([points, advance[stalls + 1]])
+    if starts.size == 0:
+        return []
+    order = np.argsort(starts, kind="stable")
+    starts, ends = starts[order], ends[order]
+    merged: list[list[float]] = []
+    for a, b in zip(starts.tolist(), ends.tolist(), strict=True):
+        if merged and a <= merged[-1][1] + merge_gap:
+            merged[-1][1] = max(merged[-1][1], b)
+        else:
+            merged.append([a, b])
+
+    def count(t: np.ndarray, a: float, b: float) -> int:
+        return int(np.searchsorted(t, b, side="right") - np.searchsorted(t, a, side="left"))
+
+    drops = np.sort(np.concatenate([layers["data_drop"][0], layers["ack_drop"][0]]))
+    out = []
+    for a, b in merged:
+        inside = (advance[stalls] >= a) & (advance[stalls + 1] <= b)
+        out.append(Episode(a, b, count(layers["retx"][0], a, b), count(drops, a, b),
+                           count(rto_t, a, b),
+                           float(gaps[stalls][inside].max()) if inside.any() else 0.0))
+    return out
+
+
+def _enlarged(found: list[Episode], run_s: float, rtt: float,
+              panels: int = EPISODE_PANELS) -> list[tuple[Episode, tuple[float, float], str]]:
+    """The episodes worth a panel of their own: the first, the one with the longest ACK
+    stall, the one with the most retransmissions (then the next ones in time), each with
+    its window (padded; a long episode shows its first stretch) and why it was chosen."""
+    why: dict[int, list[str]] = {}
+    if found:
+        why.setdefault(0, []).append("first")
+        stall = max(range(len(found)), key=lambda i: found[i].stall_s)
+        if found[stall].stall_s > 0:
+            why.setdefault(stall, []).append("longest ACK stall")
+        most = max(range(len(found)), key=lambda i: found[i].retransmissions)
+        if found[most].retransmissions > 0:
+            why.setdefault(most, []).append("most retransmissions")
+    for i in range(len(found)):
+        if len(why) >= panels:
+            break
+        why.setdefault(i, [])
+    chosen = sorted(why)[:panels] if len(why) <= panels else sorted(
+        sorted(why, key=lambda i: -len(why[i]))[:panels])
+    longest = max(3.0, 10 * rtt, 0.15 * run_s)
+    out = []
+    for i in chosen:
+        ep = found[i]
+        span = min(ep.t1 - ep.t0, longest)
+        pad = max(0.25, 2 * rtt, 0.1 * span)
+        window = (max(0.0, ep.t0 - pad), min(run_s, ep.t0 + span + pad))
+        note = ", ".join(why[i])
+        if ep.t1 - ep.t0 > longest:
+            note = (note + "; " if note else "") + f"first {span:.1f} s of {ep.t1 - ep.t0:.1f} s"
+        out.append((ep, window, note))
+    return out
+
+
+def _draw_seqack(ax, layers: Mapping[str, tuple[np.ndarray, ...]], window: tuple[float, float],
+                 scale: float) -> dict[str, Line2D]:
+    """Draw every layer inside ``window`` (the ACK line carried in from before it); the
+    sends and ACKs decimated to what the axes can show. Returns the artists by layer."""
+    lo, hi = window
+    drawn: dict[str, Line2D] = {}
+    t, y = layers["ack"]
+    if t.size:
+        i0 = max(int(np.searchsorted(t, lo, side="left")) - 1, 0)
+        i1 = int(np.searchsorted(t, hi, side="right"))
+        tw, yw = _decimate(t[i0:i1], y[i0:i1], lo, hi)
+        if tw.size:
+            (drawn["ack"],) = ax.step(tw, yw, where="post", color="tab:green", linewidth=1,
+                                      rasterized=tw.size > RASTERIZE_ABOVE)
+    for key, (_, style, decimated) in _LAYERS.items():
+        t, y = layers[key]
+        i0, i1 = np.searchsorted(t, lo, side="left"), np.searchsorted(t, hi, side="right")
+        tw, yw = t[i0:i1], y[i0:i1]
+        if decimated:
+            tw, yw = _decimate(tw, yw, lo, hi)
+        if tw.size:
+            (drawn[key],) = ax.plot(tw, yw, linestyle="none", markersize=_SIZES[key] * scale,
+                                    rasterized=tw.size > RASTERIZE_ABOVE, **style)
+    for var, (_, marker, colour) in DETECTORS.items():
+        if var in layers:
+            t, y = layers[var]
+            keep = (t >= lo) & (t <= hi)
+            if keep.any():
+                (drawn[var],) = ax.plot(t[keep], y[keep], linestyle="none", marker=marker,
+                                        markersize=9 * scale, color=colour)
+    if "undo" in layers:
+        t, y = layers["undo"]
+        keep = (t >= lo) & (t <= hi)
+        if keep.any():
+            (drawn["undo"],) = ax.plot(t[keep], y[keep], **UNDO_STYLE)
+    ax.set_xlim(lo, hi)
+    return drawn
+
+
+def _seqack_legend(layers: Mapping[str, tuple[np.ndarray, ...]],
+                   window: tuple[float, float]) -> list[Line2D]:
+    """Legend entries for the layers present in ``window``, with their full counts."""
+    lo, hi = window
+
+    def n(key: str) -> int:
+        t = layers[key][0]
+        return int(np.searchsorted(t, hi, side="right") - np.searchsorted(t, lo, side="left"))
+
+    handles = []
+    if n("ack"):
+        handles.append(Line2D([], [], color="tab:green", linewidth=1,
+                              label=f"ACK received ({n('ack'):,})"))
+    for key, (label, style, _) in _LAYERS.items():
+        if n(key):
+            handles.append(Line2D([], [], linestyle="none", markersize=max(_SIZES[key], 5),
+                                  label=f"{label} ({n(key):,})", **style))
+    for var, (label, marker, colour) in DETECTORS.items():
+        if var in layers and n(var):
+            handles.append(Line2D([], [], linestyle="none", marker=marker, markersize=9,
+                                  color=colour, label=f"{label}: spurious ({n(var):,})"))
+    if "undo" in layers and n("undo"):
+        handles.append(Line2D([], [], label=f"undo ({n('undo'):,})", **UNDO_STYLE))
+    return handles
+
+
 def seqack(packets: pa.Table, flow: int, zoom: Zoom = None,
            timeseries: pa.Table | None = None) -> Figure | None:
     """Sequence/ACK numbers vs. time for one flow (None if the flow has no packet events).
 
-    With ``timeseries``, spurious verdicts (filled markers, one shape per detector) and
-    responses (diamonds) are drawn at the sequence number of their episode's retransmission.
+    Without ``zoom``: the whole run on top (in-order sends and ACKs decimated to the lowest
+    and highest point per pixel column; every retransmission, drop and verdict drawn) with
+    its loss/stall episodes shaded, and up to three episodes enlarged below it (the first,
+    the one with the longest ACK stall, the one with the most retransmissions). With
+    ``zoom``: that window alone. With ``timeseries``, spurious verdicts (filled markers,
+    one shape per detector) and responses (diamonds) are drawn at the sequence number of
+    their episode's retransmission. The legend is outside the axes.
     """
     pk = packets.filter(_eq(packets, "flow", flow))
     if pk.num_rows == 0:
         return None
-    pk = _window(pk, zoom)
-    fig, ax = _new_figure(f"flow {flow}: sequence and ACK numbers", "sequence / ACK [MB]", zoom)
-
-    def rows(**match: str) -> pa.Table:
-        table = pk
-        for column, value in match.items():
-            table = table.filter(_eq(table, column, value))
-        return table
-
-    sent, retx = rows(event="send"), rows(event="retransmit")
-    acks = rows(event="deliver", kind="ack")
-    data_drops, ack_drops = rows(event="drop", kind="data"), rows(event="drop", kind="ack")
-    if acks.num_rows:
-        _steps(ax, _np(acks, "t_ns") / NS, _np(acks, "ack") / MB, color="tab:green",
-               linewidth=1, label=f"ACK received ({acks.num_rows})")
-    _points(ax, _np(sent, "t_ns") / NS, _np(sent, "seq") / MB, marker=".", markersize=2,
-            color="tab:blue", label=f"data sent ({sent.num_rows})")
-    _points(ax, _np(retx, "t_ns") / NS, _np(retx, "seq") / MB, marker="o", markersize=5,
-            markerfacecolor="none", color="tab:orange",
-            label=f"retransmitted ({retx.num_rows})")
-    _points(ax, _np(data_drops, "t_ns") / NS, _np(data_drops, "seq") / MB, marker="x",
-            markersize=6, color="tab:red", label=f"data dropped ({data_drops.num_rows})")
-    _points(ax, _np(ack_drops, "t_ns") / NS, _np(ack_drops, "ack") / MB, marker="x",
-            markersize=5, color="tab:purple", label=f"ACK dropped ({ack_drops.num_rows})")
     ts = None if timeseries is None else timeseries.filter(_eq(timeseries, "flow", flow))
-    for var, (label, marker, colour) in DETECTORS.items():
-        rows = _verdict_rows(ts, var, zoom)
-        if rows is None:
-            continue
-        rows = rows.filter(pc.equal(rows["value"], 1.0))
-        _points(ax, _np(rows, "t_ns") / NS, _np(rows, "seq") / MB, marker=marker,
-                markersize=9, color=colour, label=f"{label}: spurious ({rows.num_rows})")
-    undo = _verdict_rows(ts, "undo", zoom)
-    if undo is not None and undo.num_rows:
-        ax.plot(_np(undo, "t_ns") / NS, _np(undo, "seq") / MB, label=f"undo ({undo.num_rows})",
-                **UNDO_STYLE)
-    if ax.has_data():
-        ax.legend(loc="upper left", fontsize="small", markerscale=2)
+    layers = _seqack_layers(pk, ts)
+    t_all = _np(pk, "t_ns") / NS
+    run = (float(t_all.min()), float(t_all.max()))
+    title = f"flow {flow}: sequence and ACK numbers"
+    ylabel = "sequence / ACK [MB]"
+    if zoom:
+        window = (run[0] if zoom[0] is None else zoom[0], run[1] if zoom[1] is None else zoom[1])
+        fig, ax = _new_figure(title, ylabel, None)
+        _draw_seqack(ax, layers, window, 1.0)
+        fig.legend(handles=_seqack_legend(layers, window), loc="outside right upper",
+                   fontsize="small")
+        return fig
+    panels = _enlarged(_episodes(layers, ts), run[1], _rtt_estimate(ts))
+    if not panels:
+        fig, ax = _new_figure(title, ylabel, None)
+        _draw_seqack(ax, layers, run, 0.6)
+        fig.legend(handles=_seqack_legend(layers, run), loc="outside right upper",
+                   fontsize="small")
+        return fig
+    fig = Figure(figsize=(12, 8), layout="constrained")
+    grid = fig.add_gridspec(2, len(panels), height_ratios=(1, 1.25))
+    top = fig.add_subplot(grid[0, :])
+    _draw_seqack(top, layers, run, 0.6)
+    top.set_title(f"{title}: whole run (shaded: enlarged below)")
+    top.set_xlabel("time [s]")
+    top.set_ylabel(ylabel)
+    top.grid(True, alpha=0.3)
+    for i, (ep, window, note) in enumerate(panels):
+        letter = "ABCDEFGH"[i]
+        top.axvspan(*window, color="0.85", zorder=0)
+        top.text((window[0] + window[1]) / 2, 0.97, letter, transform=top.get_xaxis_transform(),
+                 ha="center", va="top", fontweight="bold")
+        ax = fig.add_subplot(grid[1, i])
+        _draw_seqack(ax, layers, window, 1.0)
+        stats = [_plural(ep.retransmissions, "retransmission"), _plural(ep.drops, "drop")]
+        if ep.rtos:
+            stats.append(_plural(ep.rtos, "RTO"))
+        if ep.stall_s:
+            stats.append(f"stall {ep.stall_s:.2f} s")
+        ax.set_title(f"{letter}: {window[0]:.2f}–{window[1]:.2f} s" + (f", {note}" if note
+                                                                        else "")
+                     + "\n" + ", ".join(stats), fontsize="medium")
+        ax.set_xlabel("time [s]")
+        ax.grid(True, alpha=0.3)
+        if i == 0:
+            ax.set_ylabel(ylabel)
+    fig.legend(handles=_seqack_legend(layers, run), loc="outside right upper",
+               fontsize="small")
     return fig
 
 
@@ -269,7 +532,9 @@ def rtt(timeseries: pa.Table, flow: int, zoom: Zoom = None) -> Figure | None:
     return fig
 
 
-OVERVIEW_POINTS = 400  # per flow in the overview: enough for a line, cheap for 1,000 flows
+OVERVIEW_BINS = 100  # time bins of the all-flows overview: cheap for 1,000 flows
+OVERVIEW_LINES = 20  # up to this many flows, one thin line each; beyond, percentile bands
+OVERVIEW_BARS = 32  # up to this many flows, goodput as one bar per flow; beyond, a CDF
 
 
 def jain(values: np.ndarray) -> float:
@@ -279,39 +544,104 @@ def jain(values: np.ndarray) -> float:
     return float(values.sum() ** 2 / (values.size * square_sum)) if square_sum > 0 else 1.0
 
 
-def flows_overview(runs: pa.Table, timeseries: pa.Table, zoom: Zoom = None) -> Figure:
-    """All flows at once: delivered data over time (from ``rcv_nxt``) and goodput per flow."""
-    from matplotlib.collections import LineCollection
+def _sampled(timeseries: pa.Table, var: str, flows: np.ndarray,
+             edges: np.ndarray) -> np.ndarray | None:
+    """A recorded-on-change variable sampled at ``edges`` for every flow: (flows × edges),
+    NaN before a flow's first record (None if no flow has the variable)."""
+    rows = timeseries.filter(_eq(timeseries, "var", var))
+    if rows.num_rows == 0:
+        return None
+    flow, t, value = _np(rows, "flow"), _np(rows, "t_ns") / NS, _np(rows, "value").astype(float)
+    order = np.lexsort((t, flow))
+    flow, t, value = flow[order], t[order], value[order]
+    out = np.full((flows.size, edges.size), np.nan)
+    where = {f: i for i, f in enumerate(flows.tolist())}
+    bounds = np.r_[0, np.flatnonzero(np.diff(flow)) + 1, flow.size]
+    for a, b in itertools.pairwise(bounds):
+        i = where.get(int(flow[a]))
+        if i is None:
+            continue
+        at = np.searchsorted(t[a:b], edges, side="right") - 1
+        known = at >= 0
+        out[i, known] = value[a:b][at[known]]
+    return out
 
-    fig = Figure(figsize=(11, 4.8), layout="constrained")
-    left, right = fig.subplots(1, 2, width_ratios=(3, 2))
-    n = runs.num_rows
-    left.set_title(f"data delivered, {n:,} flows")
-    left.set_xlabel("time [s]")
-    left.set_ylabel("delivered [MB]")
-    left.grid(True, alpha=0.3)
-    if timeseries.num_rows:
-        rows = _window(timeseries.filter(_eq(timeseries, "var", "rcv_nxt")), zoom)
-        flow, t = _np(rows, "flow"), _np(rows, "t_ns") / NS
-        value = _np(rows, "value") / MB
-        order = np.argsort(flow, kind="stable")
-        flow, t, value = flow[order], t[order], value[order]
-        bounds = np.flatnonzero(np.diff(flow)) + 1
-        segments = []
-        for ts_, vs in zip(np.split(t, bounds), np.split(value, bounds), strict=True):
-            step = max(1, ts_.size // OVERVIEW_POINTS)
-            segments.append(np.column_stack([ts_[::step], vs[::step]]))
-        if segments and t.size:
-            left.add_collection(LineCollection(segments, linewidths=0.6, alpha=0.5))
-            left.autoscale()
-    if zoom:
-        left.set_xlim(left=zoom[0], right=zoom[1])
-    goodput = np.sort(_np(runs, "goodput_bps") / 1e6)[::-1]
-    right.bar(np.arange(goodput.size), goodput, width=1.0, color="tab:blue")
-    right.set_title(f"goodput per flow (Jain's index {jain(goodput):.3f})")
-    right.set_xlabel("flows, sorted")
-    right.set_ylabel("goodput [Mbit/s]")
-    right.grid(True, axis="y", alpha=0.3)
+
+def _band(ax, x: np.ndarray, values: np.ndarray, colour: str, what: str) -> None:
+    """Thin lines for a few flows; for many, the median flow and the 10-90 % band."""
+    n = values.shape[0]
+    if n <= OVERVIEW_LINES:
+        from matplotlib.collections import LineCollection
+
+        ax.add_collection(LineCollection([np.column_stack([x, v]) for v in values],
+                                         linewidths=0.8, alpha=0.7, color=colour,
+                                         label=f"{what}, one line per flow"))
+        ax.autoscale()
+        return
+    with warnings.catch_warnings():  # a bin before every flow's first record is all NaN
+        warnings.simplefilter("ignore", RuntimeWarning)
+        p10, p50, p90 = np.nanpercentile(values, [10, 50, 90], axis=0)
+    ax.fill_between(x, p10, p90, color=colour, alpha=0.3, linewidth=0,
+                    label="10–90 % of flows")
+    ax.plot(x, p50, color=colour, linewidth=1.2, label="median flow")
+
+
+def flows_overview(runs: pa.Table, timeseries: pa.Table, zoom: Zoom = None) -> Figure:
+    """All flows at once: goodput over time and cwnd (thin lines for a few flows,
+    median and percentile bands for many) and every flow's goodput (bars or a CDF) with
+    Jain's fairness index. Its cost grows with the rows, not with flows × points drawn."""
+    timeseries = timeseries if timeseries.num_rows else None
+    flows = _np(runs, "flow")
+    n = flows.size
+    mss = float(np.median(_np(runs, "mss"))) if "mss" in runs.column_names else 1.0
+    fig = Figure(figsize=(14, 4.8), layout="constrained")
+    rate_ax, cwnd_ax, share_ax = fig.subplots(1, 3, width_ratios=(3, 3, 2))
+    for ax, title, ylabel in ((rate_ax, "goodput over time", "goodput [Mbit/s]"),
+                              (cwnd_ax, "congestion window", f"cwnd [segments of {mss:,.0f} B]")):
+        ax.set_title(f"{title}, {n:,} flows")
+        ax.set_xlabel("time [s]")
+        ax.set_ylabel(ylabel)
+        ax.grid(True, alpha=0.3)
+    drawn = {rate_ax: False, cwnd_ax: False}
+    if timeseries is not None:
+        t = _np(timeseries, "t_ns") / NS
+        t0 = zoom[0] if zoom and zoom[0] is not None else float(t.min())
+        t1 = zoom[1] if zoom and zoom[1] is not None else float(t.max())
+        if t1 > t0:
+            edges = np.linspace(t0, t1, OVERVIEW_BINS + 1)
+            delivered = _sampled(timeseries, "rcv_nxt", flows, edges)
+            if delivered is not None:
+                rate = np.diff(delivered, axis=1) * 8 / np.diff(edges) / 1e6
+                _band(rate_ax, (edges[:-1] + edges[1:]) / 2, rate, "tab:blue", "goodput")
+                drawn[rate_ax] = True
+            window = _sampled(timeseries, "cwnd", flows, edges)
+            if window is not None:
+                _band(cwnd_ax, edges, window / mss, "tab:green", "cwnd")
+                drawn[cwnd_ax] = True
+            for ax in drawn:
+                ax.set_xlim(t0, t1)
+    for ax, ok in drawn.items():
+        if ok:
+            ax.set_ylim(bottom=0)
+            ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.14), ncols=3,
+                      fontsize="small", frameon=False)
+        else:
+            ax.text(0.5, 0.5, "not traced\n(trace level summary)", transform=ax.transAxes,
+                    ha="center", va="center", color="0.4")
+    goodput = _np(runs, "goodput_bps") / 1e6
+    share_ax.set_title(f"goodput per flow (Jain's index {jain(goodput):.3f})")
+    share_ax.grid(True, alpha=0.3)
+    if n <= OVERVIEW_BARS:
+        share_ax.bar([str(f) for f in flows.tolist()], goodput, color="tab:blue")
+        share_ax.set_xlabel("flow")
+        share_ax.set_ylabel("goodput [Mbit/s]")
+    else:
+        ys = np.sort(goodput)
+        share_ax.step(np.r_[ys[0], ys], np.r_[0.0, np.arange(1, n + 1) / n], where="post",
+                      color="tab:blue")
+        share_ax.set_xlabel("goodput [Mbit/s]")
+        share_ax.set_ylabel("fraction of flows")
+        share_ax.set_ylim(0, 1.02)
     return fig
 
 
