@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs spikelab with its test dependencies and runs the whole test suite:
-# rustfmt, clippy (warnings are errors), the Rust tests, and pytest.
+# rustfmt, clippy (warnings are errors), the Rust tests, pytest, and the README's first command
+# in a fresh virtual environment.
 # The README's second command and .ci/run both call this script.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -19,3 +20,6 @@ cargo test --locked --workspace
 
 echo "== pytest"
 python3 -m pytest -q
+
+echo "== fresh venv: the README's first command"
+bash scripts/fresh-venv-check.sh
