@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# The README's first command in a fresh virtual environment: installs spikelab from this
-# checkout with nothing else installed, checks `spikelab --help`, and runs the bundled example.
-# Catches a missing runtime dependency that the test environment happens to have.
+# The README in a fresh virtual environment: installs spikelab from this checkout with nothing
+# else installed, checks `spikelab --help`, runs the README's first command, then (with the test
+# extra added) every command and code block of the README and docs/ (tests/test_docs.py).
+# Catches a dependency that the test environment happens to have but the package does not ask for.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
@@ -14,4 +15,6 @@ ln -s "$root/examples" examples
 "$work/venv/bin/spikelab" --help >/dev/null
 "$work/venv/bin/spikelab" run examples/lte-handover.toml -o out/lte-handover
 test -s out/lte-handover/figures/seqack_flow0.png
-echo "fresh venv: spikelab installed and the README's first command ran"
+"$work/venv/bin/python" -m pip install --disable-pip-version-check -q "$root[test]"
+"$work/venv/bin/python" -m pytest -q -p no:cacheprovider "$root/tests/test_docs.py"
+echo "fresh venv: spikelab installed; the README's first command and every documented block ran"

@@ -299,3 +299,26 @@ def test_figures_for_a_thousand_flows_are_the_first_flows_and_one_overview(tmp_p
     assert not any(name.endswith(("_flow3.png", "_flow999.png")) for name in names)
     assert plots.jain(np.array([1.0, 1.0, 1.0])) == pytest.approx(1.0)
     assert plots.jain(np.array([1.0, 0.0, 0.0, 0.0])) == pytest.approx(0.25)
+
+
+def test_the_loss_example_loses_packets_and_differs_from_the_lossless_one():
+    root = Path(__file__).resolve().parent.parent / "examples"
+    lossy = spikelab.run(root / "lte-handover.toml", trace="summary", progress=False)
+    lossless = spikelab.run(root / "lte-handover-lossless.toml", trace="summary",
+                            progress=False)
+    assert lossy.runs["drops_fwd_delay"][0].as_py() > 0  # the spike's 1 % loss drops packets
+    assert lossless.runs["drops_fwd_delay"][0].as_py() == 0
+    assert lossy.runs["bytes_delivered"][0] != lossless.runs["bytes_delivered"][0]
+
+
+def test_an_unimpaired_path_is_emulated_and_its_results_kept(tmp_path):
+    from spikelab.emulate import emulate, kernel
+
+    if not kernel.has_privileges():
+        pytest.skip("emulation needs root and network namespaces")
+    out = tmp_path / "emu"
+    res = emulate('[sim]\nduration = "2s"\n[path.fwd]\n[path.rev]\n[[flow]]\n',
+                           out=out, progress=False, plots=False)
+    assert res.runs["bytes_delivered"][0].as_py() > 0
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["status"] == "complete" and manifest["kind"] == "emulate"

@@ -12,7 +12,7 @@
     spikelab.study.run("lte-handover-basic", "out/study")
 """
 
-from ._core import ScenarioError, __version__
+from ._core import ScenarioError, SimulationError, __version__
 from .results import load, plot
 from .simulate import RunResult, run, validate
 from .stats import query
@@ -22,6 +22,7 @@ from .sweep import plan as sweep_plan
 __all__ = [
     "RunResult",
     "ScenarioError",
+    "SimulationError",
     "SweepResult",
     "__version__",
     "load",
