@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -107,3 +109,73 @@ def test_a_metric_is_shown_in_its_unit_and_the_legend_stays_off_the_data():
     cdf = sweepplots.draw_one(frame, FigureSpec.parse(
         {"kind": "cdf", "hue": "variant", "y": "goodput_bps"}))
     assert cdf.axes[0].get_xlabel() == "goodput_bps [Mbit/s]"
+
+
+def _render(fig):
+    """Lay the figure out and draw it (as saving it would); return the renderer."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    renderer = FigureCanvasAgg(fig).get_renderer()
+    fig.draw(renderer)
+    return renderer
+
+
+def _overlaps(a, b) -> bool:
+    return a.x0 < b.x1 and b.x0 < a.x1 and a.y0 < b.y1 and b.y0 < a.y1
+
+
+@pytest.mark.parametrize("raw", [
+    {"kind": "bar", "x": "rate", "hue": "variant", "y": "goodput_bps",
+     "title": "Bytes delivered in 20 s (mean, 95% CI over 10 replications)"},
+    {"kind": "bar", "x": "rate", "hue": "variant", "col": "replication", "y": "goodput_bps",
+     "title": "a long title that runs across the whole width of the figure, as studies' do"},
+    {"kind": "line", "x": "rate", "hue": "variant", "y": "goodput_bps", "title": "t"},
+    {"kind": "cdf", "hue": "variant", "y": "goodput_bps", "title": "t"},
+])
+def test_legends_cover_neither_data_nor_titles(raw):
+    """Drawn, the legend's box shares no pixel with any axes (where the data is) or the
+    figure's title."""
+    fig = sweepplots.draw_one(runs(), FigureSpec.parse(raw))
+    renderer = _render(fig)
+    (legend,) = fig.legends
+    box = legend.get_window_extent(renderer)
+    assert all(ax.get_legend() is None for ax in fig.axes)
+    for ax in fig.axes:
+        assert not _overlaps(box, ax.get_window_extent(renderer)), ax
+    if fig._suptitle is not None:
+        assert not _overlaps(box, fig._suptitle.get_window_extent(renderer))
+
+
+def test_tick_labels_are_plain_numbers_in_the_axis_unit():
+    """No offset or power of ten beside an axis (a second unit on it): the swept values of a
+    log axis are its ticks, and values read as the unit says, with thousands separators."""
+    frame = runs()
+    frame["goodput_bps"] = frame["goodput_bps"] * 1e6 + 5e9  # 5,010 .. 7,002 Mbit/s
+    fig = sweepplots.draw_one(frame, FigureSpec.parse(
+        {"kind": "line", "x": "rate", "hue": "variant", "y": "goodput_bps"}))
+    _render(fig)
+    ax = fig.axes[0]
+    assert ax.yaxis.get_offset_text().get_text() == ""
+    labels = [t.get_text() for t in ax.get_yticklabels() if t.get_text()]
+    assert labels and all(re.fullmatch(r"\d{1,3}(,\d{3})*(\.\d+)?", s) for s in labels), labels
+    assert any("," in s for s in labels), labels
+    # The swept values, as the sweep names them (parameter labels, not quantities).
+    assert [t.get_text() for t in ax.get_xticklabels() if t.get_text()] == ["10", "100",
+                                                                              "1000"]
+    frame = runs()
+    frame["segments_sent"] = frame["rate"] * 100  # means 37,000 by variant
+    counts = sweepplots.draw_one(frame, FigureSpec.parse(
+        {"kind": "bar", "x": "variant", "y": "segments_sent"}))
+    _render(counts)
+    ticks = [t.get_text() for t in counts.axes[0].get_yticklabels() if t.get_text()]
+    assert "10,000" in ticks and not any("." in t for t in ticks), ticks
+
+
+def test_a_long_title_is_wrapped_inside_the_figure():
+    title = "Reno, lossless, rwnd 64: spurious fast retransmits with and without the bug fix"
+    fig = sweepplots.draw_one(runs(), FigureSpec.parse(
+        {"kind": "bar", "x": "variant", "y": "goodput_bps", "title": title}))
+    renderer = _render(fig)
+    box = fig._suptitle.get_window_extent(renderer)
+    assert box.x0 >= 0 and box.x1 <= fig.bbox.x1, (box, fig.bbox)
+    assert fig._suptitle.get_text().replace("\n", " ") == title

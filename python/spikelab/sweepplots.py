@@ -22,11 +22,13 @@ from __future__ import annotations
 
 import math
 import os
+import textwrap
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+from matplotlib import ticker
 from matplotlib.figure import Figure
 
 from .plots import _save
@@ -118,9 +120,32 @@ def _subset(frame: pd.DataFrame, col: str | None, value: Any) -> pd.DataFrame:
 
 
 def _label(v: Any) -> str:
-    if isinstance(v, float) and v == int(v):
+    if isinstance(v, float):
         return f"{v:g}"
     return str(v)
+
+
+class _Plain(ticker.Formatter):
+    """Tick labels in the axis's unit as plain numbers: thousands separators, the fewest
+    decimals that tell the ticks apart, never an offset or a power of ten beside the axis
+    (which would put a second unit on it)."""
+
+    ticks: list[float] = []
+
+    def set_locs(self, locs) -> None:
+        self.ticks = [float(v) for v in locs if np.isfinite(v)]
+
+    def __call__(self, x: float, pos: int | None = None) -> str:
+        locs = self.ticks or [x]
+        for decimals in range(7):
+            if all(abs(round(v, decimals) - v) < 1e-9 * max(1.0, abs(v)) for v in locs):
+                break
+        return f"{x:,.{decimals}f}"
+
+
+def _plain(axis) -> None:
+    axis.set_major_formatter(_Plain())
+    axis.set_minor_formatter(ticker.NullFormatter())
 
 
 def _bar(ax, frame: pd.DataFrame, spec: FigureSpec) -> None:
@@ -144,19 +169,30 @@ def _bar(ax, frame: pd.DataFrame, spec: FigureSpec) -> None:
 
 
 def _line(ax, frame: pd.DataFrame, spec: FigureSpec) -> None:
+    x_unit = unit_of(spec.x)
+    x_factor = x_unit[1] if x_unit else 1.0
     for h in _values(frame, spec.hue):
         sub = _subset(frame, spec.hue, h)
         xs = sorted(set(sub[spec.x].tolist()))
         stats = [mean_ci((sub[sub[spec.x] == x][spec.y] * spec.factor).tolist()) for x in xs]
         mean = np.array([s[0] for s in stats])
         half = np.array([0.0 if math.isnan(s[1]) else s[1] for s in stats])
-        (line,) = ax.plot(xs, mean, marker="o", label=None if h is None else _label(h))
-        ax.fill_between(xs, mean - half, mean + half, color=line.get_color(), alpha=0.2,
+        at = np.asarray(xs, dtype=float) * x_factor
+        (line,) = ax.plot(at, mean, marker="o", label=None if h is None else _label(h))
+        ax.fill_between(at, mean - half, mean + half, color=line.get_color(), alpha=0.2,
                         linewidth=0)
-    ax.set_xlabel(spec.x)
-    positive = frame[spec.x].astype(float) > 0
-    if positive.all() and frame[spec.x].astype(float).max() / frame[spec.x].astype(float).min() > 50:
+    ax.set_xlabel(labelled(spec.x))
+    values = np.unique(frame[spec.x].astype(float).to_numpy()) * x_factor
+    if (values > 0).all() and values.max() / values.min() > 50:
         ax.set_xscale("log")
+        if values.size <= 12:  # the swept values themselves, not powers of ten
+            labels = [_label(v) for v in values.tolist()]
+            crowded = sum(len(t) for t in labels) > 24
+            ax.set_xticks(values, labels, rotation=45 if crowded else 0,
+                          ha="right" if crowded else "center")
+            ax.xaxis.set_minor_formatter(ticker.NullFormatter())
+            return
+    _plain(ax.xaxis)
 
 
 def _cdf(ax, frame: pd.DataFrame, spec: FigureSpec) -> None:
@@ -168,6 +204,7 @@ def _cdf(ax, frame: pd.DataFrame, spec: FigureSpec) -> None:
             ax.step(np.concatenate([[ys[0]], ys]), np.concatenate([[0.0], p]), where="post",
                     label=None if h is None else _label(h))
     ax.set_xlabel(spec.label)
+    _plain(ax.xaxis)
     ax.set_ylabel("fraction of runs")
     ax.set_ylim(0, 1.02)
 
@@ -184,7 +221,7 @@ def _heatmap(ax, fig: Figure, frame: pd.DataFrame, spec: FigureSpec) -> None:
     ax.set_yticks(range(len(rows)), [_label(r) for r in rows])
     ax.set_xlabel(spec.x)
     ax.set_ylabel(spec.row)
-    fig.colorbar(image, ax=ax, label=spec.label)
+    _plain(fig.colorbar(image, ax=ax, label=spec.label).ax.yaxis)
 
 
 def draw_one(frame: pd.DataFrame, spec: FigureSpec) -> Figure:
@@ -206,18 +243,22 @@ def draw_one(frame: pd.DataFrame, spec: FigureSpec) -> Figure:
         else:
             _heatmap(ax, fig, sub, spec)
         if spec.kind in ("bar", "line"):
-            ax.set_ylabel(spec.label)
+            if ax is axes[0]:  # the panels share the y axis: one label says its unit
+                ax.set_ylabel(spec.label)
             ax.grid(axis="y", alpha=0.3)
+            _plain(ax.yaxis)
         if spec.col is not None:
             ax.set_title(f"{spec.col} = {_label(value)}", fontsize="medium")
     if spec.hue is not None and spec.kind != "heatmap" and axes[-1].has_data():
         # Outside the axes, on the right: a legend never covers bars, lines or curves.
         handles, labels = axes[-1].get_legend_handles_labels()
         if handles:
+            # Beside the middle of the axes: clear of the title above them too.
             fig.legend(handles, labels, title=spec.hue, fontsize="small",
-                       loc="outside right upper")
+                       loc="outside right center")
     if spec.title:
-        fig.suptitle(spec.title)
+        # Wrapped to the figure's width (about 11 characters an inch at the title's size).
+        fig.suptitle(textwrap.fill(spec.title, int(fig.get_figwidth() * 11)))
     return fig
 
 
