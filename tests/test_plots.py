@@ -144,6 +144,22 @@ def test_the_overview_shows_the_median_flow_and_every_flows_goodput():
     assert len(fig.axes[2].patches) == 12
 
 
+def test_flows_that_deliver_nothing_count_as_zero_in_the_band():
+    """Of 10 flows only flow 0 delivers (8 kbit/s): the median flow is at 0, not at 8 kbit/s."""
+    tables = many_flows(10)
+    ts = tables["timeseries"]
+    keep = pa.compute.or_(pa.compute.not_equal(ts["var"], "rcv_nxt"),
+                          pa.compute.equal(ts["flow"], 0))
+    ts = ts.filter(keep)
+    plots.OVERVIEW_LINES, old = 5, plots.OVERVIEW_LINES  # bands for 10 flows
+    try:
+        fig = plots.flows_overview(tables["runs"], ts)
+    finally:
+        plots.OVERVIEW_LINES = old
+    median = next(ln for ln in fig.axes[0].get_lines() if ln.get_label() == "median flow")
+    assert np.asarray(median.get_ydata()) == pytest.approx(0.0)
+
+
 def test_the_overview_of_a_summary_run_says_what_is_missing():
     runs = many_flows(20)["runs"]
     fig = plots.flows_overview(runs, pa.table({}))

@@ -611,6 +611,9 @@ def flows_overview(runs: pa.Table, timeseries: pa.Table, zoom: Zoom = None) -> F
             edges = np.linspace(t0, t1, OVERVIEW_BINS + 1)
             delivered = _sampled(timeseries, "rcv_nxt", flows, edges)
             if delivered is not None:
+                # rcv_nxt counts from 0: a flow that has delivered nothing yet (or never)
+                # is a flow at 0 Mbit/s, not a flow left out of the percentiles.
+                delivered = np.nan_to_num(delivered, nan=0.0)
                 rate = np.diff(delivered, axis=1) * 8 / np.diff(edges) / 1e6
                 _band(rate_ax, (edges[:-1] + edges[1:]) / 2, rate, "tab:blue", "goodput")
                 drawn[rate_ax] = True
