@@ -254,3 +254,10 @@ def test_the_lte_handover_seqack_enlarges_the_spike(lte_handover):
     retx = r.packets.filter(pa.compute.equal(r.packets["event"], "retransmit")).num_rows
     orange = next(ln for ln in fig.axes[0].get_lines() if ln.get_marker() == "o")
     assert len(orange.get_xdata()) == retx
+
+
+@pytest.mark.filterwarnings("error::UserWarning")
+def test_a_seqack_of_one_instant_or_past_the_data_has_a_proper_time_axis():
+    pk = long_run(loss=False).slice(0, 1)
+    assert plots.seqack(pk, 0).axes[0].get_xlim() == (0.0, 1.0)
+    assert plots.seqack(long_run(loss=False), 0, (70.0, None)).axes[0].get_xlim() == (70.0, 71.0)

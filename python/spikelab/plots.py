@@ -322,6 +322,8 @@ def _draw_seqack(ax, layers: Mapping[str, tuple[np.ndarray, ...]], window: tuple
     """Draw every layer inside ``window`` (the ACK line carried in from before it); the
     sends and ACKs decimated to what the axes can show. Returns the artists by layer."""
     lo, hi = window
+    if hi <= lo:  # one instant, or a zoom window beyond the data: a second's width
+        hi = lo + 1.0
     drawn: dict[str, Line2D] = {}
     t, y = layers["ack"]
     if t.size:
