@@ -15,7 +15,10 @@ a SQL condition on the runs table (DuckDB) choosing the rows; failed runs are al
 Units: without ``scale``, ``y`` is shown in its column's unit by the same rule as the summary
 tables (``*_bps`` in Mbit/s, ``bytes*`` in MB, ``*_s`` in seconds; see ``stats.unit_of``) and
 the axis is labelled with it, so every figure shows one quantity in one unit. ``scale``
-multiplies ``y`` instead (then give ``ylabel``). Legends sit outside the axes, never on data.
+multiplies ``y`` instead (then give ``ylabel``). Tick labels are plain numbers in that unit
+(thousands separators, never an offset or a power of ten beside the axis); a log x axis is
+ticked at the swept values. Legends sit outside the axes (right, beside their middle), never
+on data or the title; long titles wrap.
 """
 
 from __future__ import annotations
