@@ -18,6 +18,9 @@ cargo clippy --locked --workspace --all-targets -- -D warnings
 echo "== cargo test"
 cargo test --locked --workspace
 
+echo "== ruff (undefined names, unused imports)"
+python3 -m ruff check python tests --select F,E9
+
 echo "== pytest"
 python3 -m pytest -q
 

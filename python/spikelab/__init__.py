@@ -12,12 +12,10 @@
     spikelab.study.run("lte-handover-basic", "out/study")
 """
 
+import sys
+
 from ._core import ScenarioError, SimulationError, __version__
-from .results import load, plot
-from .simulate import RunResult, run, validate
-from .stats import query
-from .sweep import SweepResult, sweep
-from .sweep import plan as sweep_plan
+from .scenario import validate
 
 __all__ = [
     "RunResult",
@@ -35,12 +33,46 @@ __all__ = [
     "validate",
 ]
 
+# Everything else loads on first use, so the command line (and sweep workers, which only
+# simulate) start without pyarrow, pandas or matplotlib until a command needs them.
+_LAZY = {
+    "RunResult": ("simulate", "RunResult"),
+    "run": ("simulate", "run"),
+    "load": ("results", "load"),
+    "plot": ("results", "plot"),
+    "query": ("stats", "query"),
+    "SweepResult": ("sweep", "SweepResult"),
+    "sweep": ("sweep", "sweep"),
+    "sweep_plan": ("sweep", "plan"),
+}
+
+
+class _Package(type(sys)):
+    """``spikelab.sweep`` is the function even after the submodule ``spikelab.sweep`` loads
+    (the import system would otherwise rebind the name to the module)."""
+
+    @property
+    def sweep(self):
+        from .sweep import sweep
+
+        return sweep
+
+    @sweep.setter
+    def sweep(self, value) -> None:
+        pass  # the submodule stays reachable as sys.modules["spikelab.sweep"]
+
+
+sys.modules[__name__].__class__ = _Package
+
 
 def __getattr__(name: str):
-    # `spikelab.study` (and its matplotlib) loads on first use, so sweep worker processes,
-    # which only simulate, start quickly.
-    if name == "study":
-        import importlib
+    import importlib
 
+    if name == "study":
         return importlib.import_module(".study", __name__)
+    if name in _LAZY:
+        module, attr = _LAZY[name]
+        value = getattr(importlib.import_module(f".{module}", __name__), attr)
+        globals()[name] = value
+        return value
     raise AttributeError(f"module 'spikelab' has no attribute {name!r}")

@@ -186,13 +186,12 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
     with _scenario_file(args.file) as path:
         scenario = spikelab.validate(path, overrides=args.set)
-        from spikelab.sweepspec import sweep_table
+        from spikelab import sweepspec
 
         text = Path(path).read_text(encoding="utf-8")
         sweep = ""
-        if sweep_table(text) is not None:
-            plan = spikelab.sweep_plan(path, overrides=args.set)  # every parameter path
-            sweep = f"; [sweep]: {_plural(len(plan.tasks), 'run')}"
+        if sweepspec.sweep_table(text) is not None:  # every parameter path, before any run
+            sweep = f"; [sweep]: {_plural(sweepspec.check_file(path, args.set), 'run')}"
     print(f"{args.file}: ok ({describe(scenario)}{sweep})")
     return 0
 

@@ -9,12 +9,20 @@ from __future__ import annotations
 import base64
 import html
 import json
-import math
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from . import results
-from .stats import DEFAULT_METRICS, fmt_value, labelled, summarize, unit_of
+from .stats import (
+    DEFAULT_METRICS,
+    as_py,
+    column_cells,
+    is_number,
+    labelled,
+    summarize,
+    summary_cells,
+    unit_of,
+)
 
 if TYPE_CHECKING:
     from .study import ClaimResult, Study
@@ -44,63 +52,22 @@ window.addEventListener('load', function () {
 """
 
 
-def _py(v: Any) -> Any:
-    """A numpy/pandas scalar as the Python number it holds (None for a missing value)."""
-    import pandas as pd
-
-    if v is None or isinstance(v, str | bytes | bool):
-        return v
-    if pd.api.types.is_scalar(v) and pd.isna(v):  # NaN, NaT, pandas NA
-        return None
-    return v.item() if hasattr(v, "item") else v
-
-
-def _is_num(v: Any) -> bool:
-    return isinstance(v, int | float) and not isinstance(v, bool)
-
-
-def _column(name: str, values: list[Any]) -> list[str]:
-    """One column's cells by its unit's rule (``stats.fmt_value``: Mbit/s and MB with 2
-    decimals, seconds with 3, counts as integers with thousands separators), with one number
-    of decimals for the whole column: where a count or a number without a unit is not
-    whole (a mean over replications), every value of the column gets the same decimals."""
-    values = [_py(v) for v in values]
-    nums = [float(v) for v in values if _is_num(v)]
-    if unit_of(name) or not nums or all(v.is_integer() for v in nums):
-        return [fmt_value(name, v) for v in values]
-    biggest = max(abs(v) for v in nums)
-    decimals = 1 if biggest >= 1 else min(6, 2 - math.floor(math.log10(biggest or 1e-6)))
-    return [f"{v:,.{decimals}f}" if _is_num(v) else fmt_value(name, v) for v in values]
-
-
 def _numbers(numbers: dict[str, Any]) -> str:
     out = []
     for k, v in numbers.items():
         unit = unit_of(k)
-        shown = _column(k, [v])[0]
-        out.append(f"{k} = {shown}" + (f" {unit[0]}" if unit and _is_num(_py(v)) else ""))
+        shown = column_cells(k, [v])[0]
+        out.append(f"{k} = {shown}" + (f" {unit[0]}" if unit and is_number(as_py(v)) else ""))
     return ", ".join(out)
 
 
 def _summary_rows(res: SweepResult) -> tuple[list[str], list[list[str]]]:
-    """Mean ± 95 % CI per grid point and metric, each metric's column in its unit with
-    one number of decimals (the CI's too)."""
+    """Mean ± 95 % CI per grid point and metric (``stats.summary_cells``)."""
     frame = res.runs.to_pandas()
     metrics = [m for m in DEFAULT_METRICS if m in frame.columns]
     if "status" in frame.columns and not (frame["status"] == "ok").any():
         return [], []
-    table = summarize(frame, res.params(), metrics)
-    keys = [c for c in table.columns if c != "n" and not c.endswith(("_mean", "_ci95"))]
-    columns = [[str(_py(v)) for v in table[k]] for k in keys]
-    columns.append([f"{int(n):,}" for n in table["n"]])
-    for m in metrics:
-        means, halves = list(table[f"{m}_mean"]), list(table[f"{m}_ci95"])
-        shown = _column(m, means + halves)
-        columns.append([mean if _py(h) is None else f"{mean} ± {half}"
-                        for mean, half, h in zip(shown[:len(means)], shown[len(means):],
-                                                 halves, strict=True)])
-    header = [*keys, "n", *(labelled(m) for m in metrics)]
-    return header, [list(row) for row in zip(*columns, strict=True)]
+    return summary_cells(summarize(frame, res.params(), metrics), metrics)
 
 
 def _facts(res: SweepResult) -> list[tuple[str, str]]:
@@ -133,7 +100,7 @@ def write(outdir: Path, study: Study, res: SweepResult, claims: list[ClaimResult
 
 def _cells(frame: Any) -> tuple[list[str], list[list[str]]]:
     names = [str(c) for c in frame.columns]
-    columns = [_column(name, list(frame.iloc[:, i])) for i, name in enumerate(names)]
+    columns = [column_cells(name, list(frame.iloc[:, i])) for i, name in enumerate(names)]
     return [labelled(c) for c in names], [list(row) for row in zip(*columns, strict=True)]
 
 

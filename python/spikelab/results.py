@@ -250,7 +250,9 @@ def _figures(outdir: Path, tables: Mapping[str, pa.Table], previous: Mapping[str
     their own folder (``figures/zoom-A-B/``) and never replace the full-length ones."""
     names: list[str] = []
     folder = zoom_folder(zoom) if zoom else FIGURES
-    if plots:
+    # Every figure needs a trace; a summary run draws none (and need not load matplotlib).
+    traced = any(t is not None and t.num_rows for name, t in tables.items() if name != "runs")
+    if plots and traced:
         from .plots import draw
 
         names = [f"{folder}/{p.name}"

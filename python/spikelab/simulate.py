@@ -16,60 +16,21 @@ import pyarrow as pa
 from . import _core, results
 from ._progress import ProgressBar
 from ._tables import to_arrow
+from .scenario import (  # noqa: F401 - re-exported: the public names of this module
+    MAX_SEED,
+    TRACE_LEVELS,
+    ScenarioSource,
+    check_seed,
+    read_scenario,
+    validate,
+)
+from .scenario import overrides_list as _overrides
 
 if TYPE_CHECKING:
     import pandas as pd
 
-ScenarioSource = str | os.PathLike[str]
-
-TRACE_LEVELS = ("summary", "timeseries", "packets")
 POLL_S = 0.1
 STREAM_ROWS = 1 << 18  # rows per streamed chunk of a trace table (a Parquet row group)
-MAX_SEED = 2**63 - 1
-
-
-def check_seed(seed: int | None, what: str = "seed") -> None:
-    """Seeds are integers in [0, 2^63 - 1] (they are stored as int64)."""
-    if seed is None:
-        return
-    if isinstance(seed, bool) or not isinstance(seed, int):
-        raise ValueError(f"{what}: must be an integer, got {seed!r}")
-    if not 0 <= seed <= MAX_SEED:
-        raise ValueError(f"{what}: must be in [0, {MAX_SEED}], got {seed}")
-
-
-def read_scenario(scenario: ScenarioSource) -> tuple[str, str]:
-    """Return (TOML text, base directory for relative paths) of a file path or TOML text.
-
-    A ``str`` is TOML text if it contains a newline, or an ``=`` and names no existing file.
-    """
-    if isinstance(scenario, str) and (
-        "\n" in scenario or ("=" in scenario and not os.path.isfile(scenario))
-    ):
-        return scenario, os.getcwd()
-    path = Path(scenario)
-    return path.read_text(encoding="utf-8"), str(path.resolve().parent)
-
-
-def _overrides(overrides: Iterable[str]) -> list[str]:
-    if isinstance(overrides, str):
-        raise TypeError("overrides must be a sequence of 'key=value' strings, not one string")
-    out = []
-    for item in overrides:
-        key, sep, _ = item.partition("=")
-        if not sep or not key.strip():
-            raise ValueError(f"bad override {item!r}: expected key=value")
-        out.append(item)
-    return out
-
-
-def validate(scenario: ScenarioSource, overrides: Iterable[str] = ()) -> dict[str, Any]:
-    """Validate a scenario and return it resolved (all defaults filled) as a dict.
-
-    Raises ``ScenarioError`` with a ``field.path: problem`` message when it is invalid.
-    """
-    text, base_dir = read_scenario(scenario)
-    return json.loads(_core.resolve(text, _overrides(overrides), base_dir))
 
 
 class _LazyTable:

@@ -98,7 +98,7 @@ UNITS = (
 
 def unit_of(name: str) -> tuple[str, float, int] | None:
     """(unit, scale, decimals) for a metric column, or None for a count or plain number."""
-    if name.startswith("bytes") or name.endswith("_bytes"):
+    if "bytes" in name.split("_"):
         return "MB", 1e-6, 2
     for suffix, unit, scale, decimals in UNITS:
         if name.endswith(suffix):
@@ -116,6 +116,7 @@ def fmt_value(name: str, x: object) -> str:
     """``x`` of column ``name`` by the unit's rule: Mbit/s and MB with 2 decimals, seconds with
     3, percentages with 1; counts as integers with thousands separators (a mean of counts with
     1 decimal); other numbers with 4 significant digits."""
+    x = as_py(x)
     if x is None or (isinstance(x, float) and math.isnan(x)):
         return "-"
     if isinstance(x, bool) or not isinstance(x, int | float):
@@ -131,6 +132,42 @@ def fmt_value(name: str, x: object) -> str:
     return f"{x:.4g}"
 
 
+def as_py(v: Any) -> Any:
+    """A numpy/pandas scalar as the Python number it holds (None for a missing value)."""
+    if v is None or isinstance(v, str | bytes | bool | int):
+        return v
+    if isinstance(v, float):
+        return None if math.isnan(v) else v
+    if hasattr(v, "item"):  # numpy scalars
+        v = v.item()
+        return None if isinstance(v, float) and math.isnan(v) else v
+    try:  # pandas NA, NaT
+        import pandas as pd
+
+        if pd.isna(v):
+            return None
+    except (TypeError, ValueError):
+        pass
+    return v
+
+
+def is_number(v: Any) -> bool:
+    return isinstance(v, int | float) and not isinstance(v, bool)
+
+
+def column_cells(name: str, values: Sequence[Any]) -> list[str]:
+    """One column's cells by its unit's rule (:func:`fmt_value`), with one number of
+    decimals for the whole column: where a count or a number without a unit is not whole (a
+    mean over replications), every value of the column gets the same decimals."""
+    values = [as_py(v) for v in values]
+    nums = [float(v) for v in values if is_number(v)]
+    if unit_of(name) or not nums or all(v.is_integer() for v in nums):
+        return [fmt_value(name, v) for v in values]
+    biggest = max(abs(v) for v in nums)
+    decimals = 1 if biggest >= 1 else min(6, 2 - math.floor(math.log10(biggest or 1e-6)))
+    return [f"{v:,.{decimals}f}" if is_number(v) else fmt_value(name, v) for v in values]
+
+
 def _fmt(x: float) -> str:
     """A number without a known unit (kept for callers that have no column name)."""
     return fmt_value("", x)
@@ -140,19 +177,16 @@ def summary_cells(table: pd.DataFrame,
                   metrics: Sequence[str]) -> tuple[list[str], list[list[str]]]:
     """Header and rows of a summary: the grid-point keys, ``n``, ``mean ± ci`` per metric."""
     keys = [c for c in table.columns if c != "n" and not c.endswith(("_mean", "_ci95"))]
-    rows = []
-    for _, r in table.iterrows():
-        cells = [str(r[k]) for k in keys] + [str(int(r["n"]))]
-        for m in metrics:
-            mean, half = r[f"{m}_mean"], r[f"{m}_ci95"]
-            shown = fmt_value(m, mean)
-            if not math.isnan(half):
-                # The half-width in the mean's unit and decimals (a count's CI has one).
-                unit = unit_of(m)
-                shown += " ± " + (fmt_value(m, half) if unit else f"{half:,.1f}")
-            cells.append(shown)
-        rows.append(cells)
-    return [*keys, "n", *(labelled(m) for m in metrics)], rows
+    columns = [[str(as_py(v)) for v in table[k]] for k in keys]
+    columns.append([f"{int(n):,}" for n in table["n"]])
+    for m in metrics:
+        means, halves = list(table[f"{m}_mean"]), list(table[f"{m}_ci95"])
+        shown = column_cells(m, means + halves)  # the CI in the mean's unit and decimals
+        columns.append([mean if as_py(h) is None else f"{mean} ± {half}"
+                        for mean, half, h in zip(shown[:len(means)], shown[len(means):],
+                                                 halves, strict=True)])
+    header = [*keys, "n", *(labelled(m) for m in metrics)]
+    return header, [list(row) for row in zip(*columns, strict=True)]
 
 
 def align(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:

@@ -19,10 +19,10 @@ from __future__ import annotations
 import contextlib
 import datetime
 import json
-import multiprocessing
 import os
 import platform
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
@@ -35,8 +35,8 @@ import pyarrow.parquet as pq
 from . import _core, results
 from ._progress import SweepProgress
 from ._tables import to_arrow
-from .simulate import TRACE_LEVELS, ScenarioSource, _overrides, check_seed, read_scenario
-from .sweepspec import RunTask, SweepSpec, fingerprint, run_command, sweep_table, toml_literal
+from .simulate import TRACE_LEVELS, ScenarioSource, _overrides, read_scenario
+from .sweepspec import RunTask, SweepSpec, check, fingerprint, run_command, sweep_table
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -89,16 +89,15 @@ def execute(job: dict[str, Any]) -> dict[str, Any]:
 
 
 def _worker_init(parent: int) -> None:
-    """Pool workers: Ctrl-C is the parent's to handle, and a worker whose parent died (e.g.
-    the sweep was killed) exits instead of lingering."""
+    """Workers: Ctrl-C is the parent's to handle, and a worker whose parent died (e.g. the
+    sweep was killed) exits instead of lingering, even in the middle of a run."""
     import signal
-    import threading
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
     def watch() -> None:
         while os.getppid() == parent:
-            time.sleep(0.5)
+            time.sleep(0.2)
         os._exit(0)
 
     threading.Thread(target=watch, name="spikelab-parent-watch", daemon=True).start()
@@ -107,54 +106,109 @@ def _worker_init(parent: int) -> None:
 # ---------------------------------------------------------------------------------- executors
 
 
-def _worker_main(conn: Any, parent: int) -> None:
-    """A sweep worker: runs the jobs it receives, one at a time, and sends back each outcome."""
+def _worker_main(jobs_fd: int, out_fd: int, parent: int) -> None:
+    """A sweep worker (its own process): runs the jobs it receives, one at a time, and sends
+    back each outcome. Started by :class:`_Slot`; ends when its parent closes the pipe."""
+    from multiprocessing.connection import Connection
+
+    inbox = Connection(jobs_fd, writable=False)
+    outbox = Connection(out_fd, readable=False)
     _worker_init(parent)
     while True:
         try:
-            job = conn.recv()
-        except EOFError:
+            job = inbox.recv()
+        except (EOFError, OSError):
             return
         if job is None:
             return
-        conn.send(execute(job))
+        outbox.send(execute(job))
 
 
-def _signal_name(exitcode: int | None) -> str:
+# The worker is a fresh interpreter started with this code (not a fork, and not
+# multiprocessing's spawn, which re-imports the caller's __main__ and refuses to start children
+# of a Dask worker's daemonic process). argv: sys.path as JSON, the two pipe fds, parent pid.
+_WORKER_CODE = ("import json, sys; sys.path[:] = json.loads(sys.argv[1]); "
+                "from spikelab.sweep import _worker_main; "
+                "_worker_main(int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]))")
+
+
+def _signal_name(returncode: int | None) -> str:
     import signal
 
-    if exitcode is not None and exitcode < 0:
+    if returncode is not None and returncode < 0:
         with contextlib.suppress(ValueError):
-            return f"signal {signal.Signals(-exitcode).name}"
-        return f"signal {-exitcode}"
-    return f"exit status {exitcode}"
+            return f"signal {signal.Signals(-returncode).name}"
+        return f"signal {-returncode}"
+    return f"exit status {returncode}"
 
 
 class _Slot:
-    """One worker process with its own pipe: a crash costs the run it was running, no other."""
+    """One worker process with its own pair of pipes: a crash, even a segfault, costs the run
+    it was running and no other; the slot is then replaced by a new one."""
 
-    def __init__(self, ctx: Any):
-        self.conn, child = ctx.Pipe()
-        self.proc = ctx.Process(target=_worker_main, args=(child, os.getpid()),
-                                name="spikelab-sweep-worker", daemon=True)
-        self.proc.start()
-        child.close()
+    def __init__(self) -> None:
+        import subprocess
+        from multiprocessing.connection import Connection
+
+        job_r, job_w = os.pipe()
+        out_r, out_w = os.pipe()
+        try:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-c", _WORKER_CODE, json.dumps(sys.path), str(job_r),
+                 str(out_w), str(os.getpid())],
+                pass_fds=(job_r, out_w), stdin=subprocess.DEVNULL)
+        except BaseException:
+            for fd in (job_r, job_w, out_r, out_w):
+                os.close(fd)
+            raise
+        os.close(job_r)
+        os.close(out_w)
+        self.send_conn = Connection(job_w, readable=False)
+        self.conn = Connection(out_r, writable=False)  # readable at an outcome, or at death
         self.job: dict[str, Any] | None = None
 
     def give(self, job: dict[str, Any]) -> None:
         self.job = job
-        self.conn.send(job)
+        try:
+            self.send_conn.send(job)
+        except OSError:  # it died while idle: the reader sees the end of its pipe
+            pass
+
+    def outcome(self) -> dict[str, Any] | None:
+        """The running job's outcome once ``conn`` is readable; None when the worker died."""
+        try:
+            return self.conn.recv()
+        except (EOFError, OSError):
+            return None
+        except Exception:  # noqa: BLE001 - a half-sent outcome: the worker died mid-send
+            return None
+
+    def death(self) -> dict[str, Any]:
+        """The failed outcome of the run whose worker died, naming how it died."""
+        import subprocess
+
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.proc.wait(timeout=5)
+        job = self.job or {"run_id": "?"}
+        return {"run_id": job["run_id"], "status": FAILED, "tables": {}, "wall_s": 0.0,
+                "error": f"the worker process died with {_signal_name(self.proc.returncode)} "
+                         f"during this run"}
 
     def stop(self, kill: bool = False) -> None:
+        import subprocess
+
         if kill:
-            self.proc.kill()
+            with contextlib.suppress(OSError):
+                self.proc.kill()
         else:
-            with contextlib.suppress(OSError, BrokenPipeError):
-                self.conn.send(None)
-        self.proc.join(timeout=2)
-        if self.proc.is_alive():
+            with contextlib.suppress(OSError):
+                self.send_conn.send(None)
+        try:
+            self.proc.wait(timeout=2)
+        except subprocess.TimeoutExpired:
             self.proc.kill()
-            self.proc.join()
+            self.proc.wait()
+        self.send_conn.close()
         self.conn.close()
 
 
@@ -163,35 +217,26 @@ def _local(jobs: list[dict[str, Any]], workers: int) -> Iterator[dict[str, Any]]
     that crashes its process, even by a segfault, fails alone and the sweep goes on)."""
     from multiprocessing.connection import wait as wait_any
 
-    ctx = multiprocessing.get_context("spawn")
     queue = list(reversed(jobs))
     slots: list[_Slot] = []
     try:
         for _ in range(min(workers, len(queue))):
-            slots.append(_Slot(ctx))
+            slots.append(_Slot())
         for slot in slots:
             if queue:
                 slot.give(queue.pop())
         while any(slot.job is not None for slot in slots):
             busy = [slot for slot in slots if slot.job is not None]
-            ready = wait_any([x for slot in busy for x in (slot.conn, slot.proc.sentinel)])
+            ready = wait_any([slot.conn for slot in busy])
             for slot in busy:
-                if slot.conn not in ready and slot.proc.sentinel not in ready:
+                if slot.conn not in ready:
                     continue
-                job = slot.job
-                outcome = None
-                if slot.conn in ready:
-                    with contextlib.suppress(EOFError, OSError):
-                        outcome = slot.conn.recv()
+                outcome = slot.outcome()
                 if outcome is None:
                     # The process died under this run: it alone fails; a new worker goes on.
-                    slot.proc.join(timeout=5)
-                    outcome = {"run_id": job["run_id"], "status": FAILED, "tables": {},
-                               "wall_s": 0.0,
-                               "error": f"the worker process died with "
-                                        f"{_signal_name(slot.proc.exitcode)} during this run"}
+                    outcome = slot.death()
                     slot.stop(kill=True)
-                    slots[slots.index(slot)] = slot = _Slot(ctx)
+                    slots[slots.index(slot)] = slot = _Slot()
                 slot.job = None
                 if queue:
                     slot.give(queue.pop())
@@ -200,6 +245,31 @@ def _local(jobs: list[dict[str, Any]], workers: int) -> Iterator[dict[str, Any]]
         interrupted = sys.exc_info()[0] is not None
         for slot in slots:
             slot.stop(kill=interrupted)
+
+
+# Dask workers run each job in a worker process of their own as well, so a crashing run fails
+# alone instead of killing the Dask worker (which Dask would retry on others, losing their
+# finished results). One idle slot per concurrently running task, kept for the next task.
+_DASK_SLOTS: list[_Slot] = []
+_DASK_LOCK = threading.Lock()
+
+
+def execute_isolated(job: dict[str, Any]) -> dict[str, Any]:
+    """:func:`execute` in a worker process of this (Dask worker) process."""
+    with _DASK_LOCK:
+        slot = _DASK_SLOTS.pop() if _DASK_SLOTS else None
+    if slot is None:
+        slot = _Slot()
+    slot.give(job)
+    outcome = slot.outcome()
+    if outcome is None:
+        outcome = slot.death()
+        slot.stop(kill=True)
+        return outcome
+    slot.job = None
+    with _DASK_LOCK:
+        _DASK_SLOTS.append(slot)
+    return outcome
 
 
 @contextlib.contextmanager
@@ -212,10 +282,30 @@ def _dask_client(address: str, workers: int) -> Iterator[Any]:
     if address == "local":
         with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
                           dashboard_address=None) as cluster, Client(cluster) as client:
-            yield client
+            try:
+                yield client
+            except BaseException:
+                # Interrupted: the cluster is ours; stop its worker processes at once (a
+                # graceful close takes about a second) and let the close tidy up after them.
+                _kill_local_workers(cluster)
+                raise
     else:
         with Client(address, timeout="10s") as client:
             yield client
+
+
+def _kill_local_workers(cluster: Any) -> None:
+    """Stop a LocalCluster's worker processes at once, telling each nanny first not to restart
+    its worker (``close_gracefully`` is Dask's signal for that)."""
+    import signal
+
+    for nanny in list(getattr(cluster, "workers", {}).values()):
+        pid = getattr(nanny, "pid", None)
+        with contextlib.suppress(Exception):
+            nanny.close_gracefully(reason="spikelab-interrupted")
+        if pid:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
 
 
 def _dask(jobs: list[dict[str, Any]], address: str, workers: int,
@@ -223,7 +313,7 @@ def _dask(jobs: list[dict[str, Any]], address: str, workers: int,
     from distributed import as_completed
 
     with _dask_client(address, workers) as client:
-        futures = {client.submit(execute, job, key=f"spikelab-{tag}-{job['run_id']}",
+        futures = {client.submit(execute_isolated, job, key=f"spikelab-{tag}-{job['run_id']}",
                                  pure=False): job for job in jobs}
         try:
             for fut in as_completed(list(futures)):
@@ -441,29 +531,6 @@ class Plan:
     """The scenario's file path, when it was given as one."""
 
 
-def _metric_columns(text: str, overrides: tuple[str, ...], base_dir: str) -> set[str]:
-    """The runs table's columns for this scenario (taken without simulating)."""
-    sim = _core.Simulation(text, list(overrides), base_dir, None, "summary")
-    return {c["name"] for c in sim.runs_template()["columns"]}
-
-
-def _check_params(text: str, base_dir: str, spec: SweepSpec, extra: tuple[str, ...]) -> None:
-    """Every parameter must reach the scenario: a parameter none of whose values gives a valid
-    scenario (a path that does not exist, a field of the wrong type) is an error before the
-    first run, naming the parameter. A value that fails alone fails its runs (data)."""
-    for prm in spec.params:
-        first_error = None
-        for value in prm.values:
-            try:
-                _core.resolve(text, [*extra, f"{prm.key}={toml_literal(value)}"], base_dir)
-                break
-            except _core.ScenarioError as exc:
-                first_error = first_error or str(exc)
-        else:
-            raise _core.ScenarioError(f"sweep.params.{json.dumps(prm.key)}: no value of this "
-                                      f"parameter gives a valid scenario: {first_error}")
-
-
 def plan(scenario: ScenarioSource, *, seed: int | None = None, overrides: Iterable[str] = (),
          sweep_spec: Any = None, trace: str | None = None) -> Plan:
     """Expand a scenario's ``[sweep]`` (or ``sweep_spec``, a dict) into its runs."""
@@ -475,17 +542,7 @@ def plan(scenario: ScenarioSource, *, seed: int | None = None, overrides: Iterab
     if trace is not None:
         spec = SweepSpec(params=spec.params, mode=spec.mode, replications=spec.replications,
                          trace=SweepSpec.parse({"trace": trace}).trace)
-    metrics = _metric_columns(text, extra, base_dir)
-    for prm in spec.params:
-        if prm.name in metrics and prm.name != "seed":
-            raise _core.ScenarioError(
-                f"sweep.params.{json.dumps(prm.key)}.name: column {prm.name!r} is also a "
-                f"metric of the runs table; give this parameter another `name`")
-    _check_params(text, base_dir, spec, extra)
-    check_seed(seed)
-    base_seed = int(base["sim"]["seed"]) if seed is None else int(seed)
-    check_seed(base_seed + spec.replications - 1,
-               f"seed: {base_seed} + {spec.replications - 1} (the last replication's seed)")
+    base_seed = check(text, base_dir, spec, extra, seed, base)
     tasks = spec.tasks(base_seed, extra)
     identity = {"format": FORMAT, "kind": "sweep",
                 "fingerprint": fingerprint(text, spec, base_seed, extra),
@@ -575,14 +632,21 @@ def _write_points(store: Store, p: Plan) -> None:
                          lambda tmp: tmp.write_text(p.text, encoding="utf-8"))
 
 
+def _manifest_head(p: Plan, kind: str, status: str) -> dict[str, Any]:
+    """The keys every sweep manifest starts with."""
+    return {
+        "format": FORMAT,
+        "kind": kind,
+        "status": status,
+        "created": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+        "fingerprint": p.identity["fingerprint"],
+    }
+
+
 def _write_interrupted(store: Store, p: Plan, kind: str) -> None:
     done = store.done()
     manifest = {
-        "format": FORMAT,
-        "kind": kind,
-        "status": results.INTERRUPTED,
-        "created": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
-        "fingerprint": p.identity["fingerprint"],
+        **_manifest_head(p, kind, results.INTERRUPTED),
         "runs_total": len(p.tasks),
         "runs_done": len(done),
         "runs_ok": sum(s == OK for s in done.values()),
@@ -635,11 +699,7 @@ def finish(store: Store, p: Plan, *, executor: str, wall_s: float, core_wall_s: 
                 errors.setdefault(rid, err)
     failed = sorted(rid for rid, s in status.items() if s != OK)
     manifest = {
-        "format": FORMAT,
-        "kind": kind,
-        "status": results.COMPLETE,
-        "created": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
-        "fingerprint": p.identity["fingerprint"],
+        **_manifest_head(p, kind, results.COMPLETE),
         "seed": p.identity["seed"],
         "overrides": p.identity["overrides"],
         "sweep": p.identity["sweep"],

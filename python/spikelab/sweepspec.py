@@ -32,7 +32,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import _core
-from .simulate import TRACE_LEVELS as TRACES
+from .scenario import TRACE_LEVELS as TRACES
+from .scenario import check_seed
 
 MODES = ("grid", "zip")
 # Columns every sweep's runs table has before the parameters; parameter names must differ.
@@ -263,3 +264,49 @@ def fingerprint(text: str, spec: SweepSpec, base_seed: int, overrides: tuple[str
     blob = _compact({"scenario": text, "sweep": spec.describe(), "seed": base_seed,
                      "overrides": list(overrides)})
     return hashlib.sha256(blob.encode()).hexdigest()
+
+
+def check(text: str, base_dir: str, spec: SweepSpec, extra: tuple[str, ...],
+          seed: int | None, base: dict[str, Any]) -> int:
+    """Check a sweep against its scenario before any run; return the base seed.
+
+    A parameter's column must not be a metric of the runs table; every parameter must reach
+    the scenario (one whose values all fail, such as a path to a stage the scenario does not
+    have, is an error naming it; a value that fails alone fails its runs, which is data); the
+    seeds of every replication must fit int64. Needs only the core (``spikelab validate``).
+    """
+    sim = _core.Simulation(text, list(extra), base_dir, None, "summary")
+    metrics = {c["name"] for c in sim.runs_template()["columns"]}
+    for prm in spec.params:
+        if prm.name in metrics and prm.name != "seed":
+            raise _err(f"sweep.params.{json.dumps(prm.key)}.name",
+                       f"column {prm.name!r} is also a metric of the runs table; give this "
+                       f"parameter another `name`")
+    for prm in spec.params:
+        first_error = None
+        for value in prm.values:
+            try:
+                _core.resolve(text, [*extra, f"{prm.key}={toml_literal(value)}"], base_dir)
+                break
+            except _core.ScenarioError as exc:
+                first_error = first_error or str(exc)
+        else:
+            raise _err(f"sweep.params.{json.dumps(prm.key)}",
+                       f"no value of this parameter gives a valid scenario: {first_error}")
+    check_seed(seed)
+    base_seed = int(base["sim"]["seed"]) if seed is None else int(seed)
+    check_seed(base_seed + spec.replications - 1,
+               f"seed: {base_seed} + {spec.replications - 1} (the last replication's seed)")
+    return base_seed
+
+
+def check_file(scenario: Any, overrides: list[str]) -> int:
+    """Check the ``[sweep]`` of a scenario file or text; return its number of runs."""
+    from .scenario import overrides_list, read_scenario
+
+    text, base_dir = read_scenario(scenario)
+    extra = tuple(overrides_list(overrides))
+    base = json.loads(_core.resolve(text, list(extra), base_dir))
+    spec = SweepSpec.parse(sweep_table(text))
+    check(text, base_dir, spec, extra, None, base)
+    return len(spec.points()) * spec.replications

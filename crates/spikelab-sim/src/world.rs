@@ -745,15 +745,7 @@ impl World {
             match stage.on_arrival(t, &info) {
                 Outcome::Pass(leave) => t = leave,
                 Outcome::Drop(at, cause) => {
-                    self.queue.push_keyed(
-                        at,
-                        tie_key(KEY_PKT, path as u32, pseq, k as u32),
-                        Ev::DropAt {
-                            pkt: id,
-                            stage: k as u16,
-                            cause,
-                        },
-                    );
+                    schedule_drop(&mut self.queue, at, path, pseq, k, id, cause);
                     return;
                 }
             }
@@ -816,15 +808,7 @@ impl World {
                     return;
                 }
                 Outcome::Drop(t, cause) => {
-                    self.queue.push_keyed(
-                        t,
-                        tie_key(KEY_PKT, path as u32, pseq, stage as u32),
-                        Ev::DropAt {
-                            pkt: id,
-                            stage: stage as u16,
-                            cause,
-                        },
-                    );
+                    schedule_drop(&mut self.queue, t, path, pseq, stage, id, cause);
                     return;
                 }
             }
@@ -1221,6 +1205,27 @@ struct DetScore {
     tn: i64,
     undecided: i64,
     delay_sum_s: f64,
+}
+
+/// Schedules a packet's drop at stage `stage` of its path at `at` (its own tie key).
+fn schedule_drop(
+    queue: &mut EventQueue<Ev>,
+    at: SimTime,
+    path: usize,
+    pseq: u64,
+    stage: usize,
+    pkt: ArenaId,
+    cause: DropCause,
+) {
+    queue.push_keyed(
+        at,
+        tie_key(KEY_PKT, path as u32, pseq, stage as u32),
+        Ev::DropAt {
+            pkt,
+            stage: stage as u16,
+            cause,
+        },
+    );
 }
 
 /// Lazy timers: an endpoint's deadline moves on nearly every ACK, so an event is pushed only

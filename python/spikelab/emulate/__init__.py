@@ -8,8 +8,19 @@
 See docs/emulation.md: topology, the emulator, the kernel mapping, timing, limitations.
 """
 
-from .compare import compare
-from .kernel import EmulationError, has_privileges
-from .run import cleanup, emulate
-
 __all__ = ["EmulationError", "cleanup", "compare", "emulate", "has_privileges"]
+
+# Loaded on first use: `spikelab --help` registers the emulate command without importing the
+# emulator, its kernel plumbing or matplotlib.
+_LAZY = {"compare": "compare", "EmulationError": "kernel", "has_privileges": "kernel",
+         "cleanup": "run", "emulate": "run"}
+
+
+def __getattr__(name: str):
+    import importlib
+
+    if name in _LAZY:
+        value = getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'spikelab.emulate' has no attribute {name!r}")
