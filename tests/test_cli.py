@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from spikelab import cli
+
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def spikelab(*args, cwd=None):
@@ -95,3 +98,16 @@ def test_bench_reports_rates(lte_handover):
     assert proc.returncode == 0, proc.stderr
     assert "data packets simulated per wall second" in proc.stdout
     assert proc.stdout.count("\n") == 5  # header, column names, 2 runs, best
+
+
+def test_the_bench_grid_repeats_the_flows_and_measures_whole_processes(tmp_path):
+    import spikelab
+    from spikelab import bench
+
+    text = (ROOT / "benches" / "ns3-dumbbell.toml").read_text()
+    assert len(spikelab.validate(bench.with_flows(text, 7))["flow"]) == 7
+    row = bench.measure(text, 3, 2.0, "summary", tmp_path)
+    assert (row.flows, row.sim_s, row.trace) == (3, 2.0, "summary")
+    # The core is part of the process; a 10 Mbit/s bottleneck carries ~1,700 packets in 2 s.
+    assert 0 < row.core_s < row.process_s and row.peak_mb > 10
+    assert 1000 < row.data_packets < 2600 and row.events > row.data_packets

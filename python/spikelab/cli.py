@@ -200,6 +200,12 @@ def cmd_bench(args: argparse.Namespace) -> int:
     import spikelab
 
     scenario = args.scenario
+    if args.grid:
+        from spikelab import bench
+
+        with _scenario_file(scenario):
+            bench.grid(scenario)
+        return 0
     walls = []
     for i in range(1, args.repeat + 1):
         with _scenario_file(scenario):
@@ -400,6 +406,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--repeat", type=_positive, default=3, metavar="N",
                    help="number of timed runs (default 3)")
     p.add_argument("--seed", type=int)
+    p.add_argument("--grid", action="store_true",
+                   help="1, 10, 100 and 1,000 flows at each trace level, each a whole "
+                        "'spikelab run' process: core and process time, peak memory")
     overrides(p)
     p.set_defaults(func=cmd_bench)
 
