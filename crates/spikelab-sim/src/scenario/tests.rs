@@ -197,10 +197,15 @@ fn linux_profile_fills_missing_keys_and_explicit_keys_win() {
     assert_eq!(c.frto, FrtoVariant::SackEnhanced);
     assert_eq!(c.detectors.label(), "eifel+dsack+frto");
     // The resolved scenario re-parses to the same thing.
-    let back = toml::to_string(&sc).unwrap();
+    assert_round_trips(&sc);
+}
+
+/// Written back as TOML, a resolved scenario parses to the same scenario.
+fn assert_round_trips(sc: &Scenario) {
+    let back = toml::to_string(sc).unwrap();
     let sc2 = parse(&back, &[], Path::new(".")).unwrap();
     assert_eq!(
-        serde_json::to_string(&sc).unwrap(),
+        serde_json::to_string(sc).unwrap(),
         serde_json::to_string(&sc2).unwrap()
     );
 }
@@ -267,13 +272,7 @@ fn a_sweep_table_is_accepted_and_left_out_of_the_resolved_scenario() {
 #[test]
 fn resolved_scenario_round_trips() {
     let text = "[path.fwd]\n[[path.fwd.stage]]\ntype = \"delay\"\ndelay = \"25ms\"\n[[flow]]\n";
-    let sc = parse(text, &[], Path::new(".")).unwrap();
-    let back = toml::to_string(&sc).unwrap();
-    let sc2 = parse(&back, &[], Path::new(".")).unwrap();
-    assert_eq!(
-        serde_json::to_string(&sc).unwrap(),
-        serde_json::to_string(&sc2).unwrap()
-    );
+    assert_round_trips(&parse(text, &[], Path::new(".")).unwrap());
 }
 
 #[test]
