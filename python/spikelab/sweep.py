@@ -49,6 +49,12 @@ INLINE_TEXT = 16_384  # characters of scenario text kept inline in the manifest
 PART = ".arrow"  # Arrow IPC: a part is written and read back in well under a millisecond
 FORMAT = 1
 OK, FAILED = "ok", "failed"
+# What an earlier result in a directory may have written there, removed when a new sweep
+# starts in it (--fresh, or --force onto a run): tables, figures, reports. Studies keep their
+# definition copy (study/), which is written before the sweep starts.
+OLD_FILES = (*(f"{t}.parquet" for t in results.TABLES), POINTS, SWEEP_JSON, SCENARIO_COPY,
+             "report.html", "report.md", "claims.json")
+OLD_DIRS = (results.FIGURES, "runs-figures", "emulation", "compare")
 
 
 # ---------------------------------------------------------------------------------- worker
@@ -121,7 +127,11 @@ def _worker_main(jobs_fd: int, out_fd: int, parent: int) -> None:
             return
         if job is None:
             return
-        outbox.send(execute(job))
+        outcome = execute(job)
+        try:
+            outbox.send(outcome)
+        except OSError:  # the parent is gone (killed or interrupted): nobody to tell
+            return
 
 
 # The worker is a fresh interpreter started with this code (not a fork, and not
@@ -297,8 +307,11 @@ def _dask_client(address: str, workers: int) -> Iterator[Any]:
 def _kill_local_workers(cluster: Any) -> None:
     """Stop a LocalCluster's worker processes at once, telling each nanny first not to restart
     its worker (``close_gracefully`` is Dask's signal for that)."""
+    import logging
     import signal
 
+    # What Dask logs while its workers vanish (lost keys, closed comms) is noise here.
+    logging.getLogger("distributed").setLevel(logging.CRITICAL)
     for nanny in list(getattr(cluster, "workers", {}).values()):
         pid = getattr(nanny, "pid", None)
         with contextlib.suppress(Exception):
@@ -396,8 +409,11 @@ class Store:
         self.parts = self.dir / PARTS
 
     def clear(self) -> None:
-        """Remove every file an earlier sweep wrote here (parts, dataset tables, figures it
-        listed, manifest), so nothing of it can be served again."""
+        """Remove every file an earlier result wrote here (parts, dataset tables, figures,
+        reports, manifest; files its manifest listed), so nothing of it can be served again.
+        A study's copy of its definition (``study/``) stays: it is written first."""
+        import shutil
+
         old = results._previous_manifest(self.dir)  # noqa: SLF001
         with contextlib.suppress(FileNotFoundError):
             (self.dir / results.MANIFEST).unlink()
@@ -406,16 +422,20 @@ class Store:
             if name and not name.startswith(("/", "..")):
                 with contextlib.suppress(FileNotFoundError, IsADirectoryError):
                     (self.dir / name).unlink()
-        for name in [f"{t}.parquet" for t in results.TABLES] + [POINTS, SWEEP_JSON]:
+        for name in OLD_FILES:
             with contextlib.suppress(FileNotFoundError):
                 (self.dir / name).unlink()
+        for name in OLD_DIRS:
+            if (self.dir / name).is_dir():
+                shutil.rmtree(self.dir / name)
         if self.parts.is_dir():
             for f in self.parts.iterdir():
                 if f.is_file():
                     f.unlink()
 
     def claim(self, identity: dict[str, Any], fresh: bool) -> None:
-        """Record which sweep this directory holds; refuse to mix two sweeps."""
+        """Record which sweep this directory holds; refuse to mix two sweeps. A new sweep
+        (``fresh``, or a directory without one) starts from a clean directory."""
         path = self.dir / SWEEP_JSON
         if self.parts.is_dir():
             # Temporary files of a writer that was killed: never complete, never needed.
@@ -428,8 +448,7 @@ class Store:
                     f"{self.dir} holds results of a different sweep (scenario, sweep, seed "
                     f"or overrides changed); use another directory or --fresh to start over")
             return
-        if fresh:
-            self.clear()
+        self.clear()
         self.parts.mkdir(exist_ok=True)
         results.write_json(identity, path)
 
@@ -587,22 +606,25 @@ def sweep(
         raise ValueError(f"jobs must be >= 1, got {workers}")
     store = Store(out, kind, force)
     store.claim(dict(p.identity, kind=kind), fresh)
-    with contextlib.suppress(FileNotFoundError):
-        (store.dir / results.MANIFEST).unlink()  # present only when the dataset is complete
-    _write_points(store, p)
-    done = store.done()
-    todo = [t for t in p.tasks if done.get(t.run_id) != OK]
-    by_id = {t.run_id: t for t in p.tasks}
-    jobs_ = [{"run_id": t.run_id, "text": p.text, "base_dir": p.base_dir, "seed": t.seed,
-              "overrides": list(t.overrides), "trace": p.spec.trace} for t in todo]
-    bar = SweepProgress(len(p.tasks), len(p.tasks) - len(todo), progress)
-    executor = f"dask {dask}" if dask else f"local pool of {min(workers, max(1, len(todo)))}"
-    start = time.monotonic()
-    core_wall = 0.0
-    written: dict[str, dict[str, pa.Table]] = {}
+    bar = None
     try:
-        stream = (_dask(jobs_, dask, workers, p.identity["fingerprint"][:12]) if dask
-                  else _local(jobs_, min(workers, max(1, len(todo)))))
+        with contextlib.suppress(FileNotFoundError):
+            (store.dir / results.MANIFEST).unlink()  # present only when the dataset is complete
+        _write_points(store, p)
+        done = store.done()
+        todo = [t for t in p.tasks if done.get(t.run_id) != OK]
+        by_id = {t.run_id: t for t in p.tasks}
+        jobs_ = [{"run_id": t.run_id, "text": p.text, "base_dir": p.base_dir, "seed": t.seed,
+                  "overrides": list(t.overrides), "trace": p.spec.trace} for t in todo]
+        bar = SweepProgress(len(p.tasks), len(p.tasks) - len(todo), progress)
+        executor = (f"dask {dask}" if dask
+                    else f"local pool of {min(workers, max(1, len(todo)))}")
+        start = time.monotonic()
+        core_wall = 0.0
+        written: dict[str, dict[str, pa.Table]] = {}
+        stream = (iter(()) if not jobs_  # all done: resumed after the last run, or empty
+                  else _dask(jobs_, dask, workers, p.identity["fingerprint"][:12]) if dask
+                  else _local(jobs_, min(workers, len(jobs_))))
         for outcome in stream:
             task = by_id[outcome["run_id"]]
             written[task.run_id] = store.write_part(task, p.spec, outcome)
@@ -610,14 +632,29 @@ def sweep(
             bar.update(outcome["status"] == OK)
             if on_result is not None:
                 on_result(task, outcome)
-    except KeyboardInterrupt:
         bar.close()
-        _write_interrupted(store, p, kind)
+        bar = None
+        # Interrupted while the dataset is consolidated, the parts are all there: the
+        # manifest says interrupted and the same call writes the tables again.
+        return finish(store, p, executor=executor, wall_s=time.monotonic() - start,
+                      core_wall_s=core_wall, workers=workers, fresh=written, kind=kind)
+    except KeyboardInterrupt:
+        if bar is not None:
+            bar.close()
+            bar = None
+        if _status(store.dir) != results.COMPLETE:
+            _write_interrupted(store, p, kind)
         raise
     finally:
-        bar.close()
-    return finish(store, p, executor=executor, wall_s=time.monotonic() - start,
-                  core_wall_s=core_wall, workers=workers, fresh=written, kind=kind)
+        if bar is not None:
+            bar.close()
+
+
+def _status(outdir: Path) -> str | None:
+    """The ``status`` of the manifest in ``outdir``, if there is one."""
+    with contextlib.suppress(OSError, ValueError):
+        return json.loads((outdir / results.MANIFEST).read_text(encoding="utf-8")).get("status")
+    return None
 
 
 def _write_points(store: Store, p: Plan) -> None:
