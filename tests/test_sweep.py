@@ -367,3 +367,91 @@ def test_an_interrupted_study_stops_within_a_second_and_resumes(tmp_path):
     assert manifest["kind"] == "study" and manifest["status"] == "interrupted"
     assert not list(out.rglob("*.tmp"))
     assert not _still_running(workers)
+
+
+# ---------------------------------------------------------------------------------- isolation
+
+CRASH = LOSSY + '[sweep]\nreplications = 2\n[sweep.params]\n"flow.tcp.variant" = ["reno", "sack"]\n'
+
+
+@pytest.mark.parametrize("dask", [None, "local"])
+def test_a_segfaulting_run_fails_alone_and_nothing_is_run_twice(tmp_path, monkeypatch, dask):
+    if dask:
+        pytest.importorskip("distributed")
+    # Test-only hook: the worker that picks up this run kills itself with SIGSEGV first.
+    monkeypatch.setenv("SPIKELAB_TEST_CRASH_RUN", "p000-r01")
+    seen = []
+    res = spikelab.sweep(write(tmp_path, CRASH), tmp_path / "out", jobs=2, dask=dask,
+                         progress=False, on_result=lambda task, out: seen.append(task.run_id))
+    assert sorted(seen) == ["p000-r00", "p000-r01", "p001-r00", "p001-r01"]  # each once
+    rows = {r["run_id"]: (r["status"], r["error"]) for r in
+            res.runs.select(["run_id", "status", "error"]).to_pylist()}
+    assert rows.pop("p000-r01") == ("failed", "the worker process died with signal SIGSEGV "
+                                              "during this run")
+    assert set(rows.values()) == {("ok", None)}
+    assert res.failed == 1 and res.manifest["failures"][0]["run_id"] == "p000-r01"
+    # The failed run is retried (and, without the hook, succeeds) when the sweep is repeated.
+    monkeypatch.delenv("SPIKELAB_TEST_CRASH_RUN")
+    seen.clear()
+    again = spikelab.sweep(tmp_path / "s.toml", tmp_path / "out", jobs=1, progress=False,
+                           on_result=lambda task, out: seen.append(task.run_id))
+    assert seen == ["p000-r01"] and again.failed == 0
+
+
+def test_a_crash_at_j1_does_not_stop_the_sweep(tmp_path, monkeypatch):
+    monkeypatch.setenv("SPIKELAB_TEST_CRASH_RUN", "p000-r00")  # the first run, one worker
+    res = spikelab.sweep(write(tmp_path, CRASH), tmp_path / "out", jobs=1, progress=False)
+    assert res.runs.column("status").to_pylist() == ["failed", "ok", "ok", "ok"]
+
+
+# ---------------------------------------------------------------------------------- directories
+
+
+def test_fresh_removes_the_old_sweeps_figures_and_force_onto_a_run_its_tables(tmp_path, capsys):
+    scenario = write(tmp_path, SWEEP_2X2X3.replace("replications = 3", "replications = 1"))
+    out = tmp_path / "o"
+    assert main(["sweep", str(scenario), "-o", str(out), "-j", "2", "-q"]) == 0
+    assert (out / "figures/bar-goodput_bps-variant-delay.png").is_file()
+    one = write(tmp_path, LOSSY + '[sweep]\n[sweep.params]\n"flow.tcp.variant" = ["reno", '
+                                  '"sack"]\n', "one.toml")
+    assert main(["sweep", str(one), "-o", str(out), "-j", "2", "-q", "--fresh"]) == 0
+    assert sorted(p.stem for p in (out / "figures").iterdir()) == [
+        "bar-goodput_bps-variant", "bar-goodput_bps-variant",
+        "cdf-goodput_bps-variant", "cdf-goodput_bps-variant"]
+    assert sorted(p.name for p in (out / "parts").iterdir()) == [
+        "p000-r00.arrow", "p001-r00.arrow"]
+
+    # A traced single run, replaced by a sweep (--force): its tables and figures go with it.
+    run_dir = tmp_path / "run"
+    spikelab.run(LOSSY, out=run_dir, trace="packets", progress=False)
+    assert (run_dir / "packets.parquet").is_file() and list((run_dir / "figures").iterdir())
+    res = spikelab.sweep(one, run_dir, jobs=1, progress=False, force=True)
+    assert res.manifest["kind"] == "sweep"
+    assert sorted(p.name for p in run_dir.iterdir() if p.is_file()) == [
+        "manifest.json", "points.json", "runs.parquet", "scenario.toml", "sweep.json"]
+    capsys.readouterr()
+    assert main(["query", str(run_dir), "SELECT count(*) FROM packets"]) == 2
+
+
+def test_sweep_directories_know_their_kind(tmp_path):
+    res = spikelab.sweep(write(tmp_path, CRASH), tmp_path / "out", jobs=1, progress=False)
+    assert res.manifest["kind"] == "sweep"
+    assert json.loads((tmp_path / "out/sweep.json").read_text())["kind"] == "sweep"
+    with pytest.raises(spikelab.results.OutdirError, match="holds a sweep's results"):
+        spikelab.run(LOSSY, out=tmp_path / "out", progress=False)
+    with pytest.raises(spikelab.results.OutdirError, match="the output directory is empty"):
+        spikelab.sweep(tmp_path / "s.toml", "", progress=False)
+
+
+def test_stage_names_whose_columns_would_clash_are_refused_before_any_run(tmp_path, capsys):
+    text = ('[sim]\nduration = "1s"\n'
+            '[path.a_b]\n[[path.a_b.stage]]\ntype = "delay"\nname = "c"\ndelay = "1ms"\n'
+            '[path.a]\n[[path.a.stage]]\ntype = "delay"\nname = "b_c"\ndelay = "1ms"\n'
+            '[[flow]]\nfwd = "a"\nrev = "a_b"\n'
+            '[sweep]\n[sweep.params]\n"flow.tcp.variant" = ["reno", "sack"]\n')
+    scenario = write(tmp_path, text)
+    assert main(["sweep", str(scenario), "-o", str(tmp_path / "o"), "-q"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and err.startswith("spikelab: error: ")
+    assert '"drops_a_b_c"' in err
+    assert not (tmp_path / "o").exists()
