@@ -17,7 +17,7 @@ import pytest
 import spikelab
 from spikelab import stats, sweepspec
 from spikelab.cli import main
-from spikelab.sweep import read_part
+from spikelab.sweep import read_part, repeat_command
 
 # 2 s of a lossy 2 Mbit/s path: every run draws random numbers, so seeds matter.
 LOSSY = """
@@ -455,3 +455,20 @@ def test_stage_names_whose_columns_would_clash_are_refused_before_any_run(tmp_pa
     assert len(err.splitlines()) == 1 and err.startswith("spikelab: error: ")
     assert '"drops_a_b_c"' in err
     assert not (tmp_path / "o").exists()
+
+
+def test_a_long_profile_in_the_base_scenario_is_kept_out_of_the_manifest(tmp_path):
+    rows = ", ".join(f"[{t}, 20, 0]" for t in range(100_000))
+    text = ('[sim]\nduration = "1s"\n[path.fwd]\n[[path.fwd.stage]]\ntype = "delay"\n'
+            f'profile = [{rows}]\n[[flow]]\n[sweep]\n[sweep.params]\n'
+            '"flow.tcp.variant" = ["reno", "sack"]\n')
+    res = spikelab.sweep(write(tmp_path, text), tmp_path / "out", jobs=1, progress=False)
+    assert res.failed == 0
+    size = (tmp_path / "out/manifest.json").stat().st_size
+    assert size < 20_000, size  # it was 10 MB: the resolved profile, one number a line
+    stage = res.manifest["scenario"]["path"]["fwd"]["stage"][0]
+    assert stage["type"] == "delay" and stage["profile"]["items"] == 100_000
+    assert stage["profile"]["in"] == "scenario.toml"
+    assert (tmp_path / "out/scenario.toml").read_text() == text
+    assert repeat_command(tmp_path / "out", res.manifest, "p001-r00")[:3] == [
+        "spikelab", "run", str(tmp_path / "s.toml")]

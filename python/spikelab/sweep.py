@@ -36,7 +36,8 @@ from . import _core, results
 from ._progress import SweepProgress
 from ._tables import to_arrow
 from .simulate import TRACE_LEVELS, ScenarioSource, _overrides, read_scenario
-from .sweepspec import RunTask, SweepSpec, check, fingerprint, run_command, sweep_table
+from .sweepspec import (RunTask, SweepSpec, check, digest_big, fingerprint, run_command,
+                        sweep_table)
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -752,7 +753,8 @@ def finish(store: Store, p: Plan, *, executor: str, wall_s: float, core_wall_s: 
         "versions": {"spikelab": _core.__version__, "python": platform.python_version(),
                      "pyarrow": pa.__version__},
         "platform": platform.platform(),
-        "scenario": p.scenario,
+        # Long arrays (profiles, traces) by digest: the whole scenario is in scenario.toml.
+        "scenario": digest_big(p.scenario, SCENARIO_COPY),
         # The text inline when small; always in scenario.toml beside the manifest.
         **({"scenario_text": p.text} if len(p.text) <= INLINE_TEXT else {}),
         "scenario_file": SCENARIO_COPY,

@@ -73,6 +73,26 @@ def _compact(value: Any) -> str:
     return json.dumps(value, separators=(",", ":"), sort_keys=True, default=str)
 
 
+BIG_ARRAY = 4096  # characters; longer arrays of a resolved scenario are given by digest
+
+
+def digest_big(value: Any, where: str, limit: int = BIG_ARRAY) -> Any:
+    """``value`` (a resolved scenario) with every array of values (not of tables) longer than
+    ``limit`` characters of JSON (a long delay profile, a trace) replaced by its digest and
+    where the whole is kept."""
+    if isinstance(value, dict):
+        return {k: digest_big(v, where, limit) for k, v in value.items()}
+    if isinstance(value, list) and any(isinstance(v, dict) for v in value):
+        return [digest_big(v, where, limit) for v in value]  # e.g. a path's stages
+    if isinstance(value, list):
+        text = _compact(value)
+        if len(text) > limit:
+            return {"sha256": hashlib.sha256(text.encode()).hexdigest(), "chars": len(text),
+                    "items": len(value), "in": where}
+        return value
+    return value
+
+
 @dataclass(frozen=True)
 class Param:
     key: str
