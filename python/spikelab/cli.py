@@ -294,9 +294,7 @@ def cmd_query(args: argparse.Namespace) -> int:
 
 def cmd_summary(args: argparse.Namespace) -> int:
     import spikelab
-    from spikelab import stats
-
-    from spikelab import results
+    from spikelab import results, stats
 
     if results.kind_of(args.dir) in ("run", "emulate"):
         raise results.OutdirError(f"{args.dir}: holds a single run, not a sweep; its numbers are "
@@ -388,7 +386,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("-q", "--quiet", action="store_true", help="no progress bar, no summary")
     p.add_argument("--force", action="store_true",
                    help="write even if OUTDIR holds another kind of result (a sweep, a study)")
-    p.set_defaults(func=cmd_run)
+    p.set_defaults(func=cmd_run, exit_at_once=True)  # see main()
 
     p = sub.add_parser("plot", help="redraw the figures of a results directory")
     p.add_argument("outdir", metavar="OUTDIR")
@@ -505,15 +503,32 @@ def _terminate_as_interrupt() -> None:
         signal.signal(signal.SIGTERM, handler)
 
 
+def _ignore_interrupts() -> None:
+    import signal
+
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        with contextlib.suppress(ValueError):
+            signal.signal(sig, signal.SIG_IGN)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     _terminate_as_interrupt()
+    args = None
     try:
         args = parser().parse_args(argv)
         return args.func(args)
     except SystemExit:
         raise
     except KeyboardInterrupt:
+        if argv is None:  # the command itself, exiting: a second Ctrl-C must not change 130
+            _ignore_interrupts()
         print(f"{PROG}: interrupted", file=sys.stderr)
+        if argv is None and getattr(args, "exit_at_once", False):
+            # Everything is written and every child stopped; the interpreter's teardown of
+            # pyarrow and pandas would take a few hundred ms more of the user's second.
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(EXIT_INTERRUPTED)
         return EXIT_INTERRUPTED
     except BrokenPipeError:
         # stdout closed early (e.g. piped into head): not an error worth a message.

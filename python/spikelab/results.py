@@ -89,15 +89,21 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def sweep_temporaries(directory: str | os.PathLike[str]) -> list[Path]:
+def sweep_temporaries(directory: str | os.PathLike[str], depth: int = 3) -> list[Path]:
     """Remove temporaries (``.NAME.PID-HEX.tmp``) whose writing process is gone, in
-    ``directory`` and its immediate subfolders; return what was removed."""
+    ``directory`` and its subfolders down to ``depth`` levels (``figures/zoom-A-B/``,
+    ``emulation/``, a sweep's ``parts/``); return what was removed."""
     directory = Path(directory)
-    removed = []
-    folders = [directory] + [d for d in directory.iterdir() if d.is_dir()] \
-        if directory.is_dir() else []
-    for folder in folders:
-        for entry in folder.iterdir():
+    removed: list[Path] = []
+    if not directory.is_dir():
+        return removed
+    with contextlib.suppress(OSError):
+        entries = list(directory.iterdir())
+        for entry in entries:
+            if entry.is_dir() and not entry.is_symlink():
+                if depth > 0:
+                    removed += sweep_temporaries(entry, depth - 1)
+                continue
             m = _TEMP.match(entry.name)
             if m and entry.is_file() and not _alive(int(m.group(1))):
                 with contextlib.suppress(FileNotFoundError):
@@ -208,10 +214,13 @@ def write_interrupted(outdir: str | os.PathLike[str], manifest: dict[str, Any],
                       reached_s: float | None = None) -> None:
     """Record in ``outdir`` that its run was interrupted: a manifest with ``status`` =
     ``interrupted``, the simulated time reached, and no files (tables of an earlier run that
-    may still lie there are not part of this result)."""
+    may still lie there are not part of this result; a run's figures are removed)."""
     outdir = Path(outdir)
+    previous = _previous_manifest(outdir)
     with contextlib.suppress(FileNotFoundError):
         (outdir / MANIFEST).unlink()
+    if manifest.get("kind", "run") in ("run", "emulate"):
+        _remove_figures(outdir, previous)  # they showed an earlier run
     manifest = dict(manifest, status=INTERRUPTED, files=[], figures_zoom=None)
     if reached_s is not None:
         manifest["reached_s"] = reached_s
@@ -310,27 +319,60 @@ def write(
 
     ``streamed`` names tables already written to ``outdir`` while the run went (they are kept).
 
-    The old manifest.json (if any) is removed first and the new one written last, so a
-    directory whose manifest exists holds one complete, consistent run.
+    The old manifest.json (if any) is removed first and the new one written as soon as the
+    tables are (before any figure is drawn, then again with the figures), so a directory
+    whose manifest exists holds one complete, consistent run.
     """
+    outdir = write_tables(result, outdir, streamed=streamed)
+    draw_figures(result, outdir, plots=plots, zoom=zoom)
+    return outdir
+
+
+def write_tables(result: RunResult, outdir: str | os.PathLike[str], *,
+                 streamed: Iterable[str] = (),
+                 previous: Mapping[str, Any] | None = None) -> Path:
+    """The first half of :func:`write`: the tables and a complete manifest without figures
+    (the figures of the earlier run, listed by its manifest or ``previous``, are removed).
+    Returns the directory."""
     outdir = prepare(outdir)
-    previous = _previous_manifest(outdir)
+    previous = _previous_manifest(outdir) or previous
     with contextlib.suppress(FileNotFoundError):
         (outdir / MANIFEST).unlink()
+    _remove_figures(outdir, previous)  # an earlier run's figures (zoomed ones too) are stale
     for name in TABLES:
         if name not in streamed:
             write_parquet(result.table(name), outdir / f"{name}.parquet")
     # The tables are complete: say so before drawing, so a slow or killed figure step loses
     # nothing; the manifest is rewritten with the figures once they are drawn.
     result.manifest.update(_finish(outdir, dict(result.manifest), [], None, keep=False))
+    return outdir
+
+
+def _remove_figures(outdir: Path, manifest: Mapping[str, Any] | None) -> None:
+    """Remove the figures ``manifest`` lists (and zoom folders left empty); nothing else."""
+    folders = set()
+    for entry in (manifest or {}).get("files", []):
+        name = str(entry.get("path", ""))
+        if name.startswith(f"{FIGURES}/") and name.endswith((".png", ".svg")) \
+                and ".." not in Path(name).parts:
+            with contextlib.suppress(FileNotFoundError):
+                (outdir / name).unlink()
+            folders.add((outdir / name).parent)
+    for folder in folders:
+        if folder.name.startswith("zoom-"):
+            with contextlib.suppress(OSError):
+                folder.rmdir()  # only if empty
+
+
+def draw_figures(result: RunResult, outdir: Path, *, plots: bool = True,
+                 zoom: Zoom = None) -> None:
+    """The second half of :func:`write`: draw the figures and list them in the manifest.
+    Interrupted, the manifest written by :func:`write_tables` stays (tables, no figures)."""
     if plots:
-        figures = _figures(outdir, result.tables(), previous, plots, zoom,
+        figures = _figures(outdir, result.tables(), None, plots, zoom,
                            max_flows=_figure_flows(result.manifest))
         result.manifest.update(_finish(outdir, dict(result.manifest), figures, zoom,
                                        keep=False))
-    else:
-        _figures(outdir, {}, previous, False, zoom)
-    return outdir
 
 
 def load(outdir: str | os.PathLike[str]) -> RunResult | SweepResult:
@@ -373,6 +415,9 @@ def plot(
 
     outdir = Path(outdir)
     if is_sweep(outdir):
+        if zoom is not None:
+            raise OutdirError(f"{outdir}: holds a sweep's results; a zoom applies to the "
+                              f"time axis of a single run's figures")
         from .sweepplots import default_specs, draw
 
         return draw(outdir, default_specs(load_sweep(outdir).params()))

@@ -6,7 +6,7 @@ import contextlib
 import json
 import os
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -30,7 +30,9 @@ if TYPE_CHECKING:
     import pandas as pd
 
 POLL_S = 0.1
-STREAM_ROWS = 1 << 18  # rows per streamed chunk of a trace table (a Parquet row group)
+# Rows per streamed chunk of a trace table (a Parquet row group). Small enough that writing
+# one (tens of ms) never delays a Ctrl-C much: the signal is handled between writes.
+STREAM_ROWS = 1 << 16
 
 
 class _LazyTable:
@@ -132,6 +134,31 @@ class _TraceFiles:
         self.writers.clear()
 
 
+
+@contextlib.contextmanager
+def _interrupts_deferred() -> Iterator[None]:
+    """Within the block, Ctrl-C and SIGTERM are held back (the cleanup after a first
+    interruption finishes: the core stops, the interrupted manifest is written); one that
+    came meanwhile is delivered to its handler when the block ends, unless the block is
+    already ending with an exception. Only in the main thread (elsewhere a no-op)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    import signal
+
+    held: list[int] = []
+    names = [signal.SIGINT, signal.SIGTERM]
+    old = {}
+    try:
+        for sig in names:
+            old[sig] = signal.signal(sig, lambda signum, frame: held.append(signum))
+        yield
+    finally:
+        for sig, handler in old.items():
+            signal.signal(sig, handler)
+    if held:
+        signal.raise_signal(held[0])  # to the handler it was held back from
+
 def _run_in_thread(sim: Any, progress: bool | None,
                    sink: _TraceFiles | None = None) -> dict[str, Any]:
     """Run ``sim.run()`` (which releases the GIL) in a worker; poll progress meanwhile. With
@@ -165,12 +192,15 @@ def _run_in_thread(sim: Any, progress: bool | None,
             bar.update(sim.progress())
         drain()
     except BaseException:
-        # Stop the Rust loop too, so an interrupted notebook cell does not keep a core busy.
-        sim.cancel()
-        while not done.is_set():
-            with contextlib.suppress(KeyboardInterrupt):
-                sim.take_chunks()  # a run waiting for its consumer must see the cancel
-                done.wait(POLL_S)
+        # Stop the Rust loop too, so an interrupted notebook cell does not keep a core busy,
+        # and wait for it: the interpreter must not exit while the core runs. A second Ctrl-C
+        # meanwhile is absorbed.
+        with _interrupts_deferred():
+            sim.cancel()
+            while not done.is_set():
+                with contextlib.suppress(KeyboardInterrupt):
+                    sim.take_chunks()  # a run waiting for its consumer must see the cancel
+                    done.wait(POLL_S)
         raise
     finally:
         bar.close(sim.progress() if "result" in outcome else None)
@@ -178,6 +208,43 @@ def _run_in_thread(sim: Any, progress: bool | None,
         raise outcome["error"]
     return outcome["result"]
 
+
+
+def _simulate(sim: Any, scenario_dict: dict[str, Any], progress: bool | None,
+              sink: _TraceFiles | None) -> tuple[RunResult, list[str], dict[str, Any] | None]:
+    """Run ``sim``; with ``sink``, stream its traces to files, close them and read the
+    result's trace tables back from them (lazily). Returns the result, the tables written
+    and the manifest the directory held before (removed before the tables replace its
+    own)."""
+    raw = _run_in_thread(sim, progress, sink)
+    wall_s, events = float(raw["wall_s"]), int(raw["events"])
+    tables = {name: to_arrow(raw[name]) for name in results.TABLES}
+    streamed: list[str] = []
+    previous = None
+    if sink is not None:
+        import pyarrow.parquet as pq
+
+        previous = results._previous_manifest(sink.outdir)
+        with contextlib.suppress(FileNotFoundError):
+            (sink.outdir / results.MANIFEST).unlink()
+        streamed = sink.finish({n: tables[n] for n in ("timeseries", "packets")})
+        for name in streamed:
+            path = sink.outdir / f"{name}.parquet"
+            tables[name] = lambda path=path: pq.read_table(path, memory_map=True)
+    result = RunResult(
+        runs=tables["runs"],
+        timeseries=tables["timeseries"],
+        packets=tables["packets"],
+        scenario=scenario_dict,
+        seed=sim.seed,
+        trace=sim.trace,
+        duration_s=sim.duration_s,
+        wall_s=wall_s,
+        events=events,
+        manifest=results.new_manifest(scenario_dict, sim.seed, sim.trace, sim.duration_s,
+                                      wall_s, events),
+    )
+    return result, streamed, previous
 
 def run(
     scenario: ScenarioSource,
@@ -215,44 +282,27 @@ def run(
         outdir = results.claim(out, "run", force=force)  # fail before the run, not after it
         sink = _TraceFiles(outdir)
     try:
-        raw = _run_in_thread(sim, progress, sink)
+        result, streamed, previous = _simulate(sim, scenario_dict, progress, sink)
+        if out is not None:
+            outdir = results.write_tables(result, outdir, streamed=streamed,
+                                          previous=previous)
     except KeyboardInterrupt:
+        # Until the complete manifest is written, an interruption (in the core, while the
+        # traces are closed or the tables written) leaves a manifest that says so.
         if sink is not None:
-            sink.abandon()
-            results.write_interrupted(
-                outdir, results.new_manifest(scenario_dict, sim.seed, sim.trace,
-                                             sim.duration_s, 0.0, 0),
-                reached_s=sim.progress() * sim.duration_s)
+            with _interrupts_deferred():
+                sink.abandon()
+                results.write_interrupted(
+                    outdir, results.new_manifest(scenario_dict, sim.seed, sim.trace,
+                                                 sim.duration_s, 0.0, 0),
+                    reached_s=sim.progress() * sim.duration_s)
         raise
     except BaseException:
         if sink is not None:
             sink.abandon()
         raise
-    wall_s, events = float(raw["wall_s"]), int(raw["events"])
-    tables = {name: to_arrow(raw[name]) for name in results.TABLES}
-    streamed: list[str] = []
-    if sink is not None:
-        import pyarrow.parquet as pq
-
-        with contextlib.suppress(FileNotFoundError):
-            (outdir / results.MANIFEST).unlink()
-        streamed = sink.finish({n: tables[n] for n in ("timeseries", "packets")})
-        for name in streamed:
-            path = outdir / f"{name}.parquet"
-            tables[name] = lambda path=path: pq.read_table(path, memory_map=True)
-    result = RunResult(
-        runs=tables["runs"],
-        timeseries=tables["timeseries"],
-        packets=tables["packets"],
-        scenario=scenario_dict,
-        seed=sim.seed,
-        trace=sim.trace,
-        duration_s=sim.duration_s,
-        wall_s=wall_s,
-        events=events,
-        manifest=results.new_manifest(scenario_dict, sim.seed, sim.trace, sim.duration_s,
-                                      wall_s, events),
-    )
     if out is not None:
-        results.write(result, out, plots=plots, streamed=streamed)
+        # The manifest lists the tables; interrupted here, the figures drawn so far stay
+        # (each written whole) and the run is complete without the rest.
+        results.draw_figures(result, outdir, plots=plots)
     return result

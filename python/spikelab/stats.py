@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 import statistics
 from collections.abc import Sequence
 from pathlib import Path
@@ -207,38 +208,69 @@ def format_summary(table: pd.DataFrame, metrics: Sequence[str]) -> str:
 
 
 def connect(outdir: str | os.PathLike[str]) -> duckdb.DuckDBPyConnection:
-    """An in-memory DuckDB with views over a results directory's tables.
+    """An in-memory DuckDB over a results directory's tables, which it can only read.
 
     ``runs`` always exists (for an unfinished sweep it is built from the finished runs);
-    ``timeseries`` and ``packets`` exist when the directory has them.
+    ``timeseries`` and ``packets`` exist when the directory has them. A run's directory must
+    be complete (its manifest lists the tables; an interrupted run has none). The tables are
+    handed to DuckDB as Arrow datasets, and the connection then loses all access to files
+    (``enable_external_access = false``, configuration locked): no statement can read or write
+    anything but these tables.
     """
     import duckdb
+    import pyarrow.dataset as ds
 
-    from .sweep import is_sweep, load_sweep
+    from . import results
 
     outdir = Path(outdir)
-    con = duckdb.connect(":memory:")
-    if is_sweep(outdir) and not (outdir / "manifest.json").is_file():
-        con.register("runs", load_sweep(outdir).runs)
-    elif (outdir / "runs.parquet").is_file():
-        path = _sql_str(outdir / "runs.parquet")
-        con.execute(f"CREATE VIEW runs AS SELECT * FROM read_parquet({path})")
+    kind = results.kind_of(outdir)
+    tables: dict[str, Any] = {}
+    if kind in ("sweep", "study"):
+        from .sweep import load_sweep
+
+        manifest = results._previous_manifest(outdir) or {}
+        if manifest.get("status", results.COMPLETE) == results.COMPLETE \
+                and (outdir / "runs.parquet").is_file():
+            tables["runs"] = ds.dataset(outdir / "runs.parquet")
+        else:  # unfinished: still running, killed or interrupted
+            tables["runs"] = load_sweep(outdir).runs
+        for name in ("timeseries", "packets"):
+            if (outdir / f"{name}.parquet").is_file():
+                tables[name] = ds.dataset(outdir / f"{name}.parquet")
+    elif kind is None and not outdir.is_dir():
+        raise FileNotFoundError(f"{outdir}: no such results directory")
     else:
-        raise FileNotFoundError(f"{outdir}: no runs.parquet; not a spikelab results directory")
-    for name in ("timeseries", "packets"):
-        path = outdir / f"{name}.parquet"
-        if path.is_file():
-            con.execute(f"CREATE VIEW {name} AS SELECT * FROM read_parquet({_sql_str(path)})")
+        manifest = results.read_manifest(outdir)  # none: not a complete results directory
+        if manifest.get("status") == results.INTERRUPTED:
+            raise results.OutdirError(f"{outdir}: the run was interrupted and wrote no tables; "
+                                      f"run it again")
+        listed = {f.get("path") for f in manifest.get("files", [])}
+        for name in results.TABLES:
+            path = outdir / f"{name}.parquet"
+            if f"{name}.parquet" in listed and path.is_file():
+                tables[name] = ds.dataset(path)
+        if "runs" not in tables:
+            raise FileNotFoundError(f"{outdir}: no runs.parquet; not a spikelab results "
+                                    f"directory")
+    con = duckdb.connect(":memory:")
+    try:
+        for name, table in tables.items():
+            con.register(name, table)
+        con.execute("SET enable_external_access = false")
+        con.execute("SET lock_configuration = true")
+    except BaseException:
+        con.close()
+        raise
     return con
 
 
-def _sql_str(path: Path) -> str:
-    return "'" + str(path).replace("'", "''") + "'"
+_EXPLAIN = re.compile(r"^\s*EXPLAIN\s+(?:ANALY[SZ]E\s+)?(.*)$", re.IGNORECASE | re.DOTALL)
 
 
 def _read_only(con: duckdb.DuckDBPyConnection, sql: str) -> None:
     """Refuse anything but queries: a results directory is read, never written (no COPY ...
-    TO, CREATE, ATTACH, INSTALL/LOAD, SET, PRAGMA, EXPORT, ...)."""
+    TO, CREATE, ATTACH, INSTALL/LOAD, SET, PRAGMA, EXPORT, ...; an EXPLAIN only of a query,
+    since EXPLAIN ANALYZE runs its statement)."""
     import duckdb
 
     try:
@@ -249,7 +281,12 @@ def _read_only(con: duckdb.DuckDBPyConnection, sql: str) -> None:
         raise ValueError("query: no SQL statement given")
     for st in statements:
         kind = str(st.type).rsplit(".", 1)[-1]
-        if kind not in ("SELECT", "EXPLAIN"):
+        if kind == "EXPLAIN":
+            inner = _EXPLAIN.match(st.query)
+            if inner and inner.group(1).strip():
+                _read_only(con, inner.group(1))
+                continue
+        if kind != "SELECT":
             raise ValueError(f"query: only SELECT statements are allowed (the results are read, "
                              f"never written); got {kind}")
 
@@ -257,8 +294,9 @@ def _read_only(con: duckdb.DuckDBPyConnection, sql: str) -> None:
 def query(outdir: str | os.PathLike[str], sql: str) -> pd.DataFrame:
     """Run SQL over a results directory (views ``runs``, ``timeseries``, ``packets``).
 
-    Read-only: only SELECT (and EXPLAIN) statements run; anything that could write (COPY ...
-    TO, CREATE, ATTACH, INSTALL, SET, ...) is refused with a one-line error.
+    Read-only: only SELECT (and EXPLAIN of a SELECT) statements run; anything that could
+    write (COPY ... TO, CREATE, ATTACH, INSTALL, SET, ...) is refused with a one-line error,
+    and the connection cannot open any file besides the directory's tables.
     """
     import duckdb
 

@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 from .._core import Emulator
-from ._endpoint import _die_with_parent, _read_t0, _ready
+from ._endpoint import _die_with_parent, _read_t0, _ready, write_whole
 
 
 def main(argv: list[str]) -> int:
@@ -34,9 +34,7 @@ def main(argv: list[str]) -> int:
     except OSError as exc:
         print(f"emulator: {exc}", file=sys.stderr, flush=True)
         return 1
-    tmp = stats_path.with_suffix(".tmp")
-    tmp.write_text(stats)
-    tmp.replace(stats_path)
+    write_whole(stats_path, stats)
     return 0
 
 

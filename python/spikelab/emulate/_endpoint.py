@@ -57,6 +57,20 @@ class SetupError(Exception):
     pass
 
 
+def write_whole(path: Path, text: str) -> None:
+    """Write ``text`` under a temporary name and rename it to ``path``. The temporary is named
+    as spikelab.results names its own (``.NAME.PID-HEX.tmp``), so one left by a killed
+    process is swept by the next write into the directory."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}-{os.urandom(4).hex()}.tmp")
+    try:
+        tmp.write_text(text)
+        tmp.replace(path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            tmp.unlink()
+        raise
+
+
 def _die_with_parent() -> None:
     """Die with ``spikelab emulate``; sleep with 1 ns timer slack (the 1 ms sampling)."""
     try:
@@ -305,9 +319,7 @@ def main(argv: list[str]) -> int:
     except (SetupError, OSError) as exc:
         print(f"{argv[0]}: {exc}", file=sys.stderr, flush=True)
         return 2
-    tmp = Path(cfg["out"] + ".tmp")
-    tmp.write_text(json.dumps(result))
-    tmp.replace(cfg["out"])
+    write_whole(Path(cfg["out"]), json.dumps(result))
     return 0
 
 

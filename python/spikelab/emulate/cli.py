@@ -126,13 +126,13 @@ def register(sub, override_type, zoom_type) -> None:
     p.add_argument("--cleanup", action="store_true",
                    help="remove namespaces and veths that crashed runs left, then exit")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress bar, no summary")
-    p.set_defaults(func=cmd_emulate)
+    p.set_defaults(func=cmd_emulate, exit_at_once=True)  # see spikelab.cli.main
 
     p = sub.add_parser("compare", help="two runs side by side: metrics and an overlay of "
                        "cwnd and seq/ack (e.g. simulated vs emulated)")
     p.add_argument("dir_a", metavar="DIR_SIM")
     p.add_argument("dir_b", metavar="DIR_EMU")
     p.add_argument("-o", "--out", metavar="DIR", help="where the figures go "
-                   "(default: DIR_EMU/compare)")
+                   "(default: DIR_EMU/compare; a zoom in its zoom-T0-T1/ subfolder)")
     p.add_argument("--zoom", type=zoom_type, metavar="T0:T1", help="time window, seconds")
     p.set_defaults(func=cmd_compare)

@@ -198,12 +198,15 @@ def compare(dir_a: str | os.PathLike[str], dir_b: str | os.PathLike[str], *,
             out: str | os.PathLike[str] | None = None, zoom: Zoom = None,
             labels: tuple[str, str] | None = None) -> tuple[str, list[Path]]:
     """Compare two results directories: returns (the metrics table as text, the figure files
-    written to ``out``, default ``DIR_B/compare``)."""
+    written to ``out``, default ``DIR_B/compare``; with ``zoom``, its ``zoom-A-B/``
+    subfolder)."""
     a = load(dir_a, labels[0] if labels else None)
     b = load(dir_b, labels[1] if labels else None)
     if a.label == b.label:
         a.label, b.label = f"{a.label} (A)", f"{b.label} (B)"
     outdir = Path(out) if out is not None else Path(dir_b) / "compare"
+    if zoom:  # a zoom has its own folder and never replaces the full-length figures
+        outdir = outdir / Path(results.zoom_folder(zoom)).name
     outdir.mkdir(parents=True, exist_ok=True)
     written: list[Path] = []
     flows = sorted(set(a.runs["flow"].to_pylist()) & set(b.runs["flow"].to_pylist()))

@@ -25,7 +25,14 @@ from typing import Any
 from .. import _core, results
 from .._progress import ProgressBar
 from .._tables import to_arrow
-from ..simulate import RunResult, ScenarioSource, _overrides, check_seed, read_scenario
+from ..simulate import (
+    RunResult,
+    ScenarioSource,
+    _interrupts_deferred,
+    _overrides,
+    check_seed,
+    read_scenario,
+)
 from . import kernel, tables
 from .kernel import EmulationError
 from .probe import Probe
@@ -225,22 +232,25 @@ def emulate(
                        realtime=realtime, spin_ns=int(spin_us * 1000), snaplen=snaplen,
                        sample_ns=int(sample_ms * 1e6), tcp_probe=tcp_probe,
                        progress=progress)
-        except KeyboardInterrupt:
+            result = tables.build(raw, resolved, view, plan, seed, duration_ns,
+                                  keep_capture=out is not None, template=template)
             if out is not None:
-                manifest = results.new_manifest(resolved, seed, "packets", duration_ns / 1e9,
-                                                0.0, 0)
-                results.write_interrupted(outdir, dict(manifest, kind="emulate"))
+                results.write_parquet(tables.tcp_info_table(raw), workdir / "tcp_info.parquet")
+                result.manifest["emulation"]["tcp_info"] = "emulation/tcp_info.parquet"
+                results.write_tables(result, outdir)
+        except KeyboardInterrupt:
+            # Until the complete manifest is written, an interruption leaves one that says so.
+            if out is not None:
+                with _interrupts_deferred():
+                    manifest = results.new_manifest(resolved, seed, "packets",
+                                                    duration_ns / 1e9, 0.0, 0)
+                    results.write_interrupted(outdir, dict(manifest, kind="emulate"))
             raise
-        result = tables.build(raw, resolved, view, plan, seed, duration_ns,
-                              keep_capture=out is not None, template=template)
-        if out is not None:
-            results.write_parquet(tables.tcp_info_table(raw), workdir / "tcp_info.parquet")
-            result.manifest["emulation"]["tcp_info"] = "emulation/tcp_info.parquet"
     finally:
         if tmp is not None:
             tmp.cleanup()
     if out is not None:
-        results.write(result, out, plots=plots)
+        results.draw_figures(result, outdir, plots=plots)
     return result
 
 
@@ -274,7 +284,7 @@ def _run(text, overrides, base_dir, seed, duration_ns, plan, workdir, *, realtim
     rcv_cfg = {"bind": topo.addr_rcv, "flows": plan.flows, "duration_ns": duration_ns,
                "out": str(files["receiver"])}
     for name, cfg in (("emulator", emu_cfg), ("sender", snd_cfg), ("receiver", rcv_cfg)):
-        (workdir / f"{name}-config.json").write_text(json.dumps(cfg, indent=1))
+        results.write_json(cfg, workdir / f"{name}-config.json")
     children: list[_Child] = []
     bar = ProgressBar(duration_ns / 1e9, progress)
     started = time.monotonic()

@@ -1,0 +1,295 @@
+"""Output directories (issue 10, item 4, and the query limits of item 5): a directory knows
+its kind, every file is whole, stale temporaries are swept wherever results writes them, a
+zoom never replaces the full-length figures, an interruption at any point before the
+complete manifest leaves one marked ``interrupted``, and ``query`` only reads the dataset."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import spikelab
+from spikelab import results, stats
+from spikelab.cli import main
+
+SHORT = '[sim]\nduration = "1s"\n[[flow]]\n'
+TRACED = '[sim]\nduration = "2s"\ntrace = "packets"\n[[flow]]\n'
+
+
+def one_line_error(capsys, code: int) -> str:
+    err = capsys.readouterr().err
+    assert code == 2, err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("spikelab: error: "), err
+    for internal in ("Traceback", "KeyError", "AttributeError", "PermissionException",
+                     "PanicException", "duckdb."):
+        assert internal not in err
+    return lines[0]
+
+
+def temporaries(outdir: Path) -> list[str]:
+    return sorted(str(p.relative_to(outdir)) for p in outdir.rglob("*.tmp"))
+
+
+def dead_pid() -> int:
+    out = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                         capture_output=True, text=True, check=True).stdout
+    return int(out)
+
+
+@pytest.fixture
+def run_dir(tmp_path) -> Path:
+    spikelab.run(SHORT, out=tmp_path / "run", progress=False, plots=False)
+    return tmp_path / "run"
+
+
+@pytest.fixture
+def sweep_dir(tmp_path) -> Path:
+    (tmp_path / "sw.toml").write_text(SHORT + '[sweep]\n[sweep.params]\n'
+                                              '"flow.tcp.variant" = ["reno", "sack"]\n')
+    spikelab.sweep(tmp_path / "sw.toml", tmp_path / "sw", jobs=1, progress=False)
+    return tmp_path / "sw"
+
+
+# ---------------------------------------------------------------------------------- kinds
+
+
+def test_kind_of_reads_the_manifest_then_sweep_json_then_legacy_runs(tmp_path, run_dir,
+                                                                     sweep_dir):
+    assert results.kind_of(tmp_path / "absent") is None
+    (tmp_path / "empty").mkdir()
+    assert results.kind_of(tmp_path / "empty") is None
+    assert results.kind_of(run_dir) == "run"
+    assert results.kind_of(sweep_dir) == "sweep"
+    legacy = json.loads((run_dir / "manifest.json").read_text())
+    del legacy["kind"]
+    (run_dir / "manifest.json").write_text(json.dumps(legacy))
+    assert results.kind_of(run_dir) == "run"  # written before directories knew their kind
+
+
+@pytest.mark.parametrize("path", ["", "   ", "\t"])
+def test_claim_refuses_an_empty_path(tmp_path, monkeypatch, path):
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(results.OutdirError, match="empty"):
+        results.claim(path, "run")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_claim_refuses_a_file_and_another_kind_unless_forced(tmp_path, sweep_dir):
+    (tmp_path / "f").write_text("mine")
+    with pytest.raises(results.OutdirError, match="not a directory"):
+        results.claim(tmp_path / "f", "run")
+    assert (tmp_path / "f").read_text() == "mine"
+    with pytest.raises(results.OutdirError) as err:
+        results.claim(sweep_dir, "run")
+    assert str(err.value) == (f"{sweep_dir}: holds a sweep's results; refusing to write a "
+                              f"run's results there (use another directory, or --force to "
+                              f"replace it)")
+    assert results.claim(sweep_dir, "run", force=True) == sweep_dir
+
+
+def test_emulate_onto_a_sweep_is_refused_before_anything_runs(tmp_path, sweep_dir, capsys,
+                                                               monkeypatch):
+    from spikelab.emulate import kernel
+
+    monkeypatch.setattr(kernel, "require_privileges", lambda: None)
+    monkeypatch.setattr(kernel, "check_congestion_control", lambda *a: None)
+    (tmp_path / "s.toml").write_text(SHORT)
+    before = sorted(p.name for p in sweep_dir.iterdir())
+    line = one_line_error(capsys, main(["emulate", str(tmp_path / "s.toml"), "-o",
+                                        str(sweep_dir)]))
+    assert "holds a sweep's results" in line and "--force" in line
+    assert sorted(p.name for p in sweep_dir.iterdir()) == before
+
+
+# ---------------------------------------------------------------------------------- temporaries
+
+
+def test_stale_temporaries_are_swept_in_nested_result_folders(tmp_path):
+    """A killed writer's temporaries in figures/zoom-A-B/ or emulation/ (two levels down) are
+    removed by the next write; a live writer's and files that are not ours stay."""
+    out = tmp_path / "out"
+    dead, live = dead_pid(), os.getpid()
+    stale = [out / "figures" / "zoom-1-2" / f".seqack_flow0.png.{dead}-0123abcd.tmp",
+             out / "emulation" / f".sender.json.{dead}-89abcdef.tmp",
+             out / f".runs.parquet.{dead}-00000000.tmp"]
+    kept = [out / "figures" / "zoom-1-2" / f".cwnd_flow0.png.{live}-0123abcd.tmp",
+            out / "emulation" / "notes.tmp"]
+    for p in stale + kept:
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_bytes(b"half")
+    results.claim(out, "run")
+    assert [p for p in stale if p.exists()] == []
+    assert all(p.exists() for p in kept)
+
+
+def test_the_emulators_processes_write_their_results_whole_under_sweepable_names(
+        tmp_path, monkeypatch):
+    from spikelab.emulate._endpoint import write_whole
+
+    target = tmp_path / "sender.json"
+    seen = []
+    real_replace = Path.replace
+
+    def interrupted_rename(self, dest):
+        seen.append(self.name)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(Path, "replace", interrupted_rename)
+    with pytest.raises(KeyboardInterrupt):
+        write_whole(target, '{"half": ')
+    monkeypatch.setattr(Path, "replace", real_replace)
+    assert list(tmp_path.iterdir()) == []  # nothing half-written, no temporary left
+    assert len(seen) == 1 and results._TEMP.match(seen[0])  # a name the next write sweeps
+    write_whole(target, "{}")
+    assert target.read_text() == "{}" and temporaries(tmp_path) == []
+
+
+# ---------------------------------------------------------------------------------- zoom
+
+
+def test_a_new_run_removes_the_old_runs_zoomed_figures(tmp_path):
+    out = tmp_path / "out"
+    spikelab.run(TRACED, out=out, progress=False)
+    spikelab.plot(out, zoom=(0.5, 1.5))
+    zoomed = sorted((out / "figures" / "zoom-0.5-1.5").iterdir())
+    assert zoomed
+    (out / "figures" / "mine.png").write_bytes(b"not spikelab's")
+    spikelab.run(TRACED, out=out, seed=5, progress=False)
+    # The zoom showed the old run's data: it is gone; a file spikelab did not write stays.
+    assert not (out / "figures" / "zoom-0.5-1.5").exists()
+    assert (out / "figures" / "mine.png").read_bytes() == b"not spikelab's"
+    listed = {f["path"] for f in results.read_manifest(out)["files"]}
+    assert all(p.relative_to(out).as_posix() in listed
+               for p in (out / "figures").glob("*_flow0.png"))
+
+
+def test_plot_zoom_on_a_sweep_is_a_one_line_error(sweep_dir, capsys):
+    before = sorted(p.relative_to(sweep_dir) for p in sweep_dir.rglob("*"))
+    line = one_line_error(capsys, main(["plot", str(sweep_dir), "--zoom", "0:1"]))
+    assert "zoom" in line and "sweep" in line
+    assert sorted(p.relative_to(sweep_dir) for p in sweep_dir.rglob("*")) == before
+
+
+def test_compare_zoom_keeps_the_full_length_comparison(tmp_path, capsys):
+    a, b = tmp_path / "a", tmp_path / "b"
+    spikelab.run(TRACED, out=a, progress=False, plots=False)
+    spikelab.run(TRACED, out=b, seed=3, progress=False, plots=False)
+    assert main(["compare", str(a), str(b)]) == 0
+    full = {p: p.read_bytes() for p in (b / "compare").glob("*.png")}
+    assert full
+    assert main(["compare", str(a), str(b), "--zoom", "0.5:1"]) == 0
+    assert {p: p.read_bytes() for p in (b / "compare").glob("*.png")} == full
+    assert sorted(p.name for p in (b / "compare" / "zoom-0.5-1").glob("*.png")) == \
+        sorted(p.name for p in full)
+    assert "compare/zoom-0.5-1" in capsys.readouterr().out
+
+
+# ---------------------------------------------------------------------------------- interrupted
+
+
+def test_an_interruption_while_the_tables_are_written_leaves_an_interrupted_manifest(
+        tmp_path, monkeypatch):
+    """After the core has finished but before the complete manifest (closing the streamed
+    traces, writing runs.parquet), Ctrl-C still leaves a manifest that says so."""
+    out = tmp_path / "out"
+    spikelab.run(SHORT, out=out, progress=False, plots=False)  # an earlier, complete run
+    real = results.write_parquet
+
+    def interrupted(table, path):
+        if Path(path).name == "runs.parquet":
+            raise KeyboardInterrupt
+        real(table, path)
+
+    monkeypatch.setattr(results, "write_parquet", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        spikelab.run(TRACED, out=out, progress=False)
+    manifest = results.read_manifest(out)
+    assert manifest["status"] == "interrupted" and manifest["kind"] == "run"
+    assert manifest["files"] == [] and manifest["reached_s"] == pytest.approx(2.0)
+    assert temporaries(out) == []
+    with pytest.raises(results.OutdirError, match="interrupted"):
+        spikelab.load(out)
+
+
+def test_an_emulation_interrupted_while_its_tables_are_built_says_so(tmp_path, monkeypatch):
+    from spikelab.emulate import kernel, tables
+    from spikelab.emulate import run as emu_run
+
+    out = tmp_path / "emu"
+    spikelab.run(SHORT, out=out, progress=False, plots=False)
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(kernel, "require_privileges", lambda: None)
+    monkeypatch.setattr(kernel, "check_congestion_control", lambda *a: None)
+    monkeypatch.setattr(emu_run, "_run", lambda *a, **k: {})
+    monkeypatch.setattr(tables, "build", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        emu_run.emulate(SHORT, out=out, progress=False)
+    manifest = results.read_manifest(out)
+    assert manifest["status"] == "interrupted" and manifest["kind"] == "emulate"
+    assert manifest["files"] == [] and temporaries(out) == []
+
+
+# ---------------------------------------------------------------------------------- query
+
+
+def test_query_copy_to_writes_nothing_and_is_one_line(run_dir, tmp_path, capsys,
+                                                      monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    before = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*"))
+    for sql in ("COPY (SELECT 1) TO 'x.csv'",
+                "EXPLAIN ANALYZE COPY (SELECT 1) TO 'x.csv'",  # EXPLAIN ANALYZE runs it
+                f"SELECT 1; COPY runs TO '{run_dir / 'runs.parquet'}'",
+                "ATTACH 'x.duckdb' AS x",
+                "EXPORT DATABASE 'exported'",
+                "INSTALL httpfs",
+                "SET enable_external_access = true"):
+        line = one_line_error(capsys, main(["query", str(run_dir), sql]))
+        assert "only SELECT statements are allowed" in line, sql
+    assert sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*")) == before
+
+
+def test_query_reads_nothing_but_the_directorys_tables(run_dir, tmp_path, capsys):
+    secret = tmp_path / "secret.csv"
+    secret.write_text("password\nhunter2\n")
+    for sql in (f"SELECT * FROM read_csv('{secret}')",
+                f"SELECT * FROM '{secret}'",
+                f"SELECT * FROM read_parquet('{run_dir / 'runs.parquet'}')"):
+        line = one_line_error(capsys, main(["query", str(run_dir), sql]))
+        assert "hunter2" not in line and "disabled" in line, line
+    # ... while the tables themselves, and EXPLAIN of a query, work.
+    frame = stats.query(run_dir, "SELECT flow, goodput_bps > 0 AS moved FROM runs")
+    assert frame.to_dict("list") == {"flow": [0], "moved": [True]}
+    assert len(stats.query(run_dir, "EXPLAIN ANALYZE SELECT count(*) FROM runs")) == 1
+
+
+def test_query_refuses_an_interrupted_or_incomplete_run(run_dir, capsys):
+    """The tables left beside an interrupted run's manifest (or a killed run's, which has
+    none) belong to an earlier run: query must not serve them as this one's."""
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    results.write_interrupted(run_dir, manifest, reached_s=0.5)
+    line = one_line_error(capsys, main(["query", str(run_dir), "SELECT * FROM runs"]))
+    assert "interrupted" in line
+    (run_dir / "manifest.json").unlink()
+    line = one_line_error(capsys, main(["query", str(run_dir), "SELECT * FROM runs"]))
+    assert "no manifest.json" in line
+    line = one_line_error(capsys, main(["query", str(run_dir / "nope"), "SELECT 1"]))
+    assert "no such results directory" in line
+
+
+def test_scenario_errors_pickle(tmp_path):
+    """A Dask worker's ScenarioError reaches the client (it is pickled on the way)."""
+    import pickle
+
+    with pytest.raises(spikelab.ScenarioError) as err:
+        spikelab.validate('[[flow]]\ntcp = { mss = -5 }\n')
+    again = pickle.loads(pickle.dumps(err.value))
+    assert type(again) is spikelab.ScenarioError and str(again) == str(err.value)
+    assert "flow[0].tcp.mss" in str(again)
