@@ -502,3 +502,38 @@ def test_tcp_probe_events_when_tracefs_is_mounted(tmp_path):
     assert probe["events"] > 500 and len(una) > 500
     assert una.value.is_monotonic_increasing
     assert abs(una.value.max() - res.runs["bytes_delivered"][0].as_py()) < 200_000
+
+
+@as_root
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_a_signal_stops_an_emulation_within_a_second(tmp_path, sig):
+    """Ctrl-C or SIGTERM during the real-time run: exit 130 within a second, the run's
+    namespaces gone, and the directory's earlier (complete) manifest replaced by one marked
+    interrupted, with no temporary file left."""
+    scenario = write(tmp_path, "long.toml", '[sim]\nduration = "60s"\n[[flow]]\n'
+                                            '[[path.fwd.stage]]\ntype = "delay"\n'
+                                            'delay = "20ms"\n')
+    out = tmp_path / "emu"
+    spikelab.run('[sim]\nduration = "1s"\n[[flow]]\n', out=out, progress=False, plots=False)
+    proc = subprocess.Popen([sys.executable, "-m", "spikelab", "emulate", str(scenario),
+                             "-o", str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    config = out / "emulation" / "emulator-config.json"
+    deadline = time.monotonic() + 30
+    while not (config.is_file() and (out / "emulation" / "emulator.stderr").is_file()):
+        assert proc.poll() is None, proc.communicate()
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    run_id = json.loads(config.read_text())["iface_a"][2:8]
+    time.sleep(2.0)  # running in real time
+    sent = time.monotonic()
+    proc.send_signal(sig)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert time.monotonic() - sent < 1.0
+    assert err.strip() == "spikelab: interrupted"
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["kind"] == "emulate" and manifest["status"] == "interrupted"
+    assert manifest["files"] == []
+    assert not [p for p in out.rglob("*") if p.name.endswith(".tmp")]
+    assert not [n for n in leftovers()["namespaces"] if f"-{run_id}-" in n]
