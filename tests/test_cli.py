@@ -111,3 +111,15 @@ def test_the_bench_grid_repeats_the_flows_and_measures_whole_processes(tmp_path)
     # The core is part of the process; a 10 Mbit/s bottleneck carries ~1,700 packets in 2 s.
     assert 0 < row.core_s < row.process_s and row.peak_mb > 10
     assert 1000 < row.data_packets < 2600 and row.events > row.data_packets
+
+
+def test_an_os_error_without_text_is_a_sentence_not_a_class_name(monkeypatch, capsys):
+    from spikelab import cli
+
+    def fails(args):
+        raise IsADirectoryError
+
+    monkeypatch.setattr(cli, "cmd_validate", fails)
+    assert cli.main(["validate", "x.toml"]) == 2
+    err = capsys.readouterr().err
+    assert err == "spikelab: error: an operating-system call failed\n"

@@ -489,7 +489,11 @@ def parser() -> argparse.ArgumentParser:
 def _os_message(exc: OSError) -> str:
     if exc.filename is not None and exc.strerror:
         return f"{exc.filename}: {exc.strerror}"
-    return str(exc) or type(exc).__name__
+    if str(exc):
+        return str(exc)
+    # No text: say what failed in words, never the exception's class name.
+    what = os.strerror(exc.errno) if exc.errno else "an operating-system call failed"
+    return f"{exc.filename}: {what}" if exc.filename is not None else what
 
 
 def _terminate_as_interrupt() -> None:
