@@ -292,7 +292,8 @@ def _dask_client(address: str, workers: int) -> Iterator[Any]:
                            "'dask[distributed]'") from None
     if address == "local":
         with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
-                          dashboard_address=None) as cluster, Client(cluster) as client:
+                          dashboard_address=None, preload=["spikelab.sweep"]) as cluster, \
+                Client(cluster) as client:
             try:
                 yield client
             except BaseException:
@@ -320,6 +321,16 @@ def _kill_local_workers(cluster: Any) -> None:
         if pid:
             with contextlib.suppress(OSError):
                 os.kill(pid, signal.SIGKILL)
+
+
+def dask_setup(worker: Any) -> None:
+    """Dask preload of our LocalCluster's workers: Ctrl-C at the terminal reaches every
+    process of the foreground group; the sweep's own process handles it and stops the
+    workers, which would otherwise quit (and be restarted by their nannies) on their own."""
+    import signal
+
+    with contextlib.suppress(ValueError):  # only possible in the main thread
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def _dask(jobs: list[dict[str, Any]], address: str, workers: int,
@@ -452,6 +463,13 @@ class Store:
         self.clear()
         self.parts.mkdir(exist_ok=True)
         results.write_json(identity, path)
+
+    def holds(self, fingerprint: str) -> bool:
+        """Whether this directory holds the sweep with this fingerprint (its sweep.json)."""
+        with contextlib.suppress(OSError, ValueError):
+            identity = json.loads((self.dir / SWEEP_JSON).read_text(encoding="utf-8"))
+            return identity.get("fingerprint") == fingerprint
+        return False
 
     def done(self) -> dict[str, str]:
         """run_id -> status of every run with a part file."""
@@ -606,9 +624,10 @@ def sweep(
     if workers < 1:
         raise ValueError(f"jobs must be >= 1, got {workers}")
     store = Store(out, kind, force)
-    store.claim(dict(p.identity, kind=kind), fresh)
     bar = None
+    stream: Iterator[dict[str, Any]] = iter(())
     try:
+        store.claim(dict(p.identity, kind=kind), fresh)
         with contextlib.suppress(FileNotFoundError):
             (store.dir / results.MANIFEST).unlink()  # present only when the dataset is complete
         _write_points(store, p)
@@ -643,7 +662,11 @@ def sweep(
         if bar is not None:
             bar.close()
             bar = None
-        if _status(store.dir) != results.COMPLETE:
+        # Stop the workers now (a signal that lands outside the executor's generator would
+        # otherwise leave them to the garbage collector), then record what is done.
+        with contextlib.suppress(Exception):
+            stream.close()  # type: ignore[attr-defined]
+        if store.holds(p.identity["fingerprint"]) and _status(store.dir) != results.COMPLETE:
             _write_interrupted(store, p, kind)
         raise
     finally:
