@@ -537,3 +537,19 @@ def test_a_signal_stops_an_emulation_within_a_second(tmp_path, sig):
     assert manifest["files"] == []
     assert not [p for p in out.rglob("*") if p.name.endswith(".tmp")]
     assert not [n for n in leftovers()["namespaces"] if f"-{run_id}-" in n]
+
+
+@pytest.mark.parametrize("timestamps, smallest", [(True, 76), (False, 88)])
+def test_an_mss_below_what_linux_accepts_is_refused_before_the_topology(timestamps,
+                                                                         smallest):
+    """It used to reach the sender's setsockopt(TCP_MAXSEG) and come back as "the sender did
+    not start: sender: [Errno 22] Invalid argument"."""
+    ts = "true" if timestamps else "false"
+    text = f'[[flow]]\ntcp = {{ mss = {smallest - 1}, timestamps = {ts} }}\n'
+    resolved, view, _, ccs = run.resolve(text, [], ".")
+    with pytest.raises(ValueError, match=rf"^flow\[0\]\.tcp\.mss: {smallest - 1} bytes is "
+                                         rf"below .* at least {smallest}$"):
+        kernel.plan(view, resolved, ccs)
+    ok = text.replace(f"mss = {smallest - 1}", f"mss = {smallest}")
+    resolved, view, _, ccs = run.resolve(ok, [], ".")
+    assert kernel.plan(view, resolved, ccs).flows[0]["maxseg"] == 88

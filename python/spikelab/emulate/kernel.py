@@ -38,6 +38,7 @@ MS = 1_000_000
 SYSCTL_DIR = Path("/proc/sys/net/ipv4")
 CAP_NET_ADMIN, CAP_SYS_ADMIN = 12, 21
 MAX_VETH_MTU = 65535  # the largest MTU a veth device accepts
+TCP_MIN_MSS = 88  # the smallest TCP_MAXSEG Linux accepts (include/net/tcp.h)
 TCP_TIMESTAMPS_OPTION = 12  # bytes of the timestamps option as sent (with 2 NOPs)
 
 DETECTORS = {
@@ -281,6 +282,13 @@ def plan(view: dict[str, Any], resolved: dict[str, Any], ccs: list[str],
             f"flow[0].tcp.mss: {mss} bytes of payload with 40 bytes of IP and TCP headers"
             f"{' and 12 of timestamps' if ts else ''} exceed the largest MTU of a veth link "
             f"({MAX_VETH_MTU}); emulation takes an MSS of at most {largest}")
+    maxseg = mss + (TCP_TIMESTAMPS_OPTION if ts else 0)
+    if maxseg < TCP_MIN_MSS:
+        smallest = TCP_MIN_MSS - (TCP_TIMESTAMPS_OPTION if ts else 0)
+        raise ValueError(
+            f"flow[0].tcp.mss: {mss} bytes is below the smallest MSS Linux accepts "
+            f"({smallest} bytes{' with timestamps on' if ts else ''}); emulation takes an MSS "
+            f"of at least {smallest}")
 
     p.sysctl_snd = {**both, **snd}
     p.sysctl_rcv = dict(both)
@@ -298,7 +306,7 @@ def plan(view: dict[str, Any], resolved: dict[str, Any], ccs: list[str],
             "cc": ccs[i],
             "size": f["size"] if f["app"] == "file" else None,
             # TCP_MAXSEG excludes options: the payload per segment is mss.
-            "maxseg": mss + (TCP_TIMESTAMPS_OPTION if ts else 0),
+            "maxseg": maxseg,
             "rwnd": tcps[i]["rwnd"],
         })
     # Duplicates (the same sentence from two flows) once.
