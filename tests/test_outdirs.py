@@ -293,3 +293,14 @@ def test_scenario_errors_pickle(tmp_path):
     again = pickle.loads(pickle.dumps(err.value))
     assert type(again) is spikelab.ScenarioError and str(again) == str(err.value)
     assert "flow[0].tcp.mss" in str(again)
+
+
+@pytest.mark.parametrize("sql, message", [
+    ("SELECT nope FROM runs", 'query failed: Referenced column "nope" not found'),
+    ("SELEC 1", 'query failed: syntax error at or near "SELEC"'),
+])
+def test_query_errors_are_duckdbs_sentence_without_its_error_category(run_dir, capsys, sql,
+                                                                      message):
+    line = one_line_error(capsys, main(["query", str(run_dir), sql]))
+    assert line.startswith(f"spikelab: error: {message}")
+    assert " Error:" not in line

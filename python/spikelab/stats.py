@@ -264,6 +264,15 @@ def connect(outdir: str | os.PathLike[str]) -> duckdb.DuckDBPyConnection:
     return con
 
 
+_CATEGORY = re.compile(r"^[A-Z][A-Za-z ]*? Error: ")
+
+
+def duckdb_message(exc: BaseException) -> str:
+    """DuckDB's message in one line, without its error category ("Binder Error: ")."""
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else "no details"
+    return _CATEGORY.sub("", text, count=1)
+
+
 _EXPLAIN = re.compile(r"^\s*EXPLAIN\s+(?:ANALY[SZ]E\s+)?(.*)$", re.IGNORECASE | re.DOTALL)
 
 
@@ -276,7 +285,7 @@ def _read_only(con: duckdb.DuckDBPyConnection, sql: str) -> None:
     try:
         statements = con.extract_statements(sql)
     except duckdb.Error as exc:
-        raise ValueError(f"query failed: {str(exc).splitlines()[0]}") from None
+        raise ValueError(f"query failed: {duckdb_message(exc)}") from None
     if not statements:
         raise ValueError("query: no SQL statement given")
     for st in statements:
@@ -305,6 +314,6 @@ def query(outdir: str | os.PathLike[str], sql: str) -> pd.DataFrame:
         _read_only(con, sql)
         return con.execute(sql).df()
     except duckdb.Error as exc:
-        raise ValueError(f"query failed: {str(exc).splitlines()[0]}") from None
+        raise ValueError(f"query failed: {duckdb_message(exc)}") from None
     finally:
         con.close()
