@@ -182,3 +182,63 @@ def test_an_interruption_while_the_dataset_is_written_keeps_every_run(tmp_path, 
     assert seen == [], "every run was done; only the dataset was left to write"
     assert resumed.manifest["status"] == "complete" and resumed.runs.num_rows == 4
     assert pq.read_table(out / "runs.parquet").num_rows == 4
+
+
+def test_ctrl_c_at_a_terminal_stops_a_sweep_whose_workers_are_starting(tmp_path):
+    """A real Ctrl-C: the terminal sends SIGINT to the whole foreground process group, here
+    as soon as the sweep's first worker process exists, while the workers start up."""
+    import fcntl
+    import os
+    import select
+    import termios
+
+    scenario = tmp_path / "s.toml"
+    scenario.write_text(SCENARIO)
+    out = tmp_path / "out"
+    master, slave = os.openpty()
+
+    def controlling_terminal() -> None:
+        fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "spikelab", "sweep", str(scenario), "-o", str(out), "-j", "2",
+         "--no-plots"], stdin=slave, stdout=slave, stderr=slave, start_new_session=True,
+        preexec_fn=controlling_terminal)
+    os.close(slave)
+    shown = b""
+
+    def read(timeout: float) -> None:
+        nonlocal shown
+        while select.select([master], [], [], timeout)[0]:
+            try:
+                chunk = os.read(master, 65536)
+            except OSError:
+                return
+            if not chunk:
+                return
+            shown += chunk
+
+    try:
+        deadline = time.monotonic() + 60
+        below: list[int] = []
+        while not below and time.monotonic() < deadline:  # the workers are being started
+            assert proc.poll() is None
+            read(0.002)
+            below = descendants(proc.pid)
+        sent = time.monotonic()
+        os.write(master, b"\x03")  # Ctrl-C
+        while proc.poll() is None and time.monotonic() - sent < 30:
+            read(0.01)
+        took = time.monotonic() - sent
+        read(0.2)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        os.close(master)
+    text = shown.decode(errors="replace")
+    assert proc.returncode == 130, text
+    assert took < 1.0, took
+    assert "Traceback" not in text and "KeyboardInterrupt" not in text, text
+    assert text.rstrip().endswith("spikelab: interrupted"), text
+    assert check_interrupted(out, "sweep") < RUNS
+    assert not alive_after(below)

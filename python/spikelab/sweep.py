@@ -167,7 +167,10 @@ class _Slot:
             self.proc = subprocess.Popen(
                 [sys.executable, "-c", _WORKER_CODE, json.dumps(sys.path), str(job_r),
                  str(out_w), str(os.getpid())],
-                pass_fds=(job_r, out_w), stdin=subprocess.DEVNULL)
+                pass_fds=(job_r, out_w), stdin=subprocess.DEVNULL,
+                # Its own process group: the terminal's Ctrl-C is for the sweep's process,
+                # which stops the workers; none dies of it while starting up.
+                process_group=0)
         except BaseException:
             for fd in (job_r, job_w, out_r, out_w):
                 os.close(fd)
