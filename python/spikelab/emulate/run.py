@@ -327,10 +327,12 @@ def _run(text, overrides, base_dir, seed, duration_ns, plan, workdir, *, realtim
             bar.close(None)
             raise
         finally:
-            probe.stop()
-            for c in children:
-                c.close()
-            topo.teardown()
+            # A second Ctrl-C must not cut the teardown short (namespaces would be left).
+            with _interrupts_deferred():
+                probe.stop()
+                for c in children:
+                    c.close()
+                topo.teardown()
     raw: dict[str, Any] = {"t0_ns": t0, "topology": report, "run_id": topo.run_id,
                            "wall_s": time.monotonic() - started, "pcap": str(pcap),
                            "workdir": str(workdir), "probe": probe.report(),
