@@ -134,7 +134,6 @@ class _TraceFiles:
         self.writers.clear()
 
 
-
 @contextlib.contextmanager
 def _interrupts_deferred() -> Iterator[None]:
     """Within the block, Ctrl-C and SIGTERM are held back (the cleanup after a first
@@ -158,6 +157,7 @@ def _interrupts_deferred() -> Iterator[None]:
             signal.signal(sig, handler)
     if held:
         signal.raise_signal(held[0])  # to the handler it was held back from
+
 
 def _run_in_thread(sim: Any, progress: bool | None,
                    sink: _TraceFiles | None = None) -> dict[str, Any]:
@@ -207,7 +207,6 @@ def _run_in_thread(sim: Any, progress: bool | None,
     if "error" in outcome:
         raise outcome["error"]
     return outcome["result"]
-
 
 
 def _simulate(sim: Any, scenario_dict: dict[str, Any], progress: bool | None,
