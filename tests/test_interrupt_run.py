@@ -9,10 +9,14 @@ signal is sent once its packets trace is streaming to disk."""
 
 from __future__ import annotations
 
+import fcntl
 import json
+import os
+import select
 import signal
 import subprocess
 import sys
+import termios
 import time
 from pathlib import Path
 
@@ -113,3 +117,56 @@ def test_ctrl_c_during_a_summary_run_never_aborts_the_interpreter(tmp_path, dela
     manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
     assert manifest["status"] == "interrupted" and manifest["trace"] == "summary"
     assert 0 < manifest["reached_s"] < 3000
+
+
+def test_ctrl_c_typed_on_the_terminal_during_the_progress_bar(tmp_path):
+    """As a user sees it: the run on a terminal shows its progress bar, Ctrl-C is typed (the
+    terminal sends SIGINT to the foreground process group), and the command ends within a
+    second with "spikelab: interrupted" and nothing else after the bar."""
+    (tmp_path / "long.toml").write_text(LONG)
+    out = tmp_path / "out"
+    master, slave = os.openpty()
+
+    def controlling_terminal() -> None:
+        fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+
+    proc = subprocess.Popen([sys.executable, "-m", "spikelab", "run", "long.toml", "-o", "out"],
+                            cwd=tmp_path, stdin=slave, stdout=slave, stderr=slave,
+                            start_new_session=True, preexec_fn=controlling_terminal)
+    os.close(slave)
+    shown = b""
+
+    def read(timeout: float) -> None:
+        nonlocal shown
+        while select.select([master], [], [], timeout)[0]:
+            try:
+                chunk = os.read(master, 65536)
+            except OSError:  # the child closed the terminal
+                return
+            if not chunk:
+                return
+            shown += chunk
+
+    try:
+        deadline = time.monotonic() + 60
+        while b"%" not in shown:  # the progress bar is drawn
+            assert proc.poll() is None, shown.decode(errors="replace")
+            assert time.monotonic() < deadline, shown.decode(errors="replace")
+            read(0.1)
+        os.write(master, b"\x03")  # Ctrl-C
+        sent = time.monotonic()
+        proc.wait(timeout=60)
+        elapsed = time.monotonic() - sent
+        read(0.2)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        os.close(master)
+    text = shown.decode(errors="replace")
+    assert proc.returncode == 130, text
+    assert elapsed < 1.0, f"stopped {elapsed:.2f} s after Ctrl-C"
+    assert "Traceback" not in text and "FATAL" not in text
+    assert text.rstrip().endswith("spikelab: interrupted"), text[-300:]
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["status"] == "interrupted" and 0 < manifest["reached_s"] < 600
+    assert sorted(p.name for p in out.rglob("*tmp*")) == []
