@@ -58,7 +58,7 @@ estimator = "linux"
 LOSSY = """
 name = "lossy"
 [sim]
-duration = "3s"
+duration = "6s"
 seed = 7
 [path.fwd]
 [[path.fwd.stage]]
