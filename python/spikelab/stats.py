@@ -256,6 +256,7 @@ def connect(outdir: str | os.PathLike[str]) -> duckdb.DuckDBPyConnection:
     try:
         for name, table in tables.items():
             con.register(name, table)
+        con.execute("SET python_enable_replacements = false")  # no caller's variables
         con.execute("SET enable_external_access = false")
         con.execute("SET lock_configuration = true")
     except BaseException:
