@@ -51,12 +51,9 @@ INTERNAL = ("u64", "i64", "u32", "f64", "usize", "struct ", "Spec", "NumOrStr", 
 # Defects found by this fuzzer and reported, not fixed yet: (message pattern, defect). A message
 # matching one is not counted against the fuzz run (its field is still checked); each has an
 # xfail(strict) test below with its minimal scenario, which flips when the defect is fixed; then
-# remove the entry here.
-KNOWN = [
-    (re.compile(r"invalid type: unit variant, expected string only"),
-     "D1: an enum field (variant, type, trace, model, ...) given a number, boolean or array "
-     "says 'invalid type: unit variant, expected string only' instead of what it expects"),
-]
+# remove the entry here. (D1, enum fields given a non-string, and D2, the one-line scenario
+# given as text, were fixed; their tests below now pin the fixes.)
+KNOWN: list[tuple[re.Pattern[str], str]] = []
 
 
 # --- TOML writing ----------------------------------------------------------------------------
@@ -735,16 +732,13 @@ def test_the_harness_catches_what_it_claims():
 
 
 @pytest.mark.parametrize(("text", "field"), [
-    pytest.param('[[flow]]\n[flow.tcp]\nvariant = 3\n', "flow[0].tcp.variant",
-                 marks=pytest.mark.xfail(strict=True, reason=KNOWN[0][1])),
-    pytest.param('[sim]\ntrace = true\n[[flow]]\n', "sim.trace",
-                 marks=pytest.mark.xfail(strict=True, reason=KNOWN[0][1])),
+    pytest.param('[[flow]]\n[flow.tcp]\nvariant = 3\n', "flow[0].tcp.variant"),
+    pytest.param('[sim]\ntrace = true\n[[flow]]\n', "sim.trace"),
     pytest.param('[path.fwd]\n[[path.fwd.stage]]\ntype = ["rate"]\n[[flow]]\n',
-                 "path.fwd.stage[0].type",
-                 marks=pytest.mark.xfail(strict=True, reason=KNOWN[0][1])),
+                 "path.fwd.stage[0].type"),
 ], ids=["variant-number", "trace-boolean", "stage-type-array"])
 def test_known_defects(text, field):
-    """The minimal scenarios of the defects in KNOWN, checked without the allowance."""
+    """D1 (fixed): an enum field given a non-string names the field and what it takes."""
     import spikelab
 
     with pytest.raises(spikelab.ScenarioError) as err:
@@ -752,9 +746,6 @@ def test_known_defects(text, field):
     check_error(str(err.value), field, text, known=False)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "D2 (python/spikelab/scenario.py read_scenario): a one-line TOML text without '=' (the "
-    "minimal scenario '[[flow]]') is taken for a file name: FileNotFoundError '[[flow]]'"))
 def test_the_minimal_scenario_as_text():
     """README: "spikelab.run also accepts TOML text instead of a path"; the smallest scenario
     is one line, [[flow]]."""

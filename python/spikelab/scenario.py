@@ -22,10 +22,13 @@ MAX_SEED = 2**63 - 1
 def read_scenario(scenario: ScenarioSource) -> tuple[str, str]:
     """Return (TOML text, base directory for relative paths) of a file path or TOML text.
 
-    A ``str`` is TOML text if it contains a newline, or an ``=`` and names no existing file.
+    A ``str`` is TOML text if it contains a newline, or if it names no existing file and has
+    an ``=`` or starts with ``[`` (the one-line scenario ``[[flow]]``).
     """
     if isinstance(scenario, str) and (
-        "\n" in scenario or ("=" in scenario and not os.path.isfile(scenario))
+        "\n" in scenario
+        or (("=" in scenario or scenario.lstrip().startswith("["))
+            and not os.path.isfile(scenario))
     ):
         return scenario, os.getcwd()
     path = Path(scenario)

@@ -172,10 +172,36 @@ pub fn parse(text: &str, overrides: &[String], base_dir: &Path) -> Result<Scenar
             Some(i) => msg[..i].to_string(),
             None => msg,
         };
-        ScenarioError::new(field, plain_words(msg.trim()))
+        let msg = match choices_of(&field) {
+            // toml reports a non-string for an enum field as "invalid type: unit variant,
+            // expected string only": say what the field takes instead.
+            Some(names) if msg.contains("unit variant") => {
+                format!("must be one of {names} (a string)")
+            }
+            _ => plain_words(msg.trim()),
+        };
+        ScenarioError::new(field, msg)
     })?;
     sc.resolve(base_dir)?;
     Ok(sc)
+}
+
+/// The names a field of a named kind accepts, by the field's last path segment.
+fn choices_of(field: &str) -> Option<&'static str> {
+    let last = field.rsplit('.').next().unwrap_or(field);
+    let last = last.split('[').next().unwrap_or(last);
+    let second = field.rsplit('.').nth(1).unwrap_or("");
+    Some(match (second, last) {
+        (_, "variant") => "reno, newreno, sack",
+        (_, "trace") if field.starts_with("sim.") => "summary, timeseries, packets",
+        ("app", "type") => "bulk, file",
+        (_, "type") => "rate, delay, loss",
+        (_, "model") => "bernoulli, gilbert_elliott, profile, deterministic",
+        (_, "estimator") => "rfc6298, linux",
+        (_, "frto") => "auto, basic, sack",
+        (_, "response") => "none, eifel, undo",
+        _ => return None,
+    })
 }
 
 /// Rewrites serde's wording in terms of TOML, without Rust type names (`u64`, `struct

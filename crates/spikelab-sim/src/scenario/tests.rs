@@ -288,3 +288,23 @@ fn stages_whose_drops_columns_would_clash_are_refused() {
          path.a.stage[0]'s; rename the stage or the path"
     );
 }
+
+#[test]
+fn a_named_kind_given_a_non_string_lists_its_names() {
+    assert_eq!(
+        err("[[flow]]\n[flow.tcp]\nvariant = 3\n"),
+        "flow[0].tcp.variant: must be one of reno, newreno, sack (a string)"
+    );
+    assert_eq!(
+        err("[sim]\ntrace = true\n[[flow]]\n"),
+        "sim.trace: must be one of summary, timeseries, packets (a string)"
+    );
+    assert_eq!(
+        err("[path.fwd]\n[[path.fwd.stage]]\ntype = [\"rate\"]\n[[flow]]\n"),
+        "path.fwd.stage[0].type: must be one of rate, delay, loss (a string)"
+    );
+    assert_eq!(
+        err("[[flow]]\napp = { type = 5 }\n"),
+        "flow[0].app.type: must be one of bulk, file (a string)"
+    );
+}
