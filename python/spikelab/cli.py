@@ -432,7 +432,7 @@ def parser() -> argparse.ArgumentParser:
                    help="what each run records (default: the sweep's trace, else summary)")
     p.add_argument("--no-plots", action="store_true", help="no default figures")
     p.add_argument("-q", "--quiet", action="store_true")
-    p.set_defaults(func=cmd_sweep)
+    p.set_defaults(func=cmd_sweep, exit_at_once=True)  # workers stopped, manifest written
 
     p = sub.add_parser("query", help="SQL (DuckDB) over a results directory: views runs, "
                                      "timeseries, packets")
@@ -475,7 +475,7 @@ def parser() -> argparse.ArgumentParser:
     a.add_argument("--replications", type=_positive, metavar="N",
                    help="override the study's replications (quick look)")
     a.add_argument("-q", "--quiet", action="store_true")
-    a.set_defaults(func=cmd_study)
+    a.set_defaults(func=cmd_study, exit_at_once=True)
     a = actions.add_parser("report", help="re-evaluate claims and rewrite the report of DIR")
     a.add_argument("dir", metavar="DIR")
     a.set_defaults(func=cmd_study)

@@ -20,7 +20,21 @@ pub fn apply_override(root: &mut toml::Value, spec: &str) -> Result<()> {
     }
     let value = match toml::from_str::<toml::Table>(&format!("v = {raw}")) {
         Ok(mut t) => t.remove("v").unwrap_or(toml::Value::String(raw.into())),
-        Err(_) => toml::Value::String(raw.to_string()),
+        Err(_) => {
+            // An integer TOML cannot hold is not a string the user meant.
+            let digits = raw.strip_prefix(['-', '+']).unwrap_or(raw);
+            if !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit() || b == b'_') {
+                return Err(ScenarioError::new(
+                    key,
+                    format!(
+                        "integer {raw} is out of range (from {} to {})",
+                        i64::MIN,
+                        i64::MAX
+                    ),
+                ));
+            }
+            toml::Value::String(raw.to_string())
+        }
     };
     let mut parts = Vec::new();
     for seg in key.split('.') {

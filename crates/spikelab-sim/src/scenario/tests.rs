@@ -308,3 +308,19 @@ fn a_named_kind_given_a_non_string_lists_its_names() {
         "flow[0].app.type: must be one of bulk, file (a string)"
     );
 }
+
+#[test]
+fn an_override_integer_beyond_toml_is_out_of_range_not_a_string() {
+    let e = parse(
+        MIN,
+        &["sim.seed=9223372036854775808".into()],
+        Path::new("."),
+    )
+    .unwrap_err()
+    .to_string();
+    assert_eq!(
+        e,
+        "sim.seed: integer 9223372036854775808 is out of range (from -9223372036854775808 to \
+         9223372036854775807)"
+    );
+}
