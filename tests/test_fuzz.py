@@ -746,6 +746,26 @@ def test_known_defects(text, field):
     check_error(str(err.value), field, text, known=False)
 
 
+@pytest.mark.parametrize(("text", "field"), [
+    pytest.param('[[flow]]\napp = { type = "file", size = 1.5 }\n', "flow[0].app.size",
+                 marks=pytest.mark.xfail(strict=True, reason=(
+                     "D4: a byte count that is not whole (docs/scenario.md: bytes are an "
+                     "integer or a string with a unit) is rounded silently: size = 1.5 runs "
+                     "a 2-byte file"))),
+    pytest.param('[path.fwd]\n[[path.fwd.stage]]\ntype = "rate"\nrate = "1Mbps"\n'
+                 'queue_bytes = 0\n[[flow]]\n', "path.fwd.stage[0].queue_bytes",
+                 marks=pytest.mark.xfail(strict=True, reason=(
+                     "D5: queue_bytes = 0 (or \"0.0001KB\") is accepted and makes a link "
+                     "that passes one packet at a time, while queue = 0 is refused"))),
+], ids=["fractional-file-size", "zero-byte-queue"])
+def test_values_are_refused_not_rounded(text, field):
+    import spikelab
+
+    with pytest.raises(spikelab.ScenarioError) as err:
+        spikelab.validate(text)
+    check_error(str(err.value), field, text, known=False)
+
+
 def test_the_minimal_scenario_as_text():
     """README: "spikelab.run also accepts TOML text instead of a path"; the smallest scenario
     is one line, [[flow]]."""
