@@ -792,6 +792,25 @@ def test_the_cli_gives_one_line_errors_on_mutated_files(tmp_path, seed):
     assert not (tmp_path / "out" / "manifest.json").exists()
 
 
+@pytest.mark.parametrize(("override", "field"), [
+    ("flow[9].tcp.mss=3", "flow[9].tcp.mss"),
+    ("sim.duration=", "sim.duration"),
+    ("flow[0].tcp.mss=1e999", "flow[0].tcp.mss"),
+    ("flow.tcp.rto=3", "flow[0].tcp.rto"),
+    ("path.fwd.delay.delay=-1", "path.fwd.stage[1].delay"),  # the stage named by its type
+])
+def test_the_cli_names_the_field_of_a_bad_override(tmp_path, override, field):
+    (tmp_path / "s.toml").write_text((HERE.parent / "examples" / "lte-handover.toml")
+                                     .read_text())
+    proc = subprocess.run([sys.executable, "-m", "spikelab", "validate", "s.toml", "--set",
+                           override], cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("spikelab: error: s.toml: "), proc.stderr
+    got = lines[0][len("spikelab: error: s.toml: "):]
+    check_error(got, field, override)
+
+
 @pytest.mark.parametrize("seed", [2, 4])
 def test_the_cli_runs_valid_files_exactly_once(tmp_path, seed):
     """Valid scenarios through the command line: exit 0, no traceback, and every completed
