@@ -747,17 +747,20 @@ def test_known_defects(text, field):
 
 
 @pytest.mark.parametrize(("text", "field"), [
-    pytest.param('[[flow]]\napp = { type = "file", size = 1.5 }\n', "flow[0].app.size",
-                 marks=pytest.mark.xfail(strict=True, reason=(
-                     "D4: a byte count that is not whole (docs/scenario.md: bytes are an "
-                     "integer or a string with a unit) is rounded silently: size = 1.5 runs "
-                     "a 2-byte file"))),
+    # D4 (fixed): a byte count that is not whole was rounded silently (size = 1.5 ran a
+    # 2-byte file); so were rates and durations below their unit.
+    pytest.param('[[flow]]\napp = { type = "file", size = 1.5 }\n', "flow[0].app.size"),
+    pytest.param('[[flow]]\napp = { type = "file", size = "0.0001KB" }\n', "flow[0].app.size"),
+    pytest.param('[sim]\nduration = "0.4ns"\n[[flow]]\n', "sim.duration"),
+    pytest.param('[path.fwd]\n[[path.fwd.stage]]\ntype = "rate"\nrate = 1.5\n[[flow]]\n',
+                 "path.fwd.stage[0].rate"),
+    # D5 (fixed): queue_bytes = 0 (or "0.0001KB") was accepted while queue = 0 is refused.
     pytest.param('[path.fwd]\n[[path.fwd.stage]]\ntype = "rate"\nrate = "1Mbps"\n'
-                 'queue_bytes = 0\n[[flow]]\n', "path.fwd.stage[0].queue_bytes",
-                 marks=pytest.mark.xfail(strict=True, reason=(
-                     "D5: queue_bytes = 0 (or \"0.0001KB\") is accepted and makes a link "
-                     "that passes one packet at a time, while queue = 0 is refused"))),
-], ids=["fractional-file-size", "zero-byte-queue"])
+                 'queue_bytes = 0\n[[flow]]\n', "path.fwd.stage[0].queue_bytes"),
+    pytest.param('[path.fwd]\n[[path.fwd.stage]]\ntype = "rate"\nrate = "1Mbps"\n'
+                 'queue_bytes = "0.0001KB"\n[[flow]]\n', "path.fwd.stage[0].queue_bytes"),
+], ids=["fractional-file-size", "sub-byte-size", "sub-ns-duration", "fractional-rate",
+        "zero-byte-queue", "sub-byte-queue"])
 def test_values_are_refused_not_rounded(text, field):
     import spikelab
 

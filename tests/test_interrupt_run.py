@@ -170,3 +170,39 @@ def test_ctrl_c_typed_on_the_terminal_during_the_progress_bar(tmp_path):
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["status"] == "interrupted" and 0 < manifest["reached_s"] < 600
     assert sorted(p.name for p in out.rglob("*tmp*")) == []
+
+
+LATCH_STORM = r"""
+import random, signal, threading
+from spikelab._latch import Latch
+
+def interrupt(signum, frame):
+    raise KeyboardInterrupt
+
+signal.signal(signal.SIGALRM, interrupt)
+rng = random.Random(7)
+latch = Latch()
+caught = 0
+for _ in range(3000):
+    try:
+        signal.setitimer(signal.ITIMER_REAL, rng.uniform(1e-6, 2e-4))
+        while not latch.wait(1e-4):
+            pass
+    except KeyboardInterrupt:
+        caught += 1
+signal.setitimer(signal.ITIMER_REAL, 0)
+threading.Timer(0.05, latch.set).start()
+assert latch.wait(5.0) and latch.wait(0.0) and latch.is_set()
+print(caught)
+"""
+
+
+def test_the_run_wait_is_interruptible_at_any_moment():
+    """The reported defect: a Ctrl-C landing inside threading.Event.wait could surface as
+    "internal error: release unlocked lock" (exit 1) instead of the interruption. The run's
+    wait is a Latch; interrupted thousands of times at random moments, it raises nothing but
+    KeyboardInterrupt, and still reports the worker's end."""
+    proc = subprocess.run([sys.executable, "-c", LATCH_STORM], capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert int(proc.stdout) == 3000

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from . import _core, results
+from ._latch import Latch
 from ._progress import ProgressBar
 from ._tables import to_arrow
 from .scenario import (  # noqa: F401 - re-exported: the public names of this module
@@ -164,7 +165,7 @@ def _run_in_thread(sim: Any, progress: bool | None,
     """Run ``sim.run()`` (which releases the GIL) in a worker; poll progress meanwhile. With
     ``sink``, trace chunks are taken as they come and written there."""
     outcome: dict[str, Any] = {}
-    done = threading.Event()
+    done = Latch()
     stream_rows = STREAM_ROWS if sink is not None else 0
 
     def work() -> None:
@@ -180,9 +181,10 @@ def _run_in_thread(sim: Any, progress: bool | None,
             for name, chunk in sim.take_chunks():
                 sink.write(name, to_arrow(chunk))
 
-    # The main thread waits on an Event, not on Thread.join(timeout): a Ctrl-C that interrupts
+    # The main thread waits on a Latch, not on Thread.join(timeout): a Ctrl-C that interrupts
     # join() on Python 3.11 marks a still-running thread as finished, and the interpreter then
-    # exits under the running core ("FATAL: exception not rethrown").
+    # exits under the running core ("FATAL: exception not rethrown"); nor on an Event, whose
+    # wait a Ctrl-C can leave with "release unlocked lock" (see _latch).
     worker = threading.Thread(target=work, name="spikelab-run", daemon=True)
     bar = ProgressBar(sim.duration_s, progress)
     worker.start()

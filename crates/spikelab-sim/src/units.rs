@@ -60,6 +60,12 @@ macro_rules! units_deserialize {
     };
 }
 
+/// Whether a value in the type's base unit is whole (within what a decimal written in the file
+/// and scaled by its unit can carry: "0.1s" is 100000000 ns, "0.4ns" is not whole).
+fn whole(v: f64) -> bool {
+    (v - v.round()).abs() <= 1e-6 * v.abs().max(1.0)
+}
+
 /// The longest duration a scenario may give: 10^9 s (about 31.7 years). Simulated time is a
 /// count of nanoseconds in 64 bits; this keeps every sum of scenario times far from overflow.
 pub const MAX_DURATION_S: f64 = 1e9;
@@ -117,7 +123,13 @@ impl Duration {
                 "must be at most 1e9 s (about 31 years), got {shown}"
             ));
         }
-        Ok(Duration(SimDuration::from_secs_f64(v)))
+        let ns = v * 1e9;
+        if !whole(ns) {
+            return Err(format!(
+                "must be a whole number of nanoseconds (the simulator's clock), got {shown}"
+            ));
+        }
+        Ok(Duration(SimDuration(ns.round() as u64)))
     }
     pub fn as_sim(self) -> SimDuration {
         self.0
@@ -176,6 +188,11 @@ impl Rate {
         if v > MAX_RATE_BPS {
             return Err(format!("must be at most 10 Tbps, got {shown}"));
         }
+        if !whole(v) {
+            return Err(format!(
+                "must be a whole number of bits per second, got {shown}"
+            ));
+        }
         Ok(Rate(v.round() as u64))
     }
 }
@@ -222,6 +239,9 @@ impl Bytes {
         if v > MAX_BYTES {
             return Err(format!("must be at most 1e15 bytes, got {shown}"));
         }
+        if !whole(v) {
+            return Err(format!("must be a whole number of bytes, got {shown}"));
+        }
         Ok(Bytes(v.round() as u64))
     }
 }
@@ -262,6 +282,23 @@ mod tests {
             .contains(">= 0"));
         assert!(Rate::parse("1e14bps").unwrap_err().contains("at most"));
         assert!(Bytes::parse("2e15").unwrap_err().contains("at most"));
+        // Whole units only: nothing is rounded silently.
+        assert!(Bytes::from_f64(1.5, "1.5")
+            .unwrap_err()
+            .contains("whole number of bytes"));
+        assert_eq!(Bytes::parse("1.5KB").unwrap().0, 1500);
+        assert!(Rate::from_bps(1.5, "1.5")
+            .unwrap_err()
+            .contains("whole number"));
+        assert_eq!(Rate::parse("1.5Mbps").unwrap().0, 1_500_000);
+        assert!(Duration::parse("0.4ns")
+            .unwrap_err()
+            .contains("whole number"));
+        assert_eq!(
+            Duration::parse("0.1s").unwrap().0,
+            SimDuration::from_millis(100)
+        );
+        assert_eq!(Duration::parse("1.1ms").unwrap().0, SimDuration(1_100_000));
         assert_eq!(Rate::parse("10Mbps").unwrap().0, 10_000_000);
         assert_eq!(Rate::parse("64kbps").unwrap().0, 64_000);
         assert!(Rate::parse("-5Mbps").unwrap_err().contains("positive"));

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import _core, results
+from .._latch import Latch
 from .._progress import ProgressBar
 from .._tables import to_arrow
 from ..simulate import (
@@ -87,7 +88,7 @@ class _Child:
     def wait_ready(self, deadline: float) -> None:
         assert self.proc.stdout is not None
         line = b""
-        done = threading.Event()
+        done = Latch()
 
         def read() -> None:
             nonlocal line

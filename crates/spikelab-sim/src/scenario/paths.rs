@@ -160,6 +160,13 @@ impl StageSpec {
                         format!("must be at most 1000000000 packets, got {q}"),
                     )?;
                 }
+                if let Some(b) = self.queue_bytes {
+                    check(
+                        b.0 >= 1,
+                        format!("{at}.queue_bytes"),
+                        format!("must be >= 1 byte, got {}", b.0),
+                    )?;
+                }
                 if self.queue.is_none() && self.queue_bytes.is_none() {
                     self.queue = Some(1000);
                 }
