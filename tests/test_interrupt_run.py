@@ -4,7 +4,7 @@ signals: exit code 130 within a second, ``spikelab: interrupted`` and nothing el
 running core), a manifest marked ``interrupted`` with the simulated time reached, and no
 temporary file left.
 
-The run is long (600 s of the default 10 Mbit/s link with every packet traced) and the
+The run is long (30,000 s of the default 10 Mbit/s link with every packet traced) and the
 signal is sent once its packets trace is streaming to disk."""
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-LONG = '[sim]\nduration = "600s"\ntrace = "packets"\n[[flow]]\n'
+LONG = '[sim]\nduration = "30000s"\ntrace = "packets"\n[[flow]]\n'
 
 
 def start(tmp_path: Path) -> subprocess.Popen:
@@ -48,7 +48,7 @@ def check_interrupted(tmp_path: Path, proc: subprocess.Popen, sent: float) -> No
     out = tmp_path / "out"
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["kind"] == "run" and manifest["status"] == "interrupted"
-    assert 0 < manifest["reached_s"] < 600 and manifest["files"] == []
+    assert 0 < manifest["reached_s"] < 30000 and manifest["files"] == []
     assert manifest["seed"] == 1 and manifest["trace"] == "packets"
     assert sorted(p.name for p in out.rglob("*tmp*")) == []
 
@@ -79,7 +79,7 @@ def test_the_next_run_into_the_directory_completes(tmp_path):
     proc.communicate(timeout=60)
     assert proc.returncode == 130
     short = tmp_path / "short.toml"
-    short.write_text(LONG.replace("600s", "1s"))
+    short.write_text(LONG.replace("30000s", "1s"))
     done = subprocess.run([sys.executable, "-m", "spikelab", "run", str(short), "-o", "out",
                            "-q", "--no-plots"], cwd=tmp_path, capture_output=True, text=True, check=False,
                           timeout=120)
@@ -97,7 +97,7 @@ def test_ctrl_c_during_a_summary_run_never_aborts_the_interpreter(tmp_path, dela
     time in two. Thread.join() interrupted by the signal could mark the thread running the
     core as finished, so the interpreter finalized while the core still ran, and the core's
     thread then failed to take the GIL back. Several moments into the run are tried."""
-    (tmp_path / "long.toml").write_text(LONG.replace("600s", "3000s").replace("packets",
+    (tmp_path / "long.toml").write_text(LONG.replace("30000s", "100000s").replace("packets",
                                                                              "summary"))
     proc = subprocess.Popen([sys.executable, "-m", "spikelab", "run", "long.toml", "-o", "out"],
                             cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -168,7 +168,8 @@ def test_ctrl_c_typed_on_the_terminal_during_the_progress_bar(tmp_path):
     assert "Traceback" not in text and "FATAL" not in text
     assert text.rstrip().endswith("spikelab: interrupted"), text[-300:]
     manifest = json.loads((out / "manifest.json").read_text())
-    assert manifest["status"] == "interrupted" and 0 < manifest["reached_s"] < 600
+    assert manifest["status"] == "interrupted", manifest
+    assert 0 < manifest["reached_s"] < 30000, (manifest["reached_s"], text)
     assert sorted(p.name for p in out.rglob("*tmp*")) == []
 
 

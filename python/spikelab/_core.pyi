@@ -48,6 +48,10 @@ class Simulation:
         """Ask a run() executing in another thread to stop; that run() raises KeyboardInterrupt."""
     def runs_template(self) -> Table:
         """The runs table before any event (columns and settings, counters zero), no simulation."""
+    def finished(self) -> bool:
+        """Whether run() has ended (no more chunks will be streamed)."""
+    def wait_chunks(self, timeout_s: float) -> list[tuple[Literal["timeseries", "packets"], Table]]:
+        """Waits up to timeout_s (without the GIL) for streamed chunks, then takes them."""
     def take_chunks(self) -> list[tuple[Literal["timeseries", "packets"], Table]]:
         """Trace chunks streamed so far (oldest first); callable while run() executes."""
     def run(self, stream_rows: int = 0) -> dict[str, Any]:

@@ -8,6 +8,9 @@ import time
 from typing import TextIO
 
 SHOW_AFTER_S = 2.0
+# At most this many redraws a second: a run that streams its traces updates the bar after every
+# chunk (hundreds a second), which a terminal need not see.
+REDRAWS_PER_S = 10
 
 
 def _clock(seconds: float) -> str:
@@ -46,11 +49,15 @@ class ProgressBar:
         else:
             self.delay = 0.0 if enabled else None
         self.shown = False
+        self.drawn_at = float("-inf")
 
-    def update(self, fraction: float) -> None:
+    def update(self, fraction: float, *, final: bool = False) -> None:
         elapsed = time.monotonic() - self.start
         if self.delay is None or elapsed < self.delay:
             return
+        if not final and elapsed - self.drawn_at < 1.0 / REDRAWS_PER_S:
+            return
+        self.drawn_at = elapsed
         width = shutil.get_terminal_size((80, 24)).columns
         self.stream.write("\r" + line(fraction, self.sim_total_s, elapsed, width - 1))
         self.stream.flush()
@@ -59,7 +66,7 @@ class ProgressBar:
     def close(self, fraction: float | None = None) -> None:
         """Draw the final state (if the bar is due) and end the line."""
         if fraction is not None:
-            self.update(fraction)
+            self.update(fraction, final=True)
         if self.shown:
             self.stream.write("\n")
             self.stream.flush()

@@ -109,7 +109,7 @@ class _TraceFiles:
         if name not in self.writers:
             tmp = results.temporary_name(self.outdir / f"{name}.parquet")
             self.tmp[name] = tmp
-            self.writers[name] = pq.ParquetWriter(tmp, table.schema, compression="zstd")
+            self.writers[name] = pq.ParquetWriter(tmp, table.schema, **results.trace_writer_options(table.schema))
         self.writers[name].write_table(table)
 
     def finish(self, tables: dict[str, pa.Table]) -> list[str]:
@@ -127,12 +127,16 @@ class _TraceFiles:
         return done
 
     def abandon(self) -> None:
-        for name, writer in self.writers.items():
+        for writer in self.writers.values():
             with contextlib.suppress(Exception):
                 writer.close()
+        # Every temporary named, including one whose writer an interruption cut short while
+        # it was being created (the file exists, the writer was never registered).
+        for tmp in self.tmp.values():
             with contextlib.suppress(FileNotFoundError):
-                os.unlink(self.tmp[name])
+                os.unlink(tmp)
         self.writers.clear()
+        self.tmp.clear()
 
 
 @contextlib.contextmanager
@@ -181,6 +185,15 @@ def _run_in_thread(sim: Any, progress: bool | None,
             for name, chunk in sim.take_chunks():
                 sink.write(name, to_arrow(chunk))
 
+    def wait() -> bool:
+        """Until the run is done (True) or POLL_S has passed; a streamed chunk is written as
+        soon as the core hands it over, so the core never waits on a poll."""
+        if sink is None or sim.finished():
+            return done.wait(POLL_S)
+        for name, chunk in sim.wait_chunks(POLL_S):
+            sink.write(name, to_arrow(chunk))
+        return done.is_set()
+
     # The main thread waits on a Latch, not on Thread.join(timeout): a Ctrl-C that interrupts
     # join() on Python 3.11 marks a still-running thread as finished, and the interpreter then
     # exits under the running core ("FATAL: exception not rethrown"); nor on an Event, whose
@@ -189,8 +202,7 @@ def _run_in_thread(sim: Any, progress: bool | None,
     bar = ProgressBar(sim.duration_s, progress)
     worker.start()
     try:
-        while not done.wait(POLL_S):
-            drain()
+        while not wait():
             bar.update(sim.progress())
         drain()
     except BaseException:

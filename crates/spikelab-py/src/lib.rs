@@ -145,6 +145,24 @@ impl Simulation {
         Ok(out)
     }
 
+    /// Whether `run()` has ended (no more chunks will be streamed).
+    fn finished(&self) -> bool {
+        self.ctl.is_finished()
+    }
+
+    /// Waits up to `timeout_s` seconds (without the GIL) for trace chunks, returning as soon
+    /// as one is streamed or the run ends, and takes them as `take_chunks()` does.
+    fn wait_chunks<'py>(&self, py: Python<'py>, timeout_s: f64) -> PyResult<Bound<'py, PyList>> {
+        let timeout = std::time::Duration::from_secs_f64(timeout_s.clamp(0.0, 3600.0));
+        let ctl = self.ctl.clone();
+        let chunks = py.detach(move || ctl.wait_chunks(timeout));
+        let out = PyList::empty(py);
+        for c in chunks {
+            out.append((c.table, table_to_py(py, c.data)?))?;
+        }
+        Ok(out)
+    }
+
     /// Runs the simulation (once) and returns the result tables as columnar buffers. With
     /// `stream_rows` > 0, the timeseries and packets rows leave in chunks of that many rows
     /// through `take_chunks()` while the run goes (the run waits if a few chunks are left

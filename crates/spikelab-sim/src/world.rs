@@ -64,6 +64,10 @@ pub struct RunControl {
     chunks: Mutex<Vec<Chunk>>,
     /// Signalled when the consumer took chunks (the run waits while too many are pending).
     taken: Condvar,
+    /// Signalled when a chunk is handed over or the run ends (the consumer waits for either).
+    ready: Condvar,
+    /// The run has ended (completed, cancelled or failed): no more chunks will come.
+    finished: AtomicBool,
 }
 
 /// A streamed piece of a trace table; the pieces of one table, concatenated in the order they
@@ -88,6 +92,40 @@ impl RunControl {
         out
     }
 
+    /// Waits up to `timeout` for a chunk (returning at once if one is pending or the run has
+    /// ended), then takes the chunks as [`RunControl::take_chunks`] does. A consumer that
+    /// waits here takes each chunk as soon as it is made, so the run never waits on a poll.
+    pub fn wait_chunks(&self, timeout: std::time::Duration) -> Vec<Chunk> {
+        let deadline = std::time::Instant::now() + timeout;
+        let mut q = self.chunks.lock().unwrap_or_else(|e| e.into_inner());
+        while q.is_empty() && !self.finished.load(Ordering::Acquire) {
+            let now = std::time::Instant::now();
+            if now >= deadline {
+                break;
+            }
+            q = self
+                .ready
+                .wait_timeout(q, deadline - now)
+                .unwrap_or_else(|e| e.into_inner())
+                .0;
+        }
+        let out = std::mem::take(&mut *q);
+        self.taken.notify_all();
+        out
+    }
+
+    /// Whether the run has ended.
+    pub fn is_finished(&self) -> bool {
+        self.finished.load(Ordering::Acquire)
+    }
+
+    /// Marks the run ended and wakes a waiting consumer.
+    fn mark_finished(&self) {
+        let _q = self.chunks.lock().unwrap_or_else(|e| e.into_inner());
+        self.finished.store(true, Ordering::Release);
+        self.ready.notify_all();
+    }
+
     /// Hands a chunk over; waits while [`MAX_PENDING_CHUNKS`] are untaken (unless cancelled).
     fn give(&self, chunk: Chunk) {
         let mut q = self.chunks.lock().unwrap_or_else(|e| e.into_inner());
@@ -99,6 +137,7 @@ impl RunControl {
                 .0;
         }
         q.push(chunk);
+        self.ready.notify_all();
     }
 }
 
@@ -517,6 +556,15 @@ impl World {
     /// A panic inside the core is caught and returned as a [`RunError`] carrying the simulated
     /// time and event count where it happened.
     pub fn run(mut self, ctl: Option<&RunControl>) -> Result<RunResult, RunError> {
+        struct Finish<'a>(Option<&'a RunControl>);
+        impl Drop for Finish<'_> {
+            fn drop(&mut self) {
+                if let Some(c) = self.0 {
+                    c.mark_finished();
+                }
+            }
+        }
+        let _finish = Finish(ctl);
         let outcome = catch_unwind(AssertUnwindSafe(|| self.run_loop(ctl)));
         let stopped = |w: &World, field: String, message: String| RunError {
             field,

@@ -145,3 +145,45 @@ fn zero_delay_paths_agree_too() {
                 [[flow]]\napp = { type = \"file\", size = 2000000 }\n";
     let _ = assert_same_everywhere("zero delay", text, &[]);
 }
+
+/// A consumer that waits for streamed chunks is woken by each chunk and by the run's end: with a
+/// one-minute wait per call, the whole packets trace of a 60 s run arrives (every row once, in chunks
+/// of at least the asked size) and the last wait returns at once instead of sleeping out its
+/// minute. (A consumer that only polled would leave the run waiting on its bounded queue.)
+#[test]
+fn a_waiting_consumer_takes_every_chunk_as_it_comes() {
+    use spikelab_sim::RunControl;
+    use std::sync::atomic::Ordering;
+    use std::sync::Arc;
+    use std::time::{Duration, Instant};
+
+    let text = "[sim]\nduration = \"60s\"\ntrace = \"packets\"\n[[flow]]\n";
+    let sc = parse(text, &[], Path::new(".")).unwrap();
+    let whole = World::new(&sc, 1, TraceLevel::Packets).run(None).unwrap();
+
+    let ctl = Arc::new(RunControl::default());
+    ctl.stream_rows.store(10_000, Ordering::Relaxed);
+    let runner = {
+        let (sc, ctl) = (sc.clone(), ctl.clone());
+        std::thread::spawn(move || World::new(&sc, 1, TraceLevel::Packets).run(Some(&ctl)))
+    };
+    let (mut rows, mut chunks) = (0, 0);
+    let started = Instant::now();
+    while !ctl.is_finished() {
+        for c in ctl.wait_chunks(Duration::from_secs(60)) {
+            if c.table == "packets" {
+                assert!(c.data.num_rows() >= 10_000);
+                rows += c.data.num_rows();
+                chunks += 1;
+            }
+        }
+    }
+    let rest = runner.join().unwrap().unwrap();
+    assert!(ctl.wait_chunks(Duration::from_secs(60)).is_empty());
+    assert!(
+        started.elapsed() < Duration::from_secs(50),
+        "a wait slept out its timeout"
+    );
+    assert!(chunks > 10);
+    assert_eq!(rows + rest.packets.num_rows(), whole.packets.num_rows());
+}
