@@ -10,6 +10,7 @@
 pub mod packet_event;
 pub mod scenario;
 pub mod table;
+mod truth;
 pub mod units;
 mod world;
 

@@ -2,6 +2,7 @@
 
 use crate::scenario::{AppKind, LossKind, Scenario, StageKind, StageSpec, TraceLevel};
 use crate::table::{ColumnData, Table};
+use crate::truth::Truth;
 use spikelab_core::{Arena, ArenaId, EventQueue, Rng, SimDuration, SimTime};
 use spikelab_net::{
     DelayStage, DropCause, LossModel, LossStage, Outcome, PacketInfo, QueueLimit, RateStage, Stage,
@@ -229,16 +230,6 @@ struct PathRt {
     exits: VecDeque<(SimTime, u64, ArenaId)>,
 }
 
-/// What the simulator knows about one segment (indexed by `seq / mss`).
-#[derive(Copy, Clone)]
-struct SegTruth {
-    tx_count: u16,
-    /// Lowest transmission number that reached the receiver (`u16::MAX`: none yet).
-    first_delivered: u16,
-}
-
-const NO_DELIVERY: u16 = u16::MAX;
-
 /// What the simulator records about one loss-recovery episode of a sender.
 #[derive(Clone)]
 struct EpisodeRec {
@@ -265,7 +256,7 @@ struct FlowRt {
     rcv: TcpReceiver,
     snd_timer: Option<SimTime>,
     rcv_timer: Option<SimTime>,
-    truth: Vec<SegTruth>,
+    truth: Truth,
     rto_events: Vec<(SimTime, usize, u16)>,
     fr_events: Vec<(SimTime, usize, u16)>,
     episodes: Vec<EpisodeRec>,
@@ -501,7 +492,7 @@ impl World {
                     rcv: TcpReceiver::new(cfg),
                     snd_timer: None,
                     rcv_timer: None,
-                    truth: Vec::with_capacity(1024),
+                    truth: Truth::default(),
                     rto_events: Vec::new(),
                     fr_events: Vec::new(),
                     episodes: Vec::new(),
@@ -868,7 +859,12 @@ impl World {
         self.trace_pkt(id, EV_DROP, stage as i32, code);
         let p = self.packets.remove(id);
         let g = self.paths[p.path as usize].first_global + stage;
-        self.flows[p.flow as usize].drops[g] += 1;
+        let f = &mut self.flows[p.flow as usize];
+        f.drops[g] += 1;
+        if p.dir == Dir::Data {
+            f.truth.on_dropped((p.seg.seq / f.mss) as usize);
+            f.truth.retire((f.snd.snd_una() / f.mss) as usize);
+        }
     }
 
     fn deliver(&mut self, id: ArenaId) {
@@ -880,9 +876,8 @@ impl World {
         match p.dir {
             Dir::Data => {
                 let idx = (p.seg.seq / f.mss) as usize;
-                if let Some(t) = f.truth.get_mut(idx) {
-                    t.first_delivered = t.first_delivered.min(p.tx as u16);
-                }
+                f.truth.on_delivered(idx, p.tx as u16);
+                f.truth.retire((f.snd.snd_una() / f.mss) as usize);
                 f.rcv.on_segment(now, &p.seg);
                 let rcv_nxt = f.rcv.rcv_nxt();
                 if rcv_nxt > f.last_rcv_nxt {
@@ -897,6 +892,7 @@ impl World {
             }
             Dir::Ack => {
                 f.snd.on_ack(now, &p.seg);
+                f.truth.retire((f.snd.snd_una() / f.mss) as usize);
                 f.take_spurious_events();
                 if f.completed.is_none() && f.snd.is_done() {
                     f.completed = Some(now);
@@ -921,17 +917,10 @@ impl World {
                 break;
             };
             let idx = (tx.seg.seq / f.mss) as usize;
-            if f.truth.len() <= idx {
-                f.truth.resize(
-                    idx + 1,
-                    SegTruth {
-                        tx_count: 0,
-                        first_delivered: NO_DELIVERY,
-                    },
-                );
+            let tn = f.truth.on_send(idx);
+            if matches!(tx.kind, TxKind::RtoRetransmit | TxKind::FastRetransmit) {
+                f.truth.refer(idx);
             }
-            let tn = f.truth[idx].tx_count;
-            f.truth[idx].tx_count = tn.saturating_add(1);
             match tx.kind {
                 TxKind::RtoRetransmit => f.rto_events.push((now, idx, tn)),
                 TxKind::FastRetransmit => f.fr_events.push((now, idx, tn)),
@@ -1020,18 +1009,10 @@ impl World {
             if f.completed.is_none() && stop > f.last_progress {
                 f.longest_stall = f.longest_stall.max(stop - f.last_progress);
             }
-            let spurious = |&(_, idx, tn): &(SimTime, usize, u16)| {
-                let fd = f.truth[idx].first_delivered;
-                fd != NO_DELIVERY && fd < tn
-            };
+            let spurious = |&(_, idx, tn): &(SimTime, usize, u16)| f.truth.spurious(idx, tn);
             let rto_spurious = f.rto_events.iter().filter(|e| spurious(e)).count();
             let fr_spurious = f.fr_events.iter().filter(|e| spurious(e)).count();
-            let spurious_retx: u64 = f
-                .truth
-                .iter()
-                .filter(|t| t.first_delivered != NO_DELIVERY && t.tx_count > 0)
-                .map(|t| (t.tx_count as u64 - 1).saturating_sub(t.first_delivered as u64))
-                .sum();
+            let spurious_retx = f.truth.spurious_retx();
             // Retransmission markers carry their segment and transmission number.
             let mss = f.mss;
             let mark = |var: i32| {
@@ -1062,8 +1043,7 @@ impl World {
                 let Some((idx, tn)) = ep.trigger else {
                     continue;
                 };
-                let fd = f.truth[idx].first_delivered;
-                let truth = fd != NO_DELIVERY && fd < tn;
+                let truth = f.truth.spurious(idx, tn);
                 let (seq, tx) = ((idx as u64 * mss) as i64, tn as i32);
                 let timeout = ep.kind == EpisodeKind::Timeout;
                 if timeout {
