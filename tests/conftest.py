@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from spikelab._tables import to_arrow
+from spikelab.store.arrow import to_arrow
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples"
@@ -97,8 +97,8 @@ def tables() -> dict:
 @pytest.fixture
 def synthetic_result(tables):
     """A RunResult built from synthetic tables, as if a packet-traced run returned them."""
-    from spikelab.results import new_manifest
-    from spikelab.simulate import RunResult
+    from spikelab.store.results import new_manifest
+    from spikelab.store.run import RunResult
 
     manifest = new_manifest({"sim": {"duration": 3.0}}, 7, "packets", 3.0, 0.01, 42)
     return RunResult(**tables, scenario={"sim": {"duration": 3.0}}, seed=7, trace="packets",

@@ -102,7 +102,7 @@ def test_bench_reports_rates(lte_handover):
 
 def test_the_bench_grid_repeats_the_flows_and_measures_whole_processes(tmp_path):
     import spikelab
-    from spikelab import bench
+    from spikelab.cli import bench
 
     text = (ROOT / "benches" / "ns3-dumbbell.toml").read_text()
     assert len(spikelab.validate(bench.with_flows(text, 7))["flow"]) == 7

@@ -86,7 +86,7 @@ def test_seeds_beyond_int64_are_refused_in_one_line():
 def test_the_runs_template_needs_no_simulation_even_where_one_would_stop():
     """Emulation takes its runs columns from here: an unimpaired path (which a bulk simulation
     cannot run) must still give them, so the emulated results are never lost."""
-    from spikelab._tables import to_arrow
+    from spikelab.store.arrow import to_arrow
 
     sim = _core.Simulation(IDEAL_BULK + 'tcp = { spurious = ["eifel"] }\n', [], ".", None,
                            "summary")

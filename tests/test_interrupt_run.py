@@ -175,7 +175,7 @@ def test_ctrl_c_typed_on_the_terminal_during_the_progress_bar(tmp_path):
 
 LATCH_STORM = r"""
 import random, signal, threading
-from spikelab._latch import Latch
+from spikelab._interrupts import Latch
 
 def interrupt(signum, frame):
     raise KeyboardInterrupt

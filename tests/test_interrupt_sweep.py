@@ -20,7 +20,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import spikelab
-from spikelab import results
+from spikelab.store import results
 
 # 20 s of a lossy 2 Mbit/s path (random numbers drawn, so seeds matter): about 0.2-0.5 s a run.
 SCENARIO = """

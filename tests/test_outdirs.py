@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 import spikelab
-from spikelab import results, stats
+from spikelab.analysis.query import query
+from spikelab.store import results
 from spikelab.cli import main
 
 SHORT = '[sim]\nduration = "1s"\n[[flow]]\n'
@@ -265,9 +266,9 @@ def test_query_reads_nothing_but_the_directorys_tables(run_dir, tmp_path, capsys
         line = one_line_error(capsys, main(["query", str(run_dir), sql]))
         assert "hunter2" not in line and "disabled" in line, line
     # ... while the tables themselves, and EXPLAIN of a query, work.
-    frame = stats.query(run_dir, "SELECT flow, goodput_bps > 0 AS moved FROM runs")
+    frame = query(run_dir, "SELECT flow, goodput_bps > 0 AS moved FROM runs")
     assert frame.to_dict("list") == {"flow": [0], "moved": [True]}
-    assert len(stats.query(run_dir, "EXPLAIN ANALYZE SELECT count(*) FROM runs")) == 1
+    assert len(query(run_dir, "EXPLAIN ANALYZE SELECT count(*) FROM runs")) == 1
 
 
 def test_query_refuses_an_interrupted_or_incomplete_run(run_dir, capsys):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 import pytest
-from spikelab import plots
+from spikelab.figures import run as plots
 
 
 def _names(paths):

@@ -17,7 +17,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from spikelab import report, study
+from spikelab import study
+from spikelab.study import render as report
 from spikelab.cli import main
 
 BROWSER = next((shutil.which(b) for b in ("chromium", "chromium-browser", "google-chrome")

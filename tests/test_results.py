@@ -9,7 +9,9 @@ import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 import spikelab
-from spikelab import plots, results
+from spikelab import figures, store
+from spikelab.figures import run as plots
+from spikelab.store import results
 
 PARQUET = ("runs.parquet", "timeseries.parquet", "packets.parquet")
 
@@ -19,14 +21,14 @@ def _leftovers(outdir):
 
 
 def test_same_tables_give_byte_identical_parquet(synthetic_result, tmp_path):
-    results.write(synthetic_result, tmp_path / "a", plots=False)
-    results.write(synthetic_result, tmp_path / "b", plots=False)
+    figures.write(synthetic_result, tmp_path / "a", plots=False)
+    figures.write(synthetic_result, tmp_path / "b", plots=False)
     for name in PARQUET:
         assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes()
 
 
 def test_layout_manifest_and_load_round_trip(synthetic_result, tmp_path):
-    out = results.write(synthetic_result, tmp_path / "out")
+    out = figures.write(synthetic_result, tmp_path / "out")
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["seed"] == 7 and manifest["trace"] == "packets"
     assert manifest["scenario"] == {"sim": {"duration": 3.0}}
@@ -40,7 +42,7 @@ def test_layout_manifest_and_load_round_trip(synthetic_result, tmp_path):
         assert entry["sha256"] == hashlib.sha256(data).hexdigest()
     assert synthetic_result.manifest["files"] == manifest["files"]
 
-    loaded = results.load(out)
+    loaded = store.load(out)
     for name in ("runs", "timeseries", "packets"):
         assert loaded.table(name).schema == synthetic_result.table(name).schema
         pd.testing.assert_frame_equal(loaded.to_pandas(name), synthetic_result.to_pandas(name))
@@ -54,7 +56,7 @@ def test_rewrite_keeps_unrelated_files_and_drops_only_stale_figures(synthetic_re
     (out / "figures").mkdir(parents=True)
     (out / "notes.txt").write_text("mine")
     (out / "figures" / "mine.png").write_text("mine")
-    results.write(synthetic_result, out)
+    figures.write(synthetic_result, out)
     assert (out / "figures" / "seqack_flow0.png").exists()
 
     summary_only = spikelab.RunResult(
@@ -62,7 +64,7 @@ def test_rewrite_keeps_unrelated_files_and_drops_only_stale_figures(synthetic_re
         packets=tables["packets"].slice(0, 0), scenario={}, seed=7, trace="summary",
         duration_s=3.0, wall_s=0.0, events=0,
         manifest=results.new_manifest({}, 7, "summary", 3.0, 0.0, 0))
-    results.write(summary_only, out)
+    figures.write(summary_only, out)
     assert sorted(p.name for p in (out / "figures").iterdir()) == ["mine.png"]
     assert (out / "notes.txt").read_text() == "mine"
     assert pq.read_table(out / "packets.parquet").num_rows == 0
@@ -87,25 +89,25 @@ def test_a_figure_step_interrupted_loses_no_table_and_leaves_no_partial_files(
     """The manifest is written before the figures are drawn: a slow or killed figure step
     loses nothing, and the manifest lists exactly the files that are whole."""
     out = tmp_path / "out"
-    results.write(synthetic_result, out)
+    figures.write(synthetic_result, out)
 
     def interrupt(*args, **kwargs):
         raise KeyboardInterrupt
 
     monkeypatch.setattr(plots, "draw", interrupt)
     with pytest.raises(KeyboardInterrupt):
-        results.write(synthetic_result, out)
+        figures.write(synthetic_result, out)
     manifest = results.read_manifest(out)
     assert manifest["status"] == "complete"
     assert tuple(f["path"] for f in manifest["files"]) == PARQUET
-    assert results.load(out).runs.num_rows == synthetic_result.runs.num_rows
+    assert store.load(out).runs.num_rows == synthetic_result.runs.num_rows
     assert _leftovers(out) == []
     for name in PARQUET:
         pq.read_table(out / name)  # every file present is whole
 
 
 def test_plot_redraws_from_tables_alone(synthetic_result, tmp_path, monkeypatch):
-    out = results.write(synthetic_result, tmp_path / "out", plots=False)
+    out = figures.write(synthetic_result, tmp_path / "out", plots=False)
     assert not (out / "figures").exists()
 
     def no_simulation(*args, **kwargs):
@@ -125,7 +127,7 @@ def test_plot_redraws_from_tables_alone(synthetic_result, tmp_path, monkeypatch)
 
 
 def test_a_zoom_keeps_the_full_length_figures(synthetic_result, tmp_path):
-    out = results.write(synthetic_result, tmp_path / "out")
+    out = figures.write(synthetic_result, tmp_path / "out")
     full = {p: p.read_bytes() for p in (out / "figures").glob("*.png")}
     assert full
     spikelab.plot(out, zoom=(1, 2))

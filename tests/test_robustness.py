@@ -19,7 +19,8 @@ import pyarrow as pa
 import pytest
 
 import spikelab
-from spikelab import plots, results
+from spikelab.figures import run as plots
+from spikelab.store import results
 from spikelab.cli import main
 
 LONG = '[sim]\nduration = "2000s"\n[[flow]]\n'

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 import spikelab
-from spikelab import stats
+from spikelab.analysis.query import query
 from spikelab.cli import main
 
 STUDIES = Path(spikelab.__file__).parent / "studies"
@@ -49,7 +49,7 @@ def test_detector_scores_match_a_recount_from_the_packet_traces(tmp_path):
                             progress=False)
     assert result.failed == 0 and result.runs.num_rows == 12
     runs = result.runs.to_pandas().set_index("run_id")
-    recount = stats.query(tmp_path / "out", RECOUNT)
+    recount = query(tmp_path / "out", RECOUNT)
     assert not recount.empty
     seen = set()
     for row in recount.itertuples(index=False):

@@ -23,8 +23,7 @@ with contextlib.redirect_stdout(io.StringIO()):
     except SystemExit:
         pass
 tops = sorted({m.split(".")[0] for m in sys.modules})
-emulator = sorted(m for m in sys.modules if m.startswith("spikelab.emulate.")
-                  and m != "spikelab.emulate.cli")
+emulator = sorted(m for m in sys.modules if m.startswith("spikelab.emulate."))
 print(json.dumps({"tops": tops, "emulator": emulator}))
 """
 

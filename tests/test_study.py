@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 import spikelab
-from spikelab import stats, study
+from spikelab import study
+from spikelab.analysis.query import query
 from spikelab.cli import main
 
 from test_sweep import LOSSY
@@ -37,7 +38,7 @@ def test_claims_are_evaluated_from_the_data(basic):
     definition = study.parse(basic / "study")
     assert [c["id"] for c in data["claims"]] == [c.id for c in definition.claims]
     for claim, result in zip(definition.claims, data["claims"], strict=True):
-        frame = stats.query(basic, claim.sql)
+        frame = query(basic, claim.sql)
         verdict = bool(frame.iloc[0, 0])
         assert result["status"] == ("holds" if verdict else "fails"), claim.id
         assert set(result["numbers"]) == set(frame.columns[1:])

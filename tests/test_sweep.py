@@ -15,9 +15,13 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 import spikelab
-from spikelab import stats, sweepspec
+from spikelab.analysis import stats
+from spikelab.analysis.query import query
 from spikelab.cli import main
-from spikelab.sweep import read_part, repeat_command
+from spikelab.scenario import sweepspec
+from spikelab.store.results import OutdirError
+from spikelab.store.sweep import read_part
+from spikelab.sweep import repeat_command
 
 # 2 s of a lossy 2 Mbit/s path: every run draws random numbers, so seeds matter.
 LOSSY = """
@@ -254,7 +258,7 @@ def test_traced_sweeps_keep_time_series_with_run_ids(tmp_path):
     assert set(ts.column("run_id").to_pylist()) == {"p000-r00", "p000-r01"}
     with pytest.raises(KeyError, match="no packets table"):
         result.table("packets")
-    con = stats.query(tmp_path / "out", "SELECT count(DISTINCT run_id) AS n FROM timeseries")
+    con = query(tmp_path / "out", "SELECT count(DISTINCT run_id) AS n FROM timeseries")
     assert con.n[0] == 2
 
 
@@ -437,9 +441,9 @@ def test_sweep_directories_know_their_kind(tmp_path):
     res = spikelab.sweep(write(tmp_path, CRASH), tmp_path / "out", jobs=1, progress=False)
     assert res.manifest["kind"] == "sweep"
     assert json.loads((tmp_path / "out/sweep.json").read_text())["kind"] == "sweep"
-    with pytest.raises(spikelab.results.OutdirError, match="holds a sweep's results"):
+    with pytest.raises(OutdirError, match="holds a sweep's results"):
         spikelab.run(LOSSY, out=tmp_path / "out", progress=False)
-    with pytest.raises(spikelab.results.OutdirError, match="the output directory is empty"):
+    with pytest.raises(OutdirError, match="the output directory is empty"):
         spikelab.sweep(tmp_path / "s.toml", "", progress=False)
 
 

@@ -8,9 +8,9 @@ import numpy as np
 import pandas as pd
 import pytest
 from matplotlib.collections import PolyCollection
-from spikelab import sweepplots
-from spikelab.stats import mean_ci
-from spikelab.sweepplots import FigureSpec
+from spikelab.analysis.stats import mean_ci
+from spikelab.figures import sweep as sweepplots
+from spikelab.figures.sweep import FigureSpec
 
 
 def runs() -> pd.DataFrame:

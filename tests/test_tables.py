@@ -9,7 +9,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from conftest import core_table
-from spikelab._tables import to_arrow
+from spikelab.store.arrow import to_arrow
 
 
 def test_numeric_columns_keep_type_order_and_values():

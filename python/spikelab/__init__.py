@@ -36,26 +36,40 @@ __all__ = [
 # Everything else loads on first use, so the command line (and sweep workers, which only
 # simulate) start without pyarrow, pandas or matplotlib until a command needs them.
 _LAZY = {
-    "RunResult": ("simulate", "RunResult"),
-    "run": ("simulate", "run"),
-    "load": ("results", "load"),
-    "plot": ("results", "plot"),
-    "query": ("stats", "query"),
-    "SweepResult": ("sweep", "SweepResult"),
+    "RunResult": ("store.run", "RunResult"),
+    "run": ("run", "run"),
+    "load": ("store", "load"),
+    "plot": ("figures", "plot"),
+    "query": ("analysis.query", "query"),
+    "SweepResult": ("store.sweep", "SweepResult"),
     "sweep": ("sweep", "sweep"),
     "sweep_plan": ("sweep", "plan"),
 }
 
 
+def _load(name: str):
+    import importlib
+
+    module, attr = _LAZY[name]
+    return getattr(importlib.import_module(f".{module}", __name__), attr)
+
+
 class _Package(type(sys)):
-    """``spikelab.sweep`` is the function even after the submodule ``spikelab.sweep`` loads
-    (the import system would otherwise rebind the name to the module)."""
+    """``spikelab.run`` and ``spikelab.sweep`` are the functions even after the submodules
+    ``spikelab.run`` and ``spikelab.sweep`` load (the import system would otherwise rebind
+    the names to the modules)."""
+
+    @property
+    def run(self):
+        return _load("run")
+
+    @run.setter
+    def run(self, value) -> None:
+        pass  # the submodule stays reachable as sys.modules["spikelab.run"]
 
     @property
     def sweep(self):
-        from .sweep import sweep
-
-        return sweep
+        return _load("sweep")
 
     @sweep.setter
     def sweep(self, value) -> None:
@@ -71,8 +85,7 @@ def __getattr__(name: str):
     if name == "study":
         return importlib.import_module(".study", __name__)
     if name in _LAZY:
-        module, attr = _LAZY[name]
-        value = getattr(importlib.import_module(f".{module}", __name__), attr)
+        value = _load(name)
         globals()[name] = value
         return value
     raise AttributeError(f"module 'spikelab' has no attribute {name!r}")

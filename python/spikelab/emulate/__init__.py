@@ -12,15 +12,15 @@ __all__ = ["EmulationError", "cleanup", "compare", "emulate", "has_privileges"]
 
 # Loaded on first use: `spikelab --help` registers the emulate command without importing the
 # emulator, its kernel plumbing or matplotlib.
-_LAZY = {"compare": "compare", "EmulationError": "kernel", "has_privileges": "kernel",
-         "cleanup": "run", "emulate": "run"}
+_LAZY = {"compare": "..figures.compare", "EmulationError": ".kernel",
+         "has_privileges": ".kernel", "cleanup": ".run", "emulate": ".run"}
 
 
 def __getattr__(name: str):
     import importlib
 
     if name in _LAZY:
-        value = getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
+        value = getattr(importlib.import_module(_LAZY[name], __name__), name)
         globals()[name] = value
         return value
     raise AttributeError(f"module 'spikelab.emulate' has no attribute {name!r}")

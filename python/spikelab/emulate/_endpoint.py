@@ -59,7 +59,7 @@ class SetupError(Exception):
 
 def write_whole(path: Path, text: str) -> None:
     """Write ``text`` under a temporary name and rename it to ``path``. The temporary is named
-    as spikelab.results names its own (``.NAME.PID-HEX.tmp``), so one left by a killed
+    as spikelab.store.results names its own (``.NAME.PID-HEX.tmp``), so one left by a killed
     process is swept by the next write into the directory."""
     tmp = path.with_name(f".{path.name}.{os.getpid()}-{os.urandom(4).hex()}.tmp")
     try:

@@ -22,18 +22,14 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from .. import _core, results
-from .._latch import Latch
+from .. import _core, figures
+from .._interrupts import Latch, interrupts_deferred
 from .._progress import ProgressBar
-from .._tables import to_arrow
-from ..simulate import (
-    RunResult,
-    ScenarioSource,
-    _interrupts_deferred,
-    _overrides,
-    check_seed,
-    read_scenario,
-)
+from ..scenario import ScenarioSource, check_seed, read_scenario
+from ..scenario import overrides_list as _overrides
+from ..store import results
+from ..store.arrow import to_arrow
+from ..store.run import RunResult, write_tables
 from . import kernel, tables
 from .kernel import EmulationError
 from .probe import Probe
@@ -238,11 +234,11 @@ def emulate(
             if out is not None:
                 results.write_parquet(tables.tcp_info_table(raw), workdir / "tcp_info.parquet")
                 result.manifest["emulation"]["tcp_info"] = "emulation/tcp_info.parquet"
-                results.write_tables(result, outdir)
+                write_tables(result, outdir)
         except KeyboardInterrupt:
             # Until the complete manifest is written, an interruption leaves one that says so.
             if out is not None:
-                with _interrupts_deferred():
+                with interrupts_deferred():
                     manifest = results.new_manifest(resolved, seed, "packets",
                                                     duration_ns / 1e9, 0.0, 0)
                     results.write_interrupted(outdir, dict(manifest, kind="emulate"))
@@ -251,7 +247,7 @@ def emulate(
         if tmp is not None:
             tmp.cleanup()
     if out is not None:
-        results.draw_figures(result, outdir, plots=plots)
+        figures.draw_figures(result, outdir, plots=plots)
     return result
 
 
@@ -329,7 +325,7 @@ def _run(text, overrides, base_dir, seed, duration_ns, plan, workdir, *, realtim
             raise
         finally:
             # A second Ctrl-C must not cut the teardown short (namespaces would be left).
-            with _interrupts_deferred():
+            with interrupts_deferred():
                 probe.stop()
                 for c in children:
                     c.close()

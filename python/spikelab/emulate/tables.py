@@ -25,9 +25,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute  # noqa: F401  (pa.compute)
 
-from .. import _core, results
-from .._tables import to_arrow
-from ..simulate import RunResult
+from .. import _core
+from ..store import results
+from ..store.arrow import to_arrow
+from ..store.run import RunResult
 from . import tcpinfo
 from .kernel import KernelPlan
 

@@ -13,12 +13,12 @@ Kinds (each figure is a ``[[figure]]`` table of a study, or ``spikelab figure`` 
 ``col`` splits any kind into side-by-side panels, one per value of that column. ``where`` is
 a SQL condition on the runs table (DuckDB) choosing the rows; failed runs are always left out.
 Units: without ``scale``, ``y`` is shown in its column's unit by the same rule as the summary
-tables (``*_bps`` in Mbit/s, ``bytes*`` in MB, ``*_s`` in seconds; see ``stats.unit_of``) and
-the axis is labelled with it, so every figure shows one quantity in one unit. ``scale``
-multiplies ``y`` instead (then give ``ylabel``). Tick labels are plain numbers in that unit
-(thousands separators, never an offset or a power of ten beside the axis); a log x axis is
-ticked at the swept values. Legends sit outside the axes (right, beside their middle), never
-on data or the title; long titles wrap.
+tables (``*_bps`` in Mbit/s, ``bytes*`` in MB, ``*_s`` in seconds; see
+``analysis.stats.unit_of``) and the axis is labelled with it, so every figure shows one
+quantity in one unit. ``scale`` multiplies ``y`` instead (then give ``ylabel``). Tick labels
+are plain numbers in that unit (thousands separators, never an offset or a power of ten beside
+the axis); a log x axis is ticked at the swept values. Legends sit outside the axes (right,
+beside their middle), never on data or the title; long titles wrap.
 """
 
 from __future__ import annotations
@@ -34,8 +34,10 @@ import numpy as np
 from matplotlib import ticker
 from matplotlib.figure import Figure
 
-from .plots import _save
-from .stats import labelled, mean_ci, unit_of
+from ..analysis.query import query
+from ..analysis.stats import labelled, mean_ci, unit_of
+from ..store.sweep import is_sweep
+from .run import _save
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -268,9 +270,6 @@ def draw_one(frame: pd.DataFrame, spec: FigureSpec) -> Figure:
 def draw(outdir: str | os.PathLike[str], specs: list[FigureSpec],
          figdir: str | os.PathLike[str] | None = None) -> list[Path]:
     """Draw each figure of a sweep directory into ``figdir`` (default OUTDIR/figures)."""
-    from .stats import query
-    from .sweep import is_sweep
-
     outdir = Path(outdir)
     if not is_sweep(outdir):
         raise ValueError(f"{outdir}: not a sweep's results directory (sweep figures compare "

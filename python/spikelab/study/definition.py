@@ -1,38 +1,5 @@
-"""Studies: a scenario, a sweep, figures and claims, run into one results directory.
-
-A study is a directory with ``study.toml`` (see docs/studies.md)::
-
-    [study]
-    name = "lte-handover-basic"
-    title = "..."
-    description = "..."
-    scenario = "scenario.toml"        # relative to the study directory
-
-    [sweep]                           # optional: replaces the scenario's own [sweep]
-    ...
-
-    [[figure]]                        # spikelab.sweepplots.FigureSpec
-    kind = "bar"
-    ...
-
-    [run_figures]                     # optional: seq/ack and cwnd figures of single runs
-    where = "replication = 0 AND loss = 'spike+loss'"   # SQL choosing runs (default: rep. 0)
-    zoom = [9.5, 16.0]                # time window, seconds
-
-    [[table]]                         # optional: a SQL result shown as a table in the report
-    title = "Ranking"
-    sql = "SELECT ... FROM runs ..."
-
-    [[claim]]
-    id = "sack-beats-reno-under-loss"
-    claim = "a sentence saying what should hold"
-    source = "paper 000 Fig. 11"
-    sql = "SELECT <boolean> AS holds, <numbers behind it> FROM runs ..."
-
-A claim's query runs in DuckDB over the results (views ``runs``, and ``timeseries`` /
-``packets`` when traced) and must return one row whose first column is a boolean; the other
-columns are the numbers behind the verdict and appear in the report.
-"""
+"""A study's definition: ``study.toml`` read and checked (:func:`parse`), found by name
+(:func:`find`), and its claims evaluated over a results directory (:func:`evaluate`)."""
 
 from __future__ import annotations
 
@@ -42,12 +9,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import results
-from .sweepplots import FigureSpec
+from ..analysis.query import connect
+from ..figures.sweep import FigureSpec
 
 STUDY_TOML = "study.toml"
 COPY = "study"  # where a results directory keeps the study definition it was made from
-BUNDLED = Path(__file__).resolve().parent / "studies"
+BUNDLED = Path(__file__).resolve().parent.parent / "studies"
 _STUDY_KEYS = {"name", "title", "description", "scenario", "sources"}
 RUN_FIGURES = "runs-figures"
 HOLDS, FAILS, ERROR = "holds", "fails", "error"
@@ -216,7 +183,6 @@ def evaluate(outdir: str | os.PathLike[str], claims: list[Claim]) -> list[ClaimR
     """Evaluate each claim's SQL over the results in ``outdir``."""
     import duckdb
 
-    from .stats import connect
 
     con = connect(outdir)
     out = []
@@ -254,105 +220,3 @@ def _plain(v: Any) -> Any:
         except (ValueError, AttributeError):
             pass
     return v
-
-
-# ---------------------------------------------------------------------------------- run
-
-
-def _copy_definition(study: Study, outdir: Path) -> Path:
-    """Keep the study definition with its results, so ``report`` needs nothing else."""
-    dest = outdir / COPY
-    dest.mkdir(parents=True, exist_ok=True)
-    for src in sorted(study.dir.iterdir()):
-        if src.is_file():
-            data = src.read_bytes()
-            results.atomic_write(dest / src.name, lambda tmp, data=data: tmp.write_bytes(data))
-    return dest
-
-
-def run(name_or_path: str | os.PathLike[str], out: str | os.PathLike[str], *,
-        jobs: int | None = None, dask: str | None = None, replications: int | None = None,
-        fresh: bool = False, progress: bool | None = None,
-        force: bool = False) -> dict[str, Any]:
-    """Run a study into ``out``: sweep (resumable), figures, claims, report.html/.md.
-
-    ``replications`` overrides the study's (for a quick look; claims need enough of them).
-    Returns the report's data (claims with verdicts, figures, sweep summary).
-    """
-    from .sweep import sweep
-
-    study = find(name_or_path)
-    table = study.sweep
-    if table is None:
-        from .sweepspec import sweep_table
-
-        table = sweep_table(study.scenario.read_text(encoding="utf-8"))
-    if replications is not None:
-        table = dict(table or {}, replications=replications)
-    outdir = results.claim(out, "study", force=force)
-    _copy_definition(study, outdir)
-    result = sweep(study.scenario, outdir, jobs=jobs, dask=dask, sweep_spec=table or {},
-                   fresh=fresh, progress=progress, kind="study", force=force)
-    return report(outdir, sweep_result=result)
-
-
-def report(outdir: str | os.PathLike[str], *, sweep_result: Any = None) -> dict[str, Any]:
-    """(Re)draw the figures, evaluate the claims and write report.html and report.md."""
-    from . import report as report_mod
-    from .sweep import load_sweep
-    from .stats import query
-    from .sweepplots import draw
-
-    outdir = Path(outdir)
-    if not (outdir / COPY / STUDY_TOML).is_file():
-        raise FileNotFoundError(f"{outdir}: no {COPY}/{STUDY_TOML}; not a study's results "
-                                f"directory (run 'spikelab study run NAME -o {outdir}')")
-    study = parse(outdir / COPY)
-    res = sweep_result if sweep_result is not None else load_sweep(outdir)
-    figures = [p for p in draw(outdir, study.figures) if p.suffix == ".png"]
-    singles = _draw_run_figures(outdir, study, res) if study.run_figures else []
-    claims = evaluate(outdir, study.claims)
-    shown = [(t, query(outdir, t.sql)) for t in study.tables]
-    data = {
-        "study": study.name,
-        "claims": [{"id": r.claim.id, "claim": r.claim.claim, "source": r.claim.source,
-                    "status": r.status, "numbers": r.numbers, "error": r.error}
-                   for r in claims],
-        "figures": [str(p.relative_to(outdir)) for p in figures],
-        "run_figures": [{"run_id": r, "label": label,
-                         "figures": [str(p.relative_to(outdir)) for p in paths]}
-                        for r, label, paths in singles],
-    }
-    results.write_json(data, outdir / "claims.json")
-    report_mod.write(outdir, study, res, claims, figures, singles, shown)
-    return data
-
-
-def _draw_run_figures(outdir: Path, study: Study,
-                      res: Any) -> list[tuple[str, str, list[Path]]]:
-    """Re-run the chosen runs alone with packet tracing and draw their seq/ack and cwnd
-    figures; each is a complete results directory OUT/runs-figures/RUN/ (tables, figures).
-    Returns (run_id, label, PNG paths) per run."""
-    from .simulate import run as run_one
-    from .stats import query
-
-    spec = study.run_figures
-    params = res.params()
-    chosen = query(outdir, f"SELECT * FROM runs WHERE status = 'ok' AND ({spec.where}) "
-                           f"ORDER BY run_id")
-    from .sweep import run_info, scenario_text
-
-    text = scenario_text(outdir, res.manifest)
-    out = []
-    for run_id in dict.fromkeys(chosen["run_id"].tolist()):
-        seed, run_overrides = run_info(outdir, res.manifest, run_id)
-        result = run_one(text, seed=seed, overrides=run_overrides, trace="packets",
-                         progress=False)
-        row = chosen[chosen.run_id == run_id].iloc[0]
-        label = ", ".join(f"{p} = {row[p]}" for p in params) + f", seed {seed}"
-        rundir = results.write(result, outdir / RUN_FIGURES / run_id, zoom=spec.zoom)
-        paths = [rundir / f["path"] for f in result.manifest["files"]
-                 if f["path"].startswith(f"{results.FIGURES}/")]
-        keep = [p for p in paths if p.suffix == ".png" and not p.name.startswith("rtt_")]
-        out.append((run_id, label, sorted(keep)))
-    return out

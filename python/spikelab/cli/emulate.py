@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from .common import _scenario_file, print_outputs, summary_table
+
 
 def _nonnegative(text: str) -> float:
     try:
@@ -46,8 +48,7 @@ def kernel_line(emulation: dict) -> str:
 
 
 def cmd_emulate(args: argparse.Namespace) -> int:
-    from .. import cli
-    from . import cleanup, emulate, kernel
+    from ..emulate import cleanup, emulate, kernel
 
     kernel.require_privileges()
     if args.cleanup:
@@ -63,7 +64,7 @@ def cmd_emulate(args: argparse.Namespace) -> int:
         return 0
     if args.scenario is None:
         raise ValueError("a scenario is required (or --cleanup)")
-    with cli._scenario_file(args.scenario) as scenario:
+    with _scenario_file(args.scenario) as scenario:
         result = emulate(scenario, out=args.out, seed=args.seed, overrides=args.set,
                          sysctls=args.sysctl, realtime=not args.no_realtime,
                          spin_us=args.spin_us, snaplen=args.snaplen, sample_ms=args.sample_ms,
@@ -75,7 +76,7 @@ def cmd_emulate(args: argparse.Namespace) -> int:
     em = result.manifest["emulation"]
     print(f"{args.scenario}: emulated {result.duration_s:g} s against the Linux TCP stack "
           f"(seed {result.seed})")
-    print(cli.summary_table(result.runs))
+    print(summary_table(result.runs))
     print(timing_line(em["timing"]))
     print(kernel_line(em))
     unmapped = em["kernel"]["unmapped"]
@@ -84,12 +85,12 @@ def cmd_emulate(args: argparse.Namespace) -> int:
               "(manifest.json: emulation.kernel.unmapped)")
     if args.out is not None:
         capture = Path(args.out) / "emulation" / "capture.pcapng"
-        cli.print_outputs(args.out, result.manifest, f" (capture: {capture})")
+        print_outputs(args.out, result.manifest, f" (capture: {capture})")
     return 0
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    from .compare import compare
+    from ..figures.compare import compare
 
     text, files = compare(args.dir_a, args.dir_b, out=args.out, zoom=args.zoom)
     print(text)

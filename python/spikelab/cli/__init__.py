@@ -12,9 +12,11 @@ import os
 import re
 import statistics
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import NoReturn
+
+from .common import _plural, _scenario_file, print_outputs, summary_table
 
 PROG = "spikelab"
 EXIT_USAGE = 2
@@ -68,56 +70,7 @@ def _positive(text: str) -> int:
     return value
 
 
-@contextlib.contextmanager
-def _scenario_file(path: str) -> Iterator[str]:
-    """Check that ``path`` is a file and name it in scenario errors raised inside."""
-    import spikelab
-
-    if not os.path.isfile(path):
-        raise FileNotFoundError(f"{path}: no such file")
-    try:
-        yield path
-    except spikelab.ScenarioError as exc:
-        raise spikelab.ScenarioError(f"{path}: {exc}") from None
-
-
-# ---------------------------------------------------------------------------------- output
-
-
-def _plural(n: int, noun: str) -> str:
-    return f"{n} {noun}{'' if n == 1 else 's'}"
-
-
-def summary_table(runs) -> str:
-    """Per flow: goodput, bytes, RTOs (spurious), fast retx (spurious), retx segments."""
-    cols = runs.to_pydict()
-    rows = [
-        [
-            str(cols["flow"][i]),
-            f"{cols['goodput_bps'][i] / 1e6:.3f}",
-            f"{cols['bytes_delivered'][i]:,}",
-            f"{cols['rto_count'][i]} ({cols['rto_spurious_true'][i]})",
-            f"{cols['fast_retx_count'][i]} ({cols['fast_retx_spurious_true'][i]})",
-            str(cols["retx_segments"][i]),
-        ]
-        for i in range(runs.num_rows)
-    ]
-    header = ["flow", "goodput Mbps", "bytes", "RTOs (spurious)",
-              "fast retx (spurious)", "retx segs"]
-    from spikelab.stats import align
-
-    return align(header, rows)
-
-
 # ---------------------------------------------------------------------------------- commands
-
-
-def print_outputs(out: str, manifest: dict, detail: str = "") -> None:
-    """``results: OUT`` (with ``detail``) and, when figures were drawn, where they are."""
-    figures = [f for f in manifest["files"] if f["path"].startswith("figures/")]
-    print(f"results: {out}{detail}")
-    if figures:
-        print(f"figures: {Path(out) / 'figures'} ({len(figures)} files)")
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -186,7 +139,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
     with _scenario_file(args.file) as path:
         scenario = spikelab.validate(path, overrides=args.set)
-        from spikelab import sweepspec
+        from spikelab.scenario import sweepspec
 
         text = Path(path).read_text(encoding="utf-8")
         sweep = ""
@@ -201,7 +154,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
     scenario = args.scenario
     if args.grid:
-        from spikelab import bench
+        from . import bench
 
         with _scenario_file(scenario):
             bench.grid(scenario)
@@ -256,7 +209,7 @@ def _report_failures(result) -> int:
 
 def cmd_sweep(args: argparse.Namespace) -> int:
     import spikelab
-    from spikelab import sweepplots
+    from spikelab.figures import sweep as sweepplots
 
     with _scenario_file(args.scenario) as scenario:
         plan = spikelab.sweep_plan(scenario, seed=args.seed, overrides=args.set,
@@ -280,9 +233,9 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
 
 def cmd_query(args: argparse.Namespace) -> int:
-    from spikelab import stats
+    from spikelab.analysis.query import query
 
-    frame = stats.query(args.dir, args.sql)
+    frame = query(args.dir, args.sql)
     if args.format == "csv":
         print(frame.to_csv(index=False), end="")
     elif args.format == "json":
@@ -294,7 +247,8 @@ def cmd_query(args: argparse.Namespace) -> int:
 
 def cmd_summary(args: argparse.Namespace) -> int:
     import spikelab
-    from spikelab import results, stats
+    from spikelab.analysis import stats
+    from spikelab.store import results
 
     if results.kind_of(args.dir) in ("run", "emulate"):
         raise results.OutdirError(f"{args.dir}: holds a single run, not a sweep; its numbers are "
@@ -310,7 +264,7 @@ def cmd_summary(args: argparse.Namespace) -> int:
 
 
 def cmd_figure(args: argparse.Namespace) -> int:
-    from spikelab import sweepplots
+    from spikelab.figures import sweep as sweepplots
 
     raw = {k: getattr(args, k) for k in ("kind", "y", "x", "hue", "col", "row", "where",
                                          "scale", "ylabel", "title", "name")
@@ -480,7 +434,7 @@ def parser() -> argparse.ArgumentParser:
     a.add_argument("dir", metavar="DIR")
     a.set_defaults(func=cmd_study)
 
-    from .emulate.cli import register as register_emulation  # emulate, compare
+    from .emulate import register as register_emulation  # emulate, compare
 
     register_emulation(sub, _override, _zoom)
     return top

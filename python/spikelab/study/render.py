@@ -12,8 +12,7 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from . import results
-from .stats import (
+from ..analysis.stats import (
     DEFAULT_METRICS,
     as_py,
     column_cells,
@@ -23,10 +22,12 @@ from .stats import (
     summary_cells,
     unit_of,
 )
+from ..store import results
+from ..store.sweep import scenario_text
 
 if TYPE_CHECKING:
-    from .study import ClaimResult, Study
-    from .sweep import SweepResult
+    from ..store.sweep import SweepResult
+    from .definition import ClaimResult, Study
 
 _MARK = {"holds": "✔ holds", "fails": "✘ fails", "error": "⚠ error"}
 _CSS = """
@@ -178,8 +179,6 @@ def _html(outdir: Path, study: Study, res: SweepResult, claims: list[ClaimResult
     out.append("</table>")
     out.append("<h3>Sweep</h3><pre>" + e(json.dumps(res.manifest.get("sweep"), indent=1))
                + "</pre>")
-    from .sweep import scenario_text
-
     out.append("<h3>Scenario</h3><pre>" + e(scenario_text(outdir, res.manifest)) + "</pre>")
     out.append("<h3>Claim queries</h3>")
     out += [f"<p><b>{e(r.claim.id)}</b></p><pre>{e(r.claim.sql.strip())}</pre>" for r in claims]

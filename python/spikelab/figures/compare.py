@@ -19,9 +19,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from matplotlib.figure import Figure
 
-from .. import results
-from ..plots import MB, NS, _save, _step
-from ..results import Zoom
+from ..store import load as load_result
+from ..store import results
+from ..store.results import Zoom
+from .run import MB, NS, _save, _step
 
 # Undo counters a simulated run may carry (the names the simulator's runs table uses for
 # undo events, when it has them).
@@ -49,7 +50,7 @@ def load(outdir: str | os.PathLike[str], label: str | None = None) -> Run:
         raise results.OutdirError(
             f"{outdir}: holds a {kind}'s results; compare takes two single runs (a simulated "
             f"and an emulated run directory)")
-    res = results.load(outdir)
+    res = load_result(outdir)
     kind = "emulated" if "emulation" in res.manifest else "simulated"
     return Run(label or kind, Path(outdir), res.manifest, res.runs, res.timeseries,
                res.packets)

@@ -1,4 +1,5 @@
-"""Reading and validating scenarios: the bottom floor of the package.
+"""Reading and validating scenarios (their ``[sweep]`` tables: :mod:`.sweepspec`): a bottom
+floor of the package.
 
 Imports nothing heavy (no pyarrow, pandas, matplotlib), so ``spikelab validate`` and the
 command line start at once.
@@ -12,7 +13,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from . import _core
+from .. import _core
 
 ScenarioSource = str | os.PathLike[str]
 TRACE_LEVELS = ("summary", "timeseries", "packets")

@@ -1,4 +1,4 @@
-"""The results directory: Parquet tables, manifest.json and figures/.
+"""The results directory: its files, written whole, and its manifest.
 
 Layout (see docs/results.md)::
 
@@ -32,16 +32,12 @@ import re
 import secrets
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from . import _core
-
-if TYPE_CHECKING:
-    from .simulate import RunResult
-    from .sweep import SweepResult
+from .. import _core
 
 MANIFEST = "manifest.json"
 FIGURES = "figures"
@@ -255,42 +251,12 @@ def _describe(outdir: Path, names: Iterable[str]) -> list[dict[str, Any]]:
     return described
 
 
-def _figure_flows(manifest: Mapping[str, Any]) -> int:
-    """How many flows get figures of their own (the scenario's ``sim.figure_flows``)."""
-    sim = (manifest.get("scenario") or {}).get("sim") or {}
-    return int(sim.get("figure_flows", 8))
-
-
 def zoom_folder(zoom: Zoom) -> str:
     """``figures/zoom-A-B`` for a zoom window (open ends are ``start`` and ``end``)."""
     t0, t1 = zoom or (None, None)
     a = "start" if t0 is None else f"{t0:g}"
     b = "end" if t1 is None else f"{t1:g}"
     return f"{FIGURES}/zoom-{a}-{b}"
-
-
-def _figures(outdir: Path, tables: Mapping[str, pa.Table], previous: Mapping[str, Any] | None,
-             plots: bool, zoom: Zoom, max_flows: int = 8) -> list[str]:
-    """Draw the figures (if ``plots``) and remove figures an earlier write listed but that
-    are no longer produced, so figures/ never shows another run's data. Zoomed figures go to
-    their own folder (``figures/zoom-A-B/``) and never replace the full-length ones."""
-    names: list[str] = []
-    folder = zoom_folder(zoom) if zoom else FIGURES
-    # Every figure needs a trace; a summary run draws none (and need not load matplotlib).
-    traced = any(t is not None and t.num_rows for name, t in tables.items() if name != "runs")
-    if plots and traced:
-        from .plots import draw
-
-        names = [f"{folder}/{p.name}"
-                 for p in draw(tables, outdir / folder, zoom=zoom, max_flows=max_flows)]
-    for entry in (previous or {}).get("files", []):
-        name = entry.get("path", "")
-        where, _, file = name.rpartition("/")
-        ours = where == folder and file.endswith((".png", ".svg"))
-        if ours and name not in names:
-            with contextlib.suppress(FileNotFoundError):
-                (outdir / name).unlink()
-    return names
 
 
 def _previous_manifest(outdir: Path) -> dict[str, Any] | None:
@@ -324,47 +290,6 @@ def prepare(outdir: str | os.PathLike[str]) -> Path:
     return outdir
 
 
-def write(
-    result: RunResult,
-    outdir: str | os.PathLike[str],
-    *,
-    plots: bool = True,
-    zoom: Zoom = None,
-    streamed: Iterable[str] = (),
-) -> Path:
-    """Write ``result`` to ``outdir`` (created if needed); return the directory.
-
-    ``streamed`` names tables already written to ``outdir`` while the run went (they are kept).
-
-    The old manifest.json (if any) is removed first and the new one written as soon as the
-    tables are (before any figure is drawn, then again with the figures), so a directory
-    whose manifest exists holds one complete, consistent run.
-    """
-    outdir = write_tables(result, outdir, streamed=streamed)
-    draw_figures(result, outdir, plots=plots, zoom=zoom)
-    return outdir
-
-
-def write_tables(result: RunResult, outdir: str | os.PathLike[str], *,
-                 streamed: Iterable[str] = (),
-                 previous: Mapping[str, Any] | None = None) -> Path:
-    """The first half of :func:`write`: the tables and a complete manifest without figures
-    (the figures of the earlier run, listed by its manifest or ``previous``, are removed).
-    Returns the directory."""
-    outdir = prepare(outdir)
-    previous = _previous_manifest(outdir) or previous
-    with contextlib.suppress(FileNotFoundError):
-        (outdir / MANIFEST).unlink()
-    _remove_figures(outdir, previous)  # an earlier run's figures (zoomed ones too) are stale
-    for name in TABLES:
-        if name not in streamed:
-            write_parquet(result.table(name), outdir / f"{name}.parquet")
-    # The tables are complete: say so before drawing, so a slow or killed figure step loses
-    # nothing; the manifest is rewritten with the figures once they are drawn.
-    result.manifest.update(_finish(outdir, dict(result.manifest), [], None, keep=False))
-    return outdir
-
-
 def _remove_figures(outdir: Path, manifest: Mapping[str, Any] | None) -> None:
     """Remove the figures ``manifest`` lists (and zoom folders left empty); nothing else."""
     folders = set()
@@ -381,65 +306,3 @@ def _remove_figures(outdir: Path, manifest: Mapping[str, Any] | None) -> None:
                 folder.rmdir()  # only if empty
 
 
-def draw_figures(result: RunResult, outdir: Path, *, plots: bool = True,
-                 zoom: Zoom = None) -> None:
-    """The second half of :func:`write`: draw the figures and list them in the manifest.
-    Interrupted, the manifest written by :func:`write_tables` stays (tables, no figures)."""
-    if plots:
-        figures = _figures(outdir, result.tables(), None, plots, zoom,
-                           max_flows=_figure_flows(result.manifest))
-        result.manifest.update(_finish(outdir, dict(result.manifest), figures, zoom,
-                                       keep=False))
-
-
-def load(outdir: str | os.PathLike[str]) -> RunResult | SweepResult:
-    """Read a results directory back: a run's tables, scenario, seed and manifest, or a
-    sweep's dataset (``SweepResult``: its ``runs`` table, one row per run × flow)."""
-    from .simulate import RunResult
-    from .sweep import is_sweep, load_sweep
-
-    outdir = Path(outdir)
-    if is_sweep(outdir):
-        return load_sweep(outdir)
-    manifest = read_manifest(outdir)
-    if manifest.get("status") == INTERRUPTED:
-        reached = manifest.get("reached_s")
-        when = f" at {reached:g} s of simulated time" if reached is not None else ""
-        raise OutdirError(f"{outdir}: the run was interrupted{when} and wrote no tables; "
-                          f"run it again")
-    tables = {name: pq.read_table(outdir / f"{name}.parquet", memory_map=True)
-              for name in TABLES}
-    return RunResult(
-        **tables,
-        scenario=manifest["scenario"],
-        seed=manifest["seed"],
-        trace=manifest["trace"],
-        duration_s=manifest["duration_s"],
-        wall_s=manifest["wall_s"],
-        events=manifest["events"],
-        manifest=manifest,
-    )
-
-
-def plot(
-    outdir: str | os.PathLike[str],
-    zoom: Zoom = None,
-) -> list[Path]:
-    """Redraw the figures of a results directory from its tables alone; return their paths.
-
-    For a sweep directory: its default figures (goodput by parameter, CDF)."""
-    from .sweep import is_sweep, load_sweep
-
-    outdir = Path(outdir)
-    if is_sweep(outdir):
-        if zoom is not None:
-            raise OutdirError(f"{outdir}: holds a sweep's results; a zoom applies to the "
-                              f"time axis of a single run's figures")
-        from .sweepplots import default_specs, draw
-
-        return draw(outdir, default_specs(load_sweep(outdir).params()))
-    result = load(outdir)
-    figures = _figures(outdir, result.tables(), result.manifest, True, zoom,
-                       max_flows=_figure_flows(result.manifest))
-    _finish(outdir, result.manifest, figures, zoom)
-    return [outdir / name for name in figures]

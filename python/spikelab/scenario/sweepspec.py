@@ -31,9 +31,9 @@ import tomllib
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import _core
-from .scenario import TRACE_LEVELS as TRACES
-from .scenario import check_seed
+from .. import _core
+from . import TRACE_LEVELS as TRACES
+from . import check_seed, overrides_list, read_scenario
 
 MODES = ("grid", "zip")
 # Columns every sweep's runs table has before the parameters; parameter names must differ.
@@ -322,8 +322,6 @@ def check(text: str, base_dir: str, spec: SweepSpec, extra: tuple[str, ...],
 
 def check_file(scenario: Any, overrides: list[str]) -> int:
     """Check the ``[sweep]`` of a scenario file or text; return its number of runs."""
-    from .scenario import overrides_list, read_scenario
-
     text, base_dir = read_scenario(scenario)
     extra = tuple(overrides_list(overrides))
     base = json.loads(_core.resolve(text, list(extra), base_dir))

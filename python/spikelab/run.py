@@ -1,4 +1,5 @@
-"""Run one simulation: scenario in, columnar result tables out."""
+"""Run one simulation: scenario in, columnar result tables out (and, with ``out``, a results
+directory with its figures)."""
 
 from __future__ import annotations
 
@@ -6,93 +7,25 @@ import contextlib
 import json
 import os
 import threading
-from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from collections.abc import Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pyarrow as pa
 
-from . import _core, results
-from ._latch import Latch
+from . import _core, figures
+from ._interrupts import Latch, interrupts_deferred
 from ._progress import ProgressBar
-from ._tables import to_arrow
-from .scenario import (  # noqa: F401 - re-exported: the public names of this module
-    MAX_SEED,
-    TRACE_LEVELS,
-    ScenarioSource,
-    check_seed,
-    read_scenario,
-    validate,
-)
+from .scenario import TRACE_LEVELS, ScenarioSource, check_seed, read_scenario
 from .scenario import overrides_list as _overrides
-
-if TYPE_CHECKING:
-    import pandas as pd
+from .store import results
+from .store.arrow import to_arrow
+from .store.run import RunResult, write_tables
 
 POLL_S = 0.1
 # Rows per streamed chunk of a trace table (a Parquet row group). Small enough that writing
 # one (tens of ms) never delays a Ctrl-C much: the signal is handled between writes.
 STREAM_ROWS = 1 << 16
-
-
-class _LazyTable:
-    """A table field that may be given as a function returning the table (e.g. reading a
-    streamed Parquet file): it is called on first access, so a run written to disk does not
-    hold its traces in memory unless someone reads them."""
-
-    def __set_name__(self, owner: type, name: str) -> None:
-        self.slot = f"_{name}"
-
-    def __get__(self, obj: Any, objtype: type | None = None) -> pa.Table:
-        if obj is None:
-            raise AttributeError(self.slot)  # no default: the field is required
-        value = obj.__dict__[self.slot]
-        if callable(value):
-            value = value()
-            obj.__dict__[self.slot] = value
-        return value
-
-    def __set__(self, obj: Any, value: Any) -> None:
-        obj.__dict__[self.slot] = value
-
-
-@dataclass(frozen=True)
-class RunResult:
-    """Tables and metadata of one run. ``runs`` has one row per flow.
-
-    ``duration_s`` is simulated time, ``wall_s`` the wall-clock time of the core's run and
-    ``events`` the number of events it processed. ``timeseries`` and ``packets`` of a run
-    written to disk are read from its files when first used.
-    """
-
-    runs: pa.Table
-    timeseries: pa.Table = _LazyTable()  # type: ignore[assignment]
-    packets: pa.Table = _LazyTable()  # type: ignore[assignment]
-    scenario: dict[str, Any]
-    seed: int
-    trace: str
-    duration_s: float
-    wall_s: float
-    events: int
-    manifest: dict[str, Any] = field(default_factory=dict)
-    """manifest.json contents; its ``files`` list is filled when the result is written."""
-
-    @property
-    def summary(self) -> pd.DataFrame:
-        """The runs table as a pandas DataFrame (one row per flow)."""
-        return self.runs.to_pandas()
-
-    def table(self, name: str) -> pa.Table:
-        if name not in results.TABLES:
-            raise KeyError(f"no table {name!r}; tables are {', '.join(results.TABLES)}")
-        return getattr(self, name)
-
-    def to_pandas(self, name: str = "runs") -> pd.DataFrame:
-        return self.table(name).to_pandas()
-
-    def tables(self) -> dict[str, pa.Table]:
-        return {name: self.table(name) for name in results.TABLES}
 
 
 class _TraceFiles:
@@ -139,31 +72,6 @@ class _TraceFiles:
         self.tmp.clear()
 
 
-@contextlib.contextmanager
-def _interrupts_deferred() -> Iterator[None]:
-    """Within the block, Ctrl-C and SIGTERM are held back (the cleanup after a first
-    interruption finishes: the core stops, the interrupted manifest is written); one that
-    came meanwhile is delivered to its handler when the block ends, unless the block is
-    already ending with an exception. Only in the main thread (elsewhere a no-op)."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    import signal
-
-    held: list[int] = []
-    names = [signal.SIGINT, signal.SIGTERM]
-    old = {}
-    try:
-        for sig in names:
-            old[sig] = signal.signal(sig, lambda signum, frame: held.append(signum))
-        yield
-    finally:
-        for sig, handler in old.items():
-            signal.signal(sig, handler)
-    if held:
-        signal.raise_signal(held[0])  # to the handler it was held back from
-
-
 def _run_in_thread(sim: Any, progress: bool | None,
                    sink: _TraceFiles | None = None) -> dict[str, Any]:
     """Run ``sim.run()`` (which releases the GIL) in a worker; poll progress meanwhile. With
@@ -197,7 +105,7 @@ def _run_in_thread(sim: Any, progress: bool | None,
     # The main thread waits on a Latch, not on Thread.join(timeout): a Ctrl-C that interrupts
     # join() on Python 3.11 marks a still-running thread as finished, and the interpreter then
     # exits under the running core ("FATAL: exception not rethrown"); nor on an Event, whose
-    # wait a Ctrl-C can leave with "release unlocked lock" (see _latch).
+    # wait a Ctrl-C can leave with "release unlocked lock" (see _interrupts).
     worker = threading.Thread(target=work, name="spikelab-run", daemon=True)
     bar = ProgressBar(sim.duration_s, progress)
     worker.start()
@@ -209,7 +117,7 @@ def _run_in_thread(sim: Any, progress: bool | None,
         # Stop the Rust loop too, so an interrupted notebook cell does not keep a core busy,
         # and wait for it: the interpreter must not exit while the core runs. A second Ctrl-C
         # meanwhile is absorbed.
-        with _interrupts_deferred():
+        with interrupts_deferred():
             sim.cancel()
             while not done.is_set():
                 with contextlib.suppress(KeyboardInterrupt):
@@ -297,13 +205,13 @@ def run(
     try:
         result, streamed, previous = _simulate(sim, scenario_dict, progress, sink)
         if out is not None:
-            outdir = results.write_tables(result, outdir, streamed=streamed,
+            outdir = write_tables(result, outdir, streamed=streamed,
                                           previous=previous)
     except KeyboardInterrupt:
         # Until the complete manifest is written, an interruption (in the core, while the
         # traces are closed or the tables written) leaves a manifest that says so.
         if sink is not None:
-            with _interrupts_deferred():
+            with interrupts_deferred():
                 sink.abandon()
                 results.write_interrupted(
                     outdir, results.new_manifest(scenario_dict, sim.seed, sim.trace,
@@ -317,5 +225,5 @@ def run(
     if out is not None:
         # The manifest lists the tables; interrupted here, the figures drawn so far stay
         # (each written whole) and the run is complete without the rest.
-        results.draw_figures(result, outdir, plots=plots)
+        figures.draw_figures(result, outdir, plots=plots)
     return result

@@ -45,7 +45,7 @@ import pyarrow.compute as pc
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
-from .results import Zoom, atomic_write
+from ..store.results import Zoom, atomic_write
 
 FORMATS = ("png", "svg")
 MB = 1e6

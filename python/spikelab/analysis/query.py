@@ -1,0 +1,124 @@
+"""SQL over a results directory: DuckDB over its tables, which it can only read."""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..store import results
+from ..store.sweep import load_sweep
+
+if TYPE_CHECKING:
+    import duckdb
+    import pandas as pd
+
+
+def connect(outdir: str | os.PathLike[str]) -> duckdb.DuckDBPyConnection:
+    """An in-memory DuckDB over a results directory's tables, which it can only read.
+
+    ``runs`` always exists (for an unfinished sweep it is built from the finished runs);
+    ``timeseries`` and ``packets`` exist when the directory has them. A run's directory must
+    be complete (its manifest lists the tables; an interrupted run has none). The tables are
+    handed to DuckDB as Arrow datasets, and the connection then loses all access to files
+    (``enable_external_access = false``, configuration locked): no statement can read or write
+    anything but these tables.
+    """
+    import duckdb
+    import pyarrow.dataset as ds
+
+    outdir = Path(outdir)
+    kind = results.kind_of(outdir)
+    tables: dict[str, Any] = {}
+    if kind in ("sweep", "study"):
+        manifest = results._previous_manifest(outdir) or {}
+        if manifest.get("status", results.COMPLETE) == results.COMPLETE \
+                and (outdir / "runs.parquet").is_file():
+            tables["runs"] = ds.dataset(outdir / "runs.parquet")
+        else:  # unfinished: still running, killed or interrupted
+            tables["runs"] = load_sweep(outdir).runs
+        for name in ("timeseries", "packets"):
+            if (outdir / f"{name}.parquet").is_file():
+                tables[name] = ds.dataset(outdir / f"{name}.parquet")
+    elif kind is None and not outdir.is_dir():
+        raise FileNotFoundError(f"{outdir}: no such results directory")
+    else:
+        manifest = results.read_manifest(outdir)  # none: not a complete results directory
+        if manifest.get("status") == results.INTERRUPTED:
+            raise results.OutdirError(f"{outdir}: the run was interrupted and wrote no tables; "
+                                      f"run it again")
+        listed = {f.get("path") for f in manifest.get("files", [])}
+        for name in results.TABLES:
+            path = outdir / f"{name}.parquet"
+            if f"{name}.parquet" in listed and path.is_file():
+                tables[name] = ds.dataset(path)
+        if "runs" not in tables:
+            raise FileNotFoundError(f"{outdir}: no runs.parquet; not a spikelab results "
+                                    f"directory")
+    con = duckdb.connect(":memory:")
+    try:
+        for name, table in tables.items():
+            con.register(name, table)
+        con.execute("SET python_enable_replacements = false")  # no caller's variables
+        con.execute("SET enable_external_access = false")
+        con.execute("SET lock_configuration = true")
+    except BaseException:
+        con.close()
+        raise
+    return con
+
+
+_CATEGORY = re.compile(r"^[A-Z][A-Za-z ]*? Error: ")
+
+
+def duckdb_message(exc: BaseException) -> str:
+    """DuckDB's message in one line, without its error category ("Binder Error: ")."""
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else "no details"
+    return _CATEGORY.sub("", text, count=1)
+
+
+_EXPLAIN = re.compile(r"^\s*EXPLAIN\s+(?:ANALY[SZ]E\s+)?(.*)$", re.IGNORECASE | re.DOTALL)
+
+
+def _read_only(con: duckdb.DuckDBPyConnection, sql: str) -> None:
+    """Refuse anything but queries: a results directory is read, never written (no COPY ...
+    TO, CREATE, ATTACH, INSTALL/LOAD, SET, PRAGMA, EXPORT, ...; an EXPLAIN only of a query,
+    since EXPLAIN ANALYZE runs its statement)."""
+    import duckdb
+
+    try:
+        statements = con.extract_statements(sql)
+    except duckdb.Error as exc:
+        raise ValueError(f"query failed: {duckdb_message(exc)}") from None
+    if not statements:
+        raise ValueError("query: no SQL statement given")
+    for st in statements:
+        kind = str(st.type).rsplit(".", 1)[-1]
+        if kind == "EXPLAIN":
+            inner = _EXPLAIN.match(st.query)
+            if inner and inner.group(1).strip():
+                _read_only(con, inner.group(1))
+                continue
+        if kind != "SELECT":
+            raise ValueError(f"query: only SELECT statements are allowed (the results are read, "
+                             f"never written); got {kind}")
+
+
+def query(outdir: str | os.PathLike[str], sql: str) -> pd.DataFrame:
+    """Run SQL over a results directory (views ``runs``, ``timeseries``, ``packets``).
+
+    Read-only: only SELECT (and EXPLAIN of a SELECT) statements run; anything that could
+    write (COPY ... TO, CREATE, ATTACH, INSTALL, SET, ...) is refused with a one-line error,
+    and the connection cannot open any file besides the directory's tables.
+    """
+    import duckdb
+
+    con = connect(outdir)
+    try:
+        _read_only(con, sql)
+        return con.execute(sql).df()
+    except duckdb.Error as exc:
+        raise ValueError(f"query failed: {duckdb_message(exc)}") from None
+    finally:
+        con.close()

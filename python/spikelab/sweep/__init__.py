@@ -1,0 +1,254 @@
+"""Run a sweep: every grid point × replication, on a local process pool or a Dask cluster
+(:mod:`.workers`), into a sweep's results directory (:mod:`spikelab.store.sweep`; see
+docs/results.md, "Sweeps").
+
+A run counts as done when its part file exists. Killing the sweep at any moment loses at most
+the runs in progress; the same command resumes it, skipping done runs and retrying failed ones.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime
+import json
+import os
+import platform
+import time
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+
+from .. import _core
+from .._progress import SweepProgress
+from ..scenario import ScenarioSource, read_scenario
+from ..scenario import overrides_list as _overrides
+from ..scenario.sweepspec import (RunTask, SweepSpec, check, digest_big, fingerprint,
+                                  run_command, sweep_table)
+from ..store import results
+from ..store.sweep import OK, POINTS, SCENARIO_COPY, Store, SweepResult, run_info
+from .workers import _dask, _local
+
+INLINE_TEXT = 16_384  # characters of scenario text kept inline in the manifest
+FORMAT = 1
+
+
+
+@dataclass(frozen=True)
+class Plan:
+    text: str
+    base_dir: str
+    spec: SweepSpec
+    tasks: list[RunTask]
+    identity: dict[str, Any]
+    scenario: dict[str, Any]
+    source: str | None = None
+    """The scenario's file path, when it was given as one."""
+
+
+def plan(scenario: ScenarioSource, *, seed: int | None = None, overrides: Iterable[str] = (),
+         sweep_spec: Any = None, trace: str | None = None) -> Plan:
+    """Expand a scenario's ``[sweep]`` (or ``sweep_spec``, a dict) into its runs."""
+    text, base_dir = read_scenario(scenario)
+    extra = tuple(_overrides(overrides))
+    base = json.loads(_core.resolve(text, list(extra), base_dir))  # the base must be valid
+    table = sweep_spec if sweep_spec is not None else sweep_table(text)
+    spec = SweepSpec.parse(table)
+    if trace is not None:
+        spec = SweepSpec(params=spec.params, mode=spec.mode, replications=spec.replications,
+                         trace=SweepSpec.parse({"trace": trace}).trace)
+    base_seed = check(text, base_dir, spec, extra, seed, base)
+    tasks = spec.tasks(base_seed, extra)
+    identity = {"format": FORMAT, "kind": "sweep",
+                "fingerprint": fingerprint(text, spec, base_seed, extra),
+                "seed": base_seed, "overrides": list(extra),
+                "sweep": spec.describe(compact=True), "runs": len(tasks)}
+    source = str(scenario) if not (isinstance(scenario, str) and text == scenario) else None
+    return Plan(text=text, base_dir=base_dir, spec=spec, tasks=tasks, identity=identity,
+                scenario=base, source=source)
+
+
+def sweep(
+    scenario: ScenarioSource,
+    out: str | os.PathLike[str],
+    *,
+    jobs: int | None = None,
+    dask: str | None = None,
+    seed: int | None = None,
+    overrides: Iterable[str] = (),
+    sweep_spec: Any = None,
+    trace: str | None = None,
+    fresh: bool = False,
+    progress: bool | None = None,
+    on_result: Callable[[RunTask, dict[str, Any]], None] | None = None,
+    force: bool = False,
+    kind: str = "sweep",
+) -> SweepResult:
+    """Run every grid point × replication of a scenario's ``[sweep]`` into ``out``.
+
+    ``jobs``: worker processes (default: all cores). ``dask``: ``"local"`` for a Dask
+    ``LocalCluster`` of ``jobs`` worker processes, or a scheduler address
+    (``tcp://host:8786``); workers need spikelab installed and the scenario's trace files at
+    the same paths. Resumes a sweep already in ``out`` (done runs are skipped, failed runs are
+    retried); ``fresh=True`` discards it (every table, part and figure of it). Failed runs
+    are recorded with their error and do not stop the sweep; check ``result.failed``. ``out``
+    must not hold another kind of result (a single run) unless ``force``. Interrupted
+    (KeyboardInterrupt), the manifest says ``interrupted`` and how many runs are done; the
+    same call resumes.
+    """
+    p = plan(scenario, seed=seed, overrides=overrides, sweep_spec=sweep_spec, trace=trace)
+    workers = jobs if jobs is not None else (os.cpu_count() or 1)
+    if workers < 1:
+        raise ValueError(f"jobs must be >= 1, got {workers}")
+    store = Store(out, kind, force)
+    bar = None
+    stream: Iterator[dict[str, Any]] = iter(())
+    try:
+        store.claim(dict(p.identity, kind=kind), fresh)
+        with contextlib.suppress(FileNotFoundError):
+            (store.dir / results.MANIFEST).unlink()  # present only when the dataset is complete
+        _write_points(store, p)
+        done = store.done()
+        todo = [t for t in p.tasks if done.get(t.run_id) != OK]
+        by_id = {t.run_id: t for t in p.tasks}
+        jobs_ = [{"run_id": t.run_id, "text": p.text, "base_dir": p.base_dir, "seed": t.seed,
+                  "overrides": list(t.overrides), "trace": p.spec.trace} for t in todo]
+        bar = SweepProgress(len(p.tasks), len(p.tasks) - len(todo), progress)
+        executor = (f"dask {dask}" if dask
+                    else f"local pool of {min(workers, max(1, len(todo)))}")
+        start = time.monotonic()
+        core_wall = 0.0
+        written: dict[str, dict[str, pa.Table]] = {}
+        stream = (iter(()) if not jobs_  # all done: resumed after the last run, or empty
+                  else _dask(jobs_, dask, workers, p.identity["fingerprint"][:12]) if dask
+                  else _local(jobs_, min(workers, len(jobs_))))
+        for outcome in stream:
+            task = by_id[outcome["run_id"]]
+            written[task.run_id] = store.write_part(task, p.spec, outcome)
+            core_wall += outcome.get("wall_s", 0.0)
+            bar.update(outcome["status"] == OK)
+            if on_result is not None:
+                on_result(task, outcome)
+        bar.close()
+        bar = None
+        # Interrupted while the dataset is consolidated, the parts are all there: the
+        # manifest says interrupted and the same call writes the tables again.
+        return finish(store, p, executor=executor, wall_s=time.monotonic() - start,
+                      core_wall_s=core_wall, workers=workers, fresh=written, kind=kind)
+    except KeyboardInterrupt:
+        if bar is not None:
+            bar.close()
+            bar = None
+        # Stop the workers now (a signal that lands outside the executor's generator would
+        # otherwise leave them to the garbage collector), then record what is done.
+        with contextlib.suppress(Exception):
+            stream.close()  # type: ignore[attr-defined]
+        if store.holds(p.identity["fingerprint"]) and _status(store.dir) != results.COMPLETE:
+            _write_interrupted(store, p, kind)
+        raise
+    finally:
+        if bar is not None:
+            bar.close()
+
+
+def _status(outdir: Path) -> str | None:
+    """The ``status`` of the manifest in ``outdir``, if there is one."""
+    with contextlib.suppress(OSError, ValueError):
+        return json.loads((outdir / results.MANIFEST).read_text(encoding="utf-8")).get("status")
+    return None
+
+
+def _write_points(store: Store, p: Plan) -> None:
+    """``points.json``: each grid point's overrides (the manifest refers to it), and a copy
+    of the scenario text, so any run can be repeated alone."""
+    points: dict[int, list[str]] = {}
+    for t in p.tasks:
+        points.setdefault(t.point, list(t.overrides))
+    results.write_json([{"point": k, "overrides": v} for k, v in sorted(points.items())],
+                       store.dir / POINTS)
+    results.atomic_write(store.dir / SCENARIO_COPY,
+                         lambda tmp: tmp.write_text(p.text, encoding="utf-8"))
+
+
+def _manifest_head(p: Plan, kind: str, status: str) -> dict[str, Any]:
+    """The keys every sweep manifest starts with."""
+    return {
+        "format": FORMAT,
+        "kind": kind,
+        "status": status,
+        "created": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+        "fingerprint": p.identity["fingerprint"],
+    }
+
+
+def _write_interrupted(store: Store, p: Plan, kind: str) -> None:
+    done = store.done()
+    manifest = {
+        **_manifest_head(p, kind, results.INTERRUPTED),
+        "runs_total": len(p.tasks),
+        "runs_done": len(done),
+        "runs_ok": sum(s == OK for s in done.values()),
+        "note": "interrupted: finished runs are in parts/; the same command resumes the rest",
+        "files": [],
+    }
+    results.write_interrupted(store.dir, manifest)
+
+
+def repeat_command(outdir: str | os.PathLike[str], manifest: dict[str, Any],
+                   run_id: str) -> list[str]:
+    """The ``spikelab run`` command line that repeats one run of a sweep alone."""
+    seed, overrides = run_info(outdir, manifest, run_id)
+    source = manifest.get("scenario_path") or str(Path(outdir) / SCENARIO_COPY)
+    return run_command(overrides, seed, source)
+
+
+def finish(store: Store, p: Plan, *, executor: str, wall_s: float, core_wall_s: float,
+           workers: int, fresh: dict[str, dict[str, pa.Table]] | None = None,
+           kind: str = "sweep") -> SweepResult:
+    """Consolidate the parts into the dataset and write manifest.json last."""
+    files = store.consolidate(p.tasks, p.spec.trace, fresh)
+    runs = files["runs.parquet"]
+    status = dict(zip(runs.column("run_id").to_pylist(), runs.column("status").to_pylist(),
+                      strict=True))
+    errors = {}
+    if "error" in runs.column_names:
+        for rid, err in zip(runs.column("run_id").to_pylist(),
+                            runs.column("error").to_pylist(), strict=True):
+            if err is not None:
+                errors.setdefault(rid, err)
+    failed = sorted(rid for rid, s in status.items() if s != OK)
+    manifest = {
+        **_manifest_head(p, kind, results.COMPLETE),
+        "seed": p.identity["seed"],
+        "overrides": p.identity["overrides"],
+        "sweep": p.identity["sweep"],
+        "seed_rule": "replication r of every grid point runs with seed base + r",
+        "runs_total": len(p.tasks),
+        "runs_ok": len(p.tasks) - len(failed),
+        "runs_failed": len(failed),
+        "failures": [{"run_id": rid, "error": errors.get(rid)} for rid in failed],
+        "executor": executor,
+        "jobs": workers,
+        "wall_s": wall_s,
+        "core_wall_s": core_wall_s,
+        "versions": {"spikelab": _core.__version__, "python": platform.python_version(),
+                     "pyarrow": pa.__version__},
+        "platform": platform.platform(),
+        # Long arrays (profiles, traces) by digest: the whole scenario is in scenario.toml.
+        "scenario": digest_big(p.scenario, SCENARIO_COPY),
+        # The text inline when small; always in scenario.toml beside the manifest.
+        **({"scenario_text": p.text} if len(p.text) <= INLINE_TEXT else {}),
+        "scenario_file": SCENARIO_COPY,
+        "scenario_path": p.source,
+        "runs": [{"run_id": t.run_id, "seed": t.seed, "point": t.point} for t in p.tasks],
+        "points": POINTS,
+        "files": [],
+    }
+    manifest["files"] = results._describe(store.dir,  # noqa: SLF001
+                                          [*files, POINTS, SCENARIO_COPY])
+    results.write_json(manifest, store.dir / results.MANIFEST)
+    return SweepResult(dir=store.dir, runs=runs, manifest=manifest)
+
+

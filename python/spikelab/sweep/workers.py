@@ -1,0 +1,311 @@
+"""Where a sweep's runs go: worker processes of this machine, or a Dask cluster.
+
+Each run is one job (a dict: scenario text, overrides, seed, trace level) executed by
+:func:`execute` in a worker process of its own, so a run that crashes its process, even by a
+segfault, fails alone. The executors yield each run's outcome as it finishes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+from .. import _core
+from ..store.arrow import to_arrow
+from ..store.sweep import FAILED, OK, traced
+
+
+# Test-only: the worker that picks up the run with this run_id kills itself with SIGSEGV
+# before running it, so tests can check that a crashing run fails alone.
+TEST_CRASH_ENV = "SPIKELAB_TEST_CRASH_RUN"
+
+
+def execute(job: dict[str, Any]) -> dict[str, Any]:
+    """Run one task in a worker process (pool or Dask); never raises for a bad run.
+
+    Returns ``{"run_id", "status", "error", "tables": {name: pyarrow.Table}, "wall_s"}``.
+    """
+    out: dict[str, Any] = {"run_id": job["run_id"], "status": OK, "error": None,
+                           "tables": {}, "wall_s": 0.0}
+    if os.environ.get(TEST_CRASH_ENV) == job["run_id"]:
+        import signal
+
+        os.kill(os.getpid(), signal.SIGSEGV)
+    try:
+        sim = _core.Simulation(job["text"], list(job["overrides"]), job["base_dir"],
+                               job["seed"], job["trace"])
+        raw = sim.run()
+        out["wall_s"] = float(raw["wall_s"])
+        out["tables"] = {name: to_arrow(raw[name]) for name in traced(job["trace"])}
+    except (_core.ScenarioError, _core.SimulationError) as exc:
+        out.update(status=FAILED, error=str(exc))
+    except Exception as exc:  # noqa: BLE001 - a failed run is data, not a crash
+        out.update(status=FAILED, error=f"internal error: {exc}")
+    return out
+
+
+def _worker_init(parent: int) -> None:
+    """Workers: Ctrl-C is the parent's to handle, and a worker whose parent died (e.g. the
+    sweep was killed) exits instead of lingering, even in the middle of a run."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(0.2)
+        os._exit(0)
+
+    threading.Thread(target=watch, name="spikelab-parent-watch", daemon=True).start()
+
+
+# ---------------------------------------------------------------------------------- executors
+
+
+def _worker_main(jobs_fd: int, out_fd: int, parent: int) -> None:
+    """A sweep worker (its own process): runs the jobs it receives, one at a time, and sends
+    back each outcome. Started by :class:`_Slot`; ends when its parent closes the pipe."""
+    from multiprocessing.connection import Connection
+
+    inbox = Connection(jobs_fd, writable=False)
+    outbox = Connection(out_fd, readable=False)
+    _worker_init(parent)
+    while True:
+        try:
+            job = inbox.recv()
+        except (EOFError, OSError):
+            return
+        if job is None:
+            return
+        outcome = execute(job)
+        try:
+            outbox.send(outcome)
+        except OSError:  # the parent is gone (killed or interrupted): nobody to tell
+            return
+
+
+# The worker is a fresh interpreter started with this code (not a fork, and not
+# multiprocessing's spawn, which re-imports the caller's __main__ and refuses to start children
+# of a Dask worker's daemonic process). argv: sys.path as JSON, the two pipe fds, parent pid.
+_WORKER_CODE = ("import json, sys; sys.path[:] = json.loads(sys.argv[1]); "
+                "from spikelab.sweep.workers import _worker_main; "
+                "_worker_main(int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]))")
+
+
+def _signal_name(returncode: int | None) -> str:
+    import signal
+
+    if returncode is not None and returncode < 0:
+        with contextlib.suppress(ValueError):
+            return f"signal {signal.Signals(-returncode).name}"
+        return f"signal {-returncode}"
+    return f"exit status {returncode}"
+
+
+class _Slot:
+    """One worker process with its own pair of pipes: a crash, even a segfault, costs the run
+    it was running and no other; the slot is then replaced by a new one."""
+
+    def __init__(self) -> None:
+        import subprocess
+        from multiprocessing.connection import Connection
+
+        job_r, job_w = os.pipe()
+        out_r, out_w = os.pipe()
+        try:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-c", _WORKER_CODE, json.dumps(sys.path), str(job_r),
+                 str(out_w), str(os.getpid())],
+                pass_fds=(job_r, out_w), stdin=subprocess.DEVNULL,
+                # Its own process group: the terminal's Ctrl-C is for the sweep's process,
+                # which stops the workers; none dies of it while starting up.
+                process_group=0)
+        except BaseException:
+            for fd in (job_r, job_w, out_r, out_w):
+                os.close(fd)
+            raise
+        os.close(job_r)
+        os.close(out_w)
+        self.send_conn = Connection(job_w, readable=False)
+        self.conn = Connection(out_r, writable=False)  # readable at an outcome, or at death
+        self.job: dict[str, Any] | None = None
+
+    def give(self, job: dict[str, Any]) -> None:
+        self.job = job
+        try:
+            self.send_conn.send(job)
+        except OSError:  # it died while idle: the reader sees the end of its pipe
+            pass
+
+    def outcome(self) -> dict[str, Any] | None:
+        """The running job's outcome once ``conn`` is readable; None when the worker died."""
+        try:
+            return self.conn.recv()
+        except (EOFError, OSError):
+            return None
+        except Exception:  # noqa: BLE001 - a half-sent outcome: the worker died mid-send
+            return None
+
+    def death(self) -> dict[str, Any]:
+        """The failed outcome of the run whose worker died, naming how it died."""
+        import subprocess
+
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.proc.wait(timeout=5)
+        job = self.job or {"run_id": "?"}
+        return {"run_id": job["run_id"], "status": FAILED, "tables": {}, "wall_s": 0.0,
+                "error": f"the worker process died with {_signal_name(self.proc.returncode)} "
+                         f"during this run"}
+
+    def stop(self, kill: bool = False) -> None:
+        import subprocess
+
+        if kill:
+            with contextlib.suppress(OSError):
+                self.proc.kill()
+        else:
+            with contextlib.suppress(OSError):
+                self.send_conn.send(None)
+        try:
+            self.proc.wait(timeout=2)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        self.send_conn.close()
+        self.conn.close()
+
+
+def _local(jobs: list[dict[str, Any]], workers: int) -> Iterator[dict[str, Any]]:
+    """Yield results as they finish, from ``workers`` worker processes (also for one: a run
+    that crashes its process, even by a segfault, fails alone and the sweep goes on)."""
+    from multiprocessing.connection import wait as wait_any
+
+    queue = list(reversed(jobs))
+    slots: list[_Slot] = []
+    try:
+        for _ in range(min(workers, len(queue))):
+            slots.append(_Slot())
+        for slot in slots:
+            if queue:
+                slot.give(queue.pop())
+        while any(slot.job is not None for slot in slots):
+            busy = [slot for slot in slots if slot.job is not None]
+            ready = wait_any([slot.conn for slot in busy])
+            for slot in busy:
+                if slot.conn not in ready:
+                    continue
+                outcome = slot.outcome()
+                if outcome is None:
+                    # The process died under this run: it alone fails; a new worker goes on.
+                    outcome = slot.death()
+                    slot.stop(kill=True)
+                    slots[slots.index(slot)] = slot = _Slot()
+                slot.job = None
+                if queue:
+                    slot.give(queue.pop())
+                yield outcome
+    finally:
+        interrupted = sys.exc_info()[0] is not None
+        for slot in slots:
+            slot.stop(kill=interrupted)
+
+
+# Dask workers run each job in a worker process of their own as well, so a crashing run fails
+# alone instead of killing the Dask worker (which Dask would retry on others, losing their
+# finished results). One idle slot per concurrently running task, kept for the next task.
+_DASK_SLOTS: list[_Slot] = []
+_DASK_LOCK = threading.Lock()
+
+
+def execute_isolated(job: dict[str, Any]) -> dict[str, Any]:
+    """:func:`execute` in a worker process of this (Dask worker) process."""
+    with _DASK_LOCK:
+        slot = _DASK_SLOTS.pop() if _DASK_SLOTS else None
+    if slot is None:
+        slot = _Slot()
+    slot.give(job)
+    outcome = slot.outcome()
+    if outcome is None:
+        outcome = slot.death()
+        slot.stop(kill=True)
+        return outcome
+    slot.job = None
+    with _DASK_LOCK:
+        _DASK_SLOTS.append(slot)
+    return outcome
+
+
+@contextlib.contextmanager
+def _dask_client(address: str, workers: int) -> Iterator[Any]:
+    try:
+        from distributed import Client, LocalCluster
+    except ImportError:
+        raise RuntimeError("--dask needs the 'distributed' package: pip install "
+                           "'dask[distributed]'") from None
+    if address == "local":
+        with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
+                          dashboard_address=None, preload=["spikelab.sweep.workers"]) as cluster, \
+                Client(cluster) as client:
+            try:
+                yield client
+            except BaseException:
+                # Interrupted: the cluster is ours; stop its worker processes at once (a
+                # graceful close takes about a second) and let the close tidy up after them.
+                _kill_local_workers(cluster)
+                raise
+    else:
+        with Client(address, timeout="10s") as client:
+            yield client
+
+
+def _kill_local_workers(cluster: Any) -> None:
+    """Stop a LocalCluster's worker processes at once, telling each nanny first not to restart
+    its worker (``close_gracefully`` is Dask's signal for that)."""
+    import logging
+    import signal
+
+    # What Dask logs while its workers vanish (lost keys, closed comms) is noise here.
+    logging.getLogger("distributed").setLevel(logging.CRITICAL)
+    for nanny in list(getattr(cluster, "workers", {}).values()):
+        pid = getattr(nanny, "pid", None)
+        with contextlib.suppress(Exception):
+            nanny.close_gracefully(reason="spikelab-interrupted")
+        if pid:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+
+
+def dask_setup(worker: Any) -> None:
+    """Dask preload of our LocalCluster's workers: Ctrl-C at the terminal reaches every
+    process of the foreground group; the sweep's own process handles it and stops the
+    workers, which would otherwise quit (and be restarted by their nannies) on their own."""
+    import signal
+
+    with contextlib.suppress(ValueError):  # only possible in the main thread
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def _dask(jobs: list[dict[str, Any]], address: str, workers: int,
+          tag: str) -> Iterator[dict[str, Any]]:
+    from distributed import as_completed
+
+    with _dask_client(address, workers) as client:
+        futures = {client.submit(execute_isolated, job, key=f"spikelab-{tag}-{job['run_id']}",
+                                 pure=False): job for job in jobs}
+        try:
+            for fut in as_completed(list(futures)):
+                job = futures[fut]
+                try:
+                    yield fut.result()
+                except Exception as exc:  # the task or its worker failed
+                    yield {"run_id": job["run_id"], "status": FAILED, "tables": {},
+                           "wall_s": 0.0, "error": f"dask: {type(exc).__name__}: {exc}"}
+        except BaseException:
+            client.cancel(list(futures))
+            raise
