@@ -4,6 +4,7 @@ a results directory (see :mod:`.results`)."""
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -114,8 +115,14 @@ def load(outdir: str | os.PathLike[str]) -> RunResult:
         when = f" at {reached:g} s of simulated time" if reached is not None else ""
         raise results.OutdirError(f"{outdir}: the run was interrupted{when} and wrote no "
                                   f"tables; run it again")
-    tables = {name: pq.read_table(outdir / f"{name}.parquet", memory_map=True)
-              for name in results.TABLES}
+    # The runs table is read now; the traces (which can be millions of rows) when first used.
+    tables: dict[str, Any] = {}
+    for name in results.TABLES:
+        path = outdir / f"{name}.parquet"
+        if not path.is_file():
+            raise FileNotFoundError(errno.ENOENT, "no such results table", str(path))
+        tables[name] = (pq.read_table(path) if name == "runs"
+                        else lambda path=path: pq.read_table(path, memory_map=True))
     return RunResult(
         **tables,
         scenario=manifest["scenario"],
