@@ -26,6 +26,8 @@ pub struct RateStage {
     /// (start of serialisation, wire bytes) of accepted packets not yet started, in order.
     waiting: VecDeque<(SimTime, u32)>,
     waiting_bytes: u64,
+    /// Serialisation time of every accepted packet, summed.
+    busy_total: SimDuration,
 }
 
 impl RateStage {
@@ -37,7 +39,25 @@ impl RateStage {
             busy_until: SimTime::ZERO,
             waiting: VecDeque::with_capacity(256),
             waiting_bytes: 0,
+            busy_total: SimDuration::ZERO,
         }
+    }
+
+    /// Bit rate, bits per second.
+    pub fn rate_bps(&self) -> u64 {
+        self.rate_bps
+    }
+
+    /// Time spent serialising before `t`, for `t` at or after the last arrival (from then on the
+    /// accepted packets are served back to back to the last one's end, so the part after `t`
+    /// is `busy_until − t`): the end of a run.
+    pub fn busy_time_before(&self, t: SimTime) -> SimDuration {
+        let after = if self.busy_until > t {
+            self.busy_until - t
+        } else {
+            SimDuration::ZERO
+        };
+        self.busy_total - after.min(self.busy_total)
     }
 
     pub fn tx_time(&self, wire_size: u32) -> SimDuration {
@@ -75,7 +95,9 @@ impl RateStage {
             self.waiting.push_back((start, pkt.wire_size));
             self.waiting_bytes += pkt.wire_size as u64;
         }
-        self.busy_until = start + self.tx_time(pkt.wire_size);
+        let tx = self.tx_time(pkt.wire_size);
+        self.busy_total = self.busy_total + tx;
+        self.busy_until = start + tx;
         Outcome::Pass(self.busy_until)
     }
 }
@@ -124,6 +146,22 @@ mod tests {
         assert_eq!(
             s.on_arrival(SimTime(1_200_000), &pkt(1500)),
             Outcome::Pass(SimTime(4_800_000))
+        );
+    }
+
+    #[test]
+    fn busy_time_counts_serialisation_up_to_a_given_time() {
+        let mut s = RateStage::new(10_000_000, QueueLimit::Packets(10));
+        s.on_arrival(SimTime::ZERO, &pkt(1500));
+        s.on_arrival(SimTime::ZERO, &pkt(1500));
+        s.on_arrival(SimTime(10_000_000), &pkt(1500));
+        assert_eq!(
+            s.busy_time_before(SimTime(20_000_000)),
+            SimDuration(3_600_000)
+        );
+        assert_eq!(
+            s.busy_time_before(SimTime(10_600_000)),
+            SimDuration(3_000_000)
         );
     }
 
