@@ -191,3 +191,33 @@ fn every_algorithm_runs_with_every_recovery_variant_and_detector() {
         }
     }
 }
+
+/// Acceptance (issue 12), what RFC 9438 leads one to expect of CUBIC against NewReno on one
+/// bottleneck: CUBIC's smaller decrease (β = 0.7) and, over a large bandwidth-delay product,
+/// its cubic growth take more than NewReno's share (§1, §5.2), while at a small
+/// bandwidth-delay product the Reno-friendly region (§4.3) keeps it close to Reno: CUBIC's
+/// share over NewReno's grows with the RTT. Checked: CUBIC >= NewReno at both RTTs, and the
+/// ratio at 200 ms exceeds the ratio at 10 ms.
+#[test]
+fn cubic_takes_more_than_newreno_and_more_so_at_a_larger_bdp() {
+    let ratio = |delay: &str| {
+        let flows = "[[flow]]\ncc = \"cubic\"\n[[flow]]\ncc = \"newreno\"\n";
+        let r = run(
+            &dumbbell("10Mbps", delay, 100, "120s", flows),
+            &[],
+            TraceLevel::Summary,
+        );
+        let g = r.runs.f64s("goodput_bps");
+        eprintln!("delay {delay}: cubic {} newreno {}", g[0], g[1]);
+        assert_eq!(r.runs.strings("cc"), vec!["cubic", "newreno"]);
+        g[0] / g[1]
+    };
+    let small = ratio("5ms");
+    let large = ratio("100ms");
+    assert!(small >= 1.0, "10 ms RTT: cubic/newreno = {small}");
+    assert!(large >= 1.0, "200 ms RTT: cubic/newreno = {large}");
+    assert!(
+        large > small,
+        "share grows with the BDP: {small} then {large}"
+    );
+}
