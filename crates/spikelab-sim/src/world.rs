@@ -488,6 +488,13 @@ impl World {
             });
             path_names.push(name.clone());
         }
+        // Utilisation counts serialisation before the run's end, whichever engine runs.
+        let end = SimTime(sc.sim.duration.0.as_nanos());
+        for st in paths.iter_mut().flat_map(|p| p.stages.iter_mut()) {
+            if let Some(r) = st.as_rate_mut() {
+                r.set_busy_clip(end);
+            }
+        }
         let n_global = global_stages.len();
         let mut queue = EventQueue::with_capacity(4096);
         let flows = sc
@@ -1043,7 +1050,7 @@ impl World {
             .flat_map(|p| p.stages.iter())
             .filter_map(|s| s.as_rate())
             .map(|r| {
-                let busy = r.busy_time_before(last).as_secs_f64();
+                let busy = r.busy_time().as_secs_f64();
                 if span > 0.0 {
                     (busy / span).min(1.0)
                 } else {
