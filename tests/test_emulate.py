@@ -175,10 +175,11 @@ def test_unknown_detectors_and_unmappable_responses_are_explained():
 
 
 def test_congestion_controls_the_simulator_lacks_pass_to_the_kernel():
-    text = "[[flow]]\ncc = \"cubic\"\n[[flow]]\ncc = \"reno\"\n"
+    text = "[[flow]]\ncc = \"bbr\"\n[[flow]]\ncc = \"cubic\"\n"
     resolved, view, overrides, ccs = run.resolve(text, [], ".")
-    assert ccs == ["cubic", "reno"]
-    assert resolved["flow"][0]["cc"] == "cubic"
+    assert ccs == ["bbr", "cubic"]
+    assert resolved["flow"][0]["cc"] == "bbr"
+    assert resolved["flow"][1]["cc"] == "cubic"
     assert overrides == ['flow[0].cc="reno"']
     with pytest.raises(kernel.EmulationError, match="'nosuchcc' is not available.*available: "):
         if not kernel.available_congestion_controls():

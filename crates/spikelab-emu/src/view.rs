@@ -20,7 +20,7 @@ pub fn scenario_view(sc: &Scenario) -> Value {
                 "start_ns": f.start.0.as_nanos(),
                 "app": match f.app.kind { AppKind::Bulk => "bulk", AppKind::File => "file" },
                 "size": f.app.size.map(|b| b.0),
-                "cc": f.cc,
+                "cc": f.cc.algo(),
                 "fwd": f.fwd,
                 "rev": f.rev,
                 "tcp": {

@@ -86,6 +86,22 @@ impl Stage {
         }
     }
 
+    /// The rate stage inside, if this is one.
+    pub fn as_rate(&self) -> Option<&RateStage> {
+        match self {
+            Stage::Rate(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    /// The rate stage inside, if this is one.
+    pub fn as_rate_mut(&mut self) -> Option<&mut RateStage> {
+        match self {
+            Stage::Rate(s) => Some(s),
+            _ => None,
+        }
+    }
+
     /// The packet `pkt` arrives at time `now`; arrivals must come in non-decreasing time order.
     pub fn on_arrival(&mut self, now: SimTime, pkt: &PacketInfo) -> Outcome {
         match self {

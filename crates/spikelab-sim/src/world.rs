@@ -266,6 +266,61 @@ struct FlowRt {
     longest_stall: SimDuration,
     completed: Option<SimTime>,
     drops: Vec<u64>,
+    /// RTT samples, for the queueing-delay statistics.
+    rtt_hist: RttHist,
+}
+
+/// A histogram of RTT samples in logarithmic bins (each 0.1 % wider than the one below), kept
+/// only over the range the samples span: a few kB per flow, whatever the run's length. Its
+/// quantiles are within 0.1 % of the RTT; its minimum is exact.
+#[derive(Default)]
+struct RttHist {
+    /// Bin index of `bins[0]`.
+    base: i64,
+    bins: Vec<u32>,
+    n: u64,
+    min: Option<SimDuration>,
+}
+
+impl RttHist {
+    /// ln of the bin width ratio.
+    const LN_RATIO: f64 = 0.000_999_500_333; // ln(1.001)
+
+    fn add(&mut self, r: SimDuration) {
+        self.min = Some(self.min.map_or(r, |m| m.min(r)));
+        let i = ((r.as_nanos().max(1) as f64).ln() / Self::LN_RATIO).floor() as i64;
+        if self.bins.is_empty() {
+            self.base = i;
+        }
+        if i < self.base {
+            let k = (self.base - i) as usize;
+            self.bins.splice(0..0, std::iter::repeat_n(0, k));
+            self.base = i;
+        }
+        let j = (i - self.base) as usize;
+        if j >= self.bins.len() {
+            self.bins.resize(j + 1, 0);
+        }
+        self.bins[j] += 1;
+        self.n += 1;
+    }
+
+    /// The `q`-quantile, seconds (the middle of its bin); NaN without samples.
+    fn quantile_s(&self, q: f64) -> f64 {
+        if self.n == 0 {
+            return f64::NAN;
+        }
+        let target = ((q * self.n as f64).ceil() as u64).clamp(1, self.n);
+        let mut seen = 0;
+        for (j, &c) in self.bins.iter().enumerate() {
+            seen += c as u64;
+            if seen >= target {
+                let i = (self.base + j as i64) as f64 + 0.5;
+                return (i * Self::LN_RATIO).exp() * 1e-9;
+            }
+        }
+        f64::NAN
+    }
 }
 
 const VAR_NAMES: [&str; 18] = [
@@ -463,6 +518,13 @@ impl World {
             });
             path_names.push(name.clone());
         }
+        // Utilisation counts serialisation before the run's end, whichever engine runs.
+        let end = SimTime(sc.sim.duration.0.as_nanos());
+        for st in paths.iter_mut().flat_map(|p| p.stages.iter_mut()) {
+            if let Some(r) = st.as_rate_mut() {
+                r.set_busy_clip(end);
+            }
+        }
         let n_global = global_stages.len();
         let mut queue = EventQueue::with_capacity(4096);
         let flows = sc
@@ -502,6 +564,7 @@ impl World {
                     longest_stall: SimDuration::ZERO,
                     completed: None,
                     drops: vec![0; n_global],
+                    rtt_hist: RttHist::default(),
                 }
             })
             .collect();
@@ -897,8 +960,9 @@ impl World {
                 if f.completed.is_none() && f.snd.is_done() {
                     f.completed = Some(now);
                 }
-                if self.level >= TraceLevel::Timeseries {
-                    if let Some(r) = f.snd.last_rtt_sample() {
+                if let Some(r) = f.snd.last_rtt_sample() {
+                    f.rtt_hist.add(r);
+                    if self.level >= TraceLevel::Timeseries {
                         self.series.push(now, fi, VAR_RTT_SAMPLE, r.as_secs_f64());
                     }
                 }
@@ -1003,6 +1067,34 @@ impl World {
     fn finish(mut self) -> RunResult {
         let end = self.end;
         let mut runs = RunsBuilder::default();
+        // The run's span: from the first flow's start to the end, or to the last completion
+        // when every flow is a finished transfer.
+        let first = self.flows.iter().map(|f| f.start).min().unwrap_or(end);
+        let last = if self.flows.iter().all(|f| f.completed.is_some()) {
+            self.flows
+                .iter()
+                .filter_map(|f| f.completed)
+                .max()
+                .unwrap_or(end)
+        } else {
+            end
+        };
+        let span = last.since(first).as_secs_f64();
+        // The busiest rate stage's share of the span spent serialising.
+        let utilisation = self
+            .paths
+            .iter()
+            .flat_map(|p| p.stages.iter())
+            .filter_map(|s| s.as_rate())
+            .map(|r| {
+                let busy = r.busy_time().as_secs_f64();
+                if span > 0.0 {
+                    (busy / span).min(1.0)
+                } else {
+                    f64::NAN
+                }
+            })
+            .fold(f64::NAN, f64::max);
         let mut markers = Markers::default();
         for (fi, f) in self.flows.iter_mut().enumerate() {
             let stop = f.completed.unwrap_or(end);
@@ -1114,8 +1206,25 @@ impl World {
             } else {
                 (f64::NAN, f64::NAN)
             };
+            let per_pkt = |n: u64| {
+                if st.segments_sent > 0 {
+                    n as f64 / st.segments_sent as f64
+                } else {
+                    f64::NAN
+                }
+            };
+            let rtt_min = f.rtt_hist.min.map_or(f64::NAN, |m| m.as_secs_f64());
             runs.row(RunRow {
                 flow: fi as i32,
+                cc: f.snd.cc().name(),
+                rtt_min_s: rtt_min,
+                // NaN without samples (f64::max would turn NaN into 0).
+                qdelay_mean_s: nonneg(mean - rtt_min),
+                qdelay_p95_s: nonneg(f.rtt_hist.quantile_s(0.95) - rtt_min),
+                rto_per_pkt: per_pkt(st.rto_count),
+                dupacks_per_pkt: per_pkt(st.dupacks_rcvd),
+                spurious_retx_per_pkt: per_pkt(spurious_retx),
+                retx_per_pkt: per_pkt(st.retx_segments),
                 goodput_bps: if active > 0.0 {
                     delivered as f64 * 8.0 / active
                 } else {
@@ -1152,6 +1261,7 @@ impl World {
                 det: scores,
             });
         }
+        runs.finish_run(span, utilisation);
         let runs = runs.build(&self.global_stages, self.seed);
         let timeseries = if self.level >= TraceLevel::Timeseries {
             series_table(std::mem::take(&mut self.series), markers)
@@ -1302,6 +1412,14 @@ fn series_table(a: SeriesTrace, b: Markers) -> Table {
 
 struct RunRow {
     flow: i32,
+    cc: &'static str,
+    rtt_min_s: f64,
+    qdelay_mean_s: f64,
+    qdelay_p95_s: f64,
+    rto_per_pkt: f64,
+    dupacks_per_pkt: f64,
+    spurious_retx_per_pkt: f64,
+    retx_per_pkt: f64,
     goodput_bps: f64,
     bytes_delivered: i64,
     rto_count: i64,
@@ -1335,11 +1453,51 @@ struct RunRow {
 #[derive(Default)]
 struct RunsBuilder {
     rows: Vec<RunRow>,
+    /// Per run, on every row: Jain's index, the busiest rate stage's utilisation, the
+    /// aggregate goodput.
+    jfi: f64,
+    utilisation: f64,
+    aggregate_goodput_bps: f64,
+}
+
+/// `x` clamped at 0, NaN kept.
+fn nonneg(x: f64) -> f64 {
+    if x < 0.0 {
+        0.0
+    } else {
+        x
+    }
+}
+
+/// Jain's fairness index `(Σx)² / (n·Σx²)` (1: equal shares; 1/n: one takes all); NaN when
+/// every value is 0 or there is none.
+pub fn jain_index(xs: &[f64]) -> f64 {
+    let n = xs.len() as f64;
+    let sum: f64 = xs.iter().sum();
+    let sumsq: f64 = xs.iter().map(|x| x * x).sum();
+    if sumsq > 0.0 {
+        sum * sum / (n * sumsq)
+    } else {
+        f64::NAN
+    }
 }
 
 impl RunsBuilder {
     fn row(&mut self, r: RunRow) {
         self.rows.push(r);
+    }
+
+    /// The per-run columns, once every flow's row is in: `span` is the run's span in seconds.
+    fn finish_run(&mut self, span: f64, utilisation: f64) {
+        let goodputs: Vec<f64> = self.rows.iter().map(|r| r.goodput_bps).collect();
+        self.jfi = jain_index(&goodputs);
+        self.utilisation = utilisation;
+        let bytes: i64 = self.rows.iter().map(|r| r.bytes_delivered).sum();
+        self.aggregate_goodput_bps = if span > 0.0 {
+            bytes as f64 * 8.0 / span
+        } else {
+            f64::NAN
+        };
     }
 
     fn build(self, stages: &[(String, String)], seed: u64) -> Table {
@@ -1382,6 +1540,35 @@ impl RunsBuilder {
         col!(f64 longest_stall_s);
         col!(f64 completion_time_s);
         col!(i64 mss);
+        col!(f64 rtt_min_s);
+        col!(f64 qdelay_mean_s);
+        col!(f64 qdelay_p95_s);
+        col!(f64 rto_per_pkt);
+        col!(f64 dupacks_per_pkt);
+        col!(f64 spurious_retx_per_pkt);
+        col!(f64 retx_per_pkt);
+        let mut names: Vec<String> = Vec::new();
+        let codes = rows
+            .iter()
+            .map(|r| match names.iter().position(|n| n == r.cc) {
+                Some(c) => c as i32,
+                None => {
+                    names.push(r.cc.to_string());
+                    names.len() as i32 - 1
+                }
+            })
+            .collect();
+        t.push("cc", ColumnData::Dict(codes, names));
+        let n = rows.len();
+        t.push("jfi", ColumnData::F64(vec![self.jfi; n]));
+        t.push(
+            "bottleneck_utilisation",
+            ColumnData::F64(vec![self.utilisation; n]),
+        );
+        t.push(
+            "aggregate_goodput_bps",
+            ColumnData::F64(vec![self.aggregate_goodput_bps; n]),
+        );
         let mut labels: Vec<String> = Vec::new();
         let codes = rows
             .iter()

@@ -1,5 +1,6 @@
 //! Every knob of the TCP model. The scenario layer fills this from the TOML file.
 
+use crate::cc::CcConfig;
 use crate::spurious::SpuriousConfig;
 use spikelab_core::SimDuration;
 
@@ -108,6 +109,21 @@ pub struct TcpConfig {
     pub delack_segments: u32,
     /// Spurious-retransmission detectors and the response to a detection.
     pub spurious: SpuriousConfig,
+    /// The congestion control algorithm and its parameters.
+    pub cc: CcConfig,
+}
+
+impl TcpConfig {
+    /// How slow start and congestion avoidance count ACKs (`abc`, `abc_limit`).
+    pub fn ack_counting(&self) -> crate::cc::AckCounting {
+        if self.abc {
+            crate::cc::AckCounting::ByteCounting {
+                limit_segments: self.abc_limit,
+            }
+        } else {
+            crate::cc::AckCounting::PerAck
+        }
+    }
 }
 
 impl Default for TcpConfig {
@@ -133,6 +149,7 @@ impl Default for TcpConfig {
             delack_timeout: SimDuration::from_millis(40),
             delack_segments: 2,
             spurious: SpuriousConfig::default(),
+            cc: CcConfig::Reno,
         }
     }
 }

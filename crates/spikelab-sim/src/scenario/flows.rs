@@ -2,6 +2,9 @@
 
 use super::*;
 use crate::units::Bytes;
+use serde::de::{self, MapAccess, Visitor};
+use serde::{Deserializer, Serializer};
+use spikelab_tcp::cc::{BicParams, CcConfig, CubicFlavor, CubicParams, HyblaParams};
 use spikelab_tcp::spurious::{DetectorKind, DetectorSet, FrtoVariant, Response, SpuriousConfig};
 use spikelab_tcp::{RtoAlgorithm, RtoConfig, TcpConfig, Variant};
 
@@ -263,9 +266,121 @@ fn default_fwd() -> String {
 fn default_rev() -> String {
     "rev".into()
 }
-fn default_cc() -> String {
-    "reno".into()
+
+/// The `[flow.cc]` table: the algorithm and its parameters (each belongs to some algorithms;
+/// see [`CC_PARAMS`]). Unset parameters take the algorithm's defaults.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CcTable {
+    pub algo: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub flavor: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hystart: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub c: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub beta: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fast_convergence: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reno_friendly: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_increment: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub low_window: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub smooth_part: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rtt0: Option<Duration>,
 }
+
+/// A flow's congestion control: `cc = "cubic"` or a `[flow.cc]` table with `algo = "cubic"`
+/// and parameters. Written back the way it came (a name when no parameter is set).
+#[derive(Clone, Debug, PartialEq)]
+pub struct CcSpec {
+    pub table: CcTable,
+    /// Given as a bare name (`cc = "..."`): errors about the name point at `cc`, not `cc.algo`.
+    pub named: bool,
+}
+
+impl Default for CcSpec {
+    fn default() -> Self {
+        CcSpec {
+            table: CcTable {
+                algo: "reno".into(),
+                ..CcTable::default()
+            },
+            named: true,
+        }
+    }
+}
+
+impl CcSpec {
+    pub fn algo(&self) -> &str {
+        &self.table.algo
+    }
+}
+
+impl Serialize for CcSpec {
+    fn serialize<S: Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        let bare = CcTable {
+            algo: self.table.algo.clone(),
+            ..CcTable::default()
+        };
+        if self.table == bare {
+            s.serialize_str(&self.table.algo)
+        } else {
+            self.table.serialize(s)
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for CcSpec {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = CcSpec;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a congestion control name or a table with `algo`")
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> std::result::Result<CcSpec, E> {
+                Ok(CcSpec {
+                    table: CcTable {
+                        algo: v.to_string(),
+                        ..CcTable::default()
+                    },
+                    named: true,
+                })
+            }
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> std::result::Result<CcSpec, A::Error> {
+                let table = CcTable::deserialize(de::value::MapAccessDeserializer::new(map))?;
+                Ok(CcSpec {
+                    table,
+                    named: false,
+                })
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+/// Each `[flow.cc]` parameter and the algorithms that have it.
+pub const CC_PARAMS: &[(&str, &[&str])] = &[
+    ("flavor", &["cubic"]),
+    ("hystart", &["cubic"]),
+    ("c", &["cubic"]),
+    ("beta", &["cubic", "bic"]),
+    ("fast_convergence", &["cubic", "bic"]),
+    ("reno_friendly", &["cubic"]),
+    ("max_increment", &["bic"]),
+    ("low_window", &["bic"]),
+    ("smooth_part", &["bic"]),
+    ("rtt0", &["hybla"]),
+];
+
+/// Names accepted in `[flow.cc] flavor`.
+pub const CUBIC_FLAVORS: &[&str] = &["rfc9438", "linux"];
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -278,26 +393,190 @@ pub struct FlowSpec {
     pub start: Duration,
     #[serde(default)]
     pub app: AppSpec,
-    #[serde(default = "default_cc")]
-    pub cc: String,
+    #[serde(default)]
+    pub cc: CcSpec,
     #[serde(default)]
     pub tcp: TcpSpec,
 }
 
 /// Congestion controls the simulator knows.
-pub const CONGESTION_CONTROLS: &[&str] = &["reno"];
+pub const CONGESTION_CONTROLS: &[&str] = CcConfig::NAMES;
 
 impl FlowSpec {
-    pub(super) fn validate(&mut self, at: &str) -> Result<()> {
+    /// Checks `cc` / `[flow.cc]`: a known name, only that algorithm's parameters, each in range.
+    fn validate_cc(&self, at: &str) -> Result<()> {
+        let t = &self.cc.table;
+        let algo = t.algo.as_str();
+        let name_field = if self.cc.named {
+            format!("{at}.cc")
+        } else {
+            format!("{at}.cc.algo")
+        };
         check(
-            CONGESTION_CONTROLS.contains(&self.cc.as_str()),
-            format!("{at}.cc"),
+            CONGESTION_CONTROLS.contains(&algo),
+            name_field,
             format!(
-                "unknown congestion control {:?} (available: {})",
-                self.cc,
+                "unknown congestion control {algo:?} (available: {})",
                 CONGESTION_CONTROLS.join(", ")
             ),
         )?;
+        let given = |name: &str| match name {
+            "flavor" => t.flavor.is_some(),
+            "hystart" => t.hystart.is_some(),
+            "c" => t.c.is_some(),
+            "beta" => t.beta.is_some(),
+            "fast_convergence" => t.fast_convergence.is_some(),
+            "reno_friendly" => t.reno_friendly.is_some(),
+            "max_increment" => t.max_increment.is_some(),
+            "low_window" => t.low_window.is_some(),
+            "smooth_part" => t.smooth_part.is_some(),
+            "rtt0" => t.rtt0.is_some(),
+            _ => false,
+        };
+        for (name, owners) in CC_PARAMS {
+            if given(name) && !owners.contains(&algo) {
+                let takes: Vec<&str> = CC_PARAMS
+                    .iter()
+                    .filter(|(_, o)| o.contains(&algo))
+                    .map(|(n, _)| *n)
+                    .collect();
+                let takes = if takes.is_empty() {
+                    format!("{algo} takes no parameters")
+                } else {
+                    format!("{algo} takes {}", takes.join(", "))
+                };
+                return Err(ScenarioError::new(
+                    format!("{at}.cc.{name}"),
+                    format!(
+                        "is a parameter of {}, not of {algo} ({takes})",
+                        owners.join(" and ")
+                    ),
+                ));
+            }
+        }
+        let f = |name: &str| format!("{at}.cc.{name}");
+        let linux = t.flavor.as_deref() == Some("linux");
+        if let Some(fl) = &t.flavor {
+            check(
+                CUBIC_FLAVORS.contains(&fl.as_str()),
+                f("flavor"),
+                format!(
+                    "unknown flavor {fl:?} (known: {})",
+                    CUBIC_FLAVORS.join(", ")
+                ),
+            )?;
+        }
+        if t.hystart == Some(true) {
+            check(
+                linux,
+                f("hystart"),
+                "HyStart is modelled for flavor = \"linux\" only (RFC 9438 leaves slow start \
+                 to the sender)",
+            )?;
+        }
+        if let Some(c) = t.c {
+            check(
+                c.is_finite() && c > 0.0,
+                f("c"),
+                format!("must be > 0, got {c}"),
+            )?;
+            check(
+                c <= 1000.0,
+                f("c"),
+                format!("must be <= 1000 segments/s^3, got {c}"),
+            )?;
+            if linux {
+                check(
+                    c >= 0.005,
+                    f("c"),
+                    format!(
+                        "must be >= 0.005 with flavor = \"linux\" (bic_scale = C*1024/10 is an \
+                         integer >= 1), got {c}"
+                    ),
+                )?;
+            }
+        }
+        if let Some(b) = t.beta {
+            check(
+                b.is_finite() && b > 0.0 && b < 1.0,
+                f("beta"),
+                format!("must be in (0, 1), got {b}"),
+            )?;
+            if linux || algo == "bic" {
+                let scaled = (b * 1024.0).round();
+                check(
+                    (1.0..=1023.0).contains(&scaled),
+                    f("beta"),
+                    format!("must be in [1/1024, 1023/1024] for the kernel's beta/1024, got {b}"),
+                )?;
+            }
+        }
+        for (name, v) in [
+            ("max_increment", t.max_increment),
+            ("low_window", t.low_window),
+            ("smooth_part", t.smooth_part),
+        ] {
+            if let Some(v) = v {
+                positive_int(v, &f(name), 1_000_000)?;
+            }
+        }
+        if let Some(r) = t.rtt0 {
+            check(
+                r.0 >= SimDuration::from_micros(1),
+                f("rtt0"),
+                format!("must be >= 1us, got {r}"),
+            )?;
+        }
+        Ok(())
+    }
+
+    /// The congestion control this flow runs, defaults filled.
+    pub fn cc_config(&self) -> CcConfig {
+        let t = &self.cc.table;
+        match t.algo.as_str() {
+            "newreno" => CcConfig::NewReno,
+            "cubic" => {
+                let base = if t.flavor.as_deref() == Some("linux") {
+                    CubicParams::linux()
+                } else {
+                    CubicParams::rfc9438()
+                };
+                CcConfig::Cubic(CubicParams {
+                    flavor: if t.flavor.as_deref() == Some("linux") {
+                        CubicFlavor::Linux
+                    } else {
+                        CubicFlavor::Rfc9438
+                    },
+                    c: t.c.unwrap_or(base.c),
+                    beta: t.beta.unwrap_or(base.beta),
+                    fast_convergence: t.fast_convergence.unwrap_or(base.fast_convergence),
+                    reno_friendly: t.reno_friendly.unwrap_or(base.reno_friendly),
+                    hystart: t.hystart.unwrap_or(base.hystart),
+                })
+            }
+            "bic" => {
+                let d = BicParams::default();
+                CcConfig::Bic(BicParams {
+                    beta: t.beta.unwrap_or(d.beta),
+                    fast_convergence: t.fast_convergence.unwrap_or(d.fast_convergence),
+                    max_increment: t.max_increment.map_or(d.max_increment, |v| v as u32),
+                    low_window: t.low_window.map_or(d.low_window, |v| v as u32),
+                    smooth_part: t.smooth_part.map_or(d.smooth_part, |v| v as u32),
+                })
+            }
+            "westwood" => CcConfig::Westwood,
+            "hybla" => {
+                let d = HyblaParams::default();
+                CcConfig::Hybla(HyblaParams {
+                    rtt0: t.rtt0.map_or(d.rtt0, |r| r.0),
+                })
+            }
+            _ => CcConfig::Reno,
+        }
+    }
+
+    pub(super) fn validate(&mut self, at: &str) -> Result<()> {
+        self.validate_cc(at)?;
         match self.app.kind {
             AppKind::Bulk => check(
                 self.app.size.is_none(),
@@ -487,6 +766,7 @@ impl FlowSpec {
             delack_timeout: t.delack_timeout.0,
             delack_segments: t.delack_segments as u32,
             spurious: self.spurious_config(),
+            cc: self.cc_config(),
         }
     }
 

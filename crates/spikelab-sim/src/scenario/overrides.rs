@@ -82,6 +82,14 @@ fn set_path(
     let child = table
         .entry(name.clone())
         .or_insert_with(|| toml::Value::Table(Default::default()));
+    // `flow[i].cc.beta=…` on `cc = "cubic"`: the name becomes the table's `algo`.
+    if name == "cc" && !rest.is_empty() {
+        if let toml::Value::String(algo) = child {
+            let mut t = toml::Table::new();
+            t.insert("algo".into(), toml::Value::String(std::mem::take(algo)));
+            *child = toml::Value::Table(t);
+        }
+    }
     match (child, index) {
         (toml::Value::Array(items), Some(i)) => {
             let n = items.len();

@@ -47,8 +47,9 @@ fn errors_name_the_field() {
         err("[path.fwd]\n[[path.fwd.stage]]\ntype = \"delay\"\ntrace = \"nope.csv\"\n[[flow]]\n");
     assert!(e.starts_with("path.fwd.stage[0].trace: cannot read"), "{e}");
     assert_eq!(
-        err("[[flow]]\ncc = \"cubic\"\n"),
-        "flow[0].cc: unknown congestion control \"cubic\" (available: reno)"
+        err("[[flow]]\ncc = \"vegas\"\n"),
+        "flow[0].cc: unknown congestion control \"vegas\" (available: reno, newreno, cubic, \
+         bic, westwood, hybla)"
     );
     assert_eq!(
         err("[[flow]]\nfwd = \"uplink\"\n"),
@@ -322,5 +323,187 @@ fn an_override_integer_beyond_toml_is_out_of_range_not_a_string() {
         e,
         "sim.seed: integer 9223372036854775808 is out of range (from -9223372036854775808 to \
          9223372036854775807)"
+    );
+}
+
+// ---- congestion control: `cc = "name"` and `[flow.cc]` ---------------------------------------
+
+fn cc_of(text: &str, overrides: &[&str]) -> spikelab_tcp::cc::CcConfig {
+    let o: Vec<String> = overrides.iter().map(|s| s.to_string()).collect();
+    parse(text, &o, Path::new(".")).unwrap().flow[0].cc_config()
+}
+
+#[test]
+fn cc_names_and_tables_give_the_algorithm_with_defaults_filled() {
+    use spikelab_tcp::cc::{BicParams, CcConfig, CubicParams, HyblaParams};
+    assert_eq!(cc_of(MIN, &[]), CcConfig::Reno);
+    for (name, want) in [
+        ("reno", CcConfig::Reno),
+        ("newreno", CcConfig::NewReno),
+        ("cubic", CcConfig::Cubic(CubicParams::rfc9438())),
+        ("bic", CcConfig::Bic(BicParams::default())),
+        ("westwood", CcConfig::Westwood),
+        ("hybla", CcConfig::Hybla(HyblaParams::default())),
+    ] {
+        assert_eq!(cc_of(&format!("[[flow]]\ncc = \"{name}\"\n"), &[]), want);
+        assert_eq!(
+            cc_of(&format!("[[flow]]\n[flow.cc]\nalgo = \"{name}\"\n"), &[]),
+            want
+        );
+    }
+    assert_eq!(
+        cc_of(
+            "[[flow]]\n[flow.cc]\nalgo = \"cubic\"\nflavor = \"linux\"\n",
+            &[]
+        ),
+        CcConfig::Cubic(CubicParams::linux())
+    );
+    assert_eq!(
+        cc_of(
+            "[[flow]]\n[flow.cc]\nalgo = \"cubic\"\nflavor = \"linux\"\nhystart = false\nbeta = 0.5\n",
+            &[]
+        ),
+        CcConfig::Cubic(CubicParams {
+            hystart: false,
+            beta: 0.5,
+            ..CubicParams::linux()
+        })
+    );
+    assert_eq!(
+        cc_of(
+            "[[flow]]\n[flow.cc]\nalgo = \"hybla\"\nrtt0 = \"50ms\"\n",
+            &[]
+        ),
+        CcConfig::Hybla(HyblaParams {
+            rtt0: SimDuration::from_millis(50)
+        })
+    );
+}
+
+#[test]
+fn cc_overrides_replace_the_name_or_reach_into_the_table() {
+    use spikelab_tcp::cc::{CcConfig, CubicParams};
+    assert_eq!(
+        cc_of(MIN, &["flow[0].cc=\"cubic\""]),
+        CcConfig::Cubic(CubicParams::rfc9438())
+    );
+    // A name replaces a table, parameters and all.
+    assert_eq!(
+        cc_of(
+            "[[flow]]\n[flow.cc]\nalgo = \"hybla\"\nrtt0 = \"50ms\"\n",
+            &["flow[0].cc=\"cubic\""]
+        ),
+        CcConfig::Cubic(CubicParams::rfc9438())
+    );
+    // A parameter set on a bare name turns it into a table.
+    assert_eq!(
+        cc_of(
+            "[[flow]]\ncc = \"cubic\"\n",
+            &["flow[0].cc.beta=0.6", "flow.cc.fast_convergence=false"]
+        ),
+        CcConfig::Cubic(CubicParams {
+            beta: 0.6,
+            fast_convergence: false,
+            ..CubicParams::rfc9438()
+        })
+    );
+}
+
+#[test]
+fn resolved_cc_is_written_back_as_given() {
+    let sc = parse("[[flow]]\ncc = \"cubic\"\n", &[], Path::new(".")).unwrap();
+    let v = serde_json::to_value(&sc).unwrap();
+    assert_eq!(v["flow"][0]["cc"], "cubic");
+    let text = "[[flow]]\n[flow.cc]\nalgo = \"bic\"\nmax_increment = 8\n";
+    let sc = parse(text, &[], Path::new(".")).unwrap();
+    let v = serde_json::to_value(&sc).unwrap();
+    assert_eq!(v["flow"][0]["cc"]["algo"], "bic");
+    assert_eq!(v["flow"][0]["cc"]["max_increment"], 8);
+    // And it parses again to the same algorithm.
+    let again = toml::to_string(&sc).unwrap();
+    assert_eq!(
+        parse(&again, &[], Path::new(".")).unwrap().flow[0].cc_config(),
+        sc.flow[0].cc_config()
+    );
+}
+
+#[test]
+fn malformed_cc_tables_are_one_line_naming_the_field() {
+    let cases: &[(&str, &str)] = &[
+        (
+            "[flow.cc]\nalgo = \"vegas\"\n",
+            "flow[0].cc.algo: unknown congestion control \"vegas\" (available: reno, newreno, \
+             cubic, bic, westwood, hybla)",
+        ),
+        (
+            "[flow.cc]\nalgo = \"cubic\"\nrtt0 = \"25ms\"\n",
+            "flow[0].cc.rtt0: is a parameter of hybla, not of cubic (cubic takes flavor, \
+             hystart, c, beta, fast_convergence, reno_friendly)",
+        ),
+        (
+            "[flow.cc]\nalgo = \"westwood\"\nbeta = 0.5\n",
+            "flow[0].cc.beta: is a parameter of cubic and bic, not of westwood (westwood takes \
+             no parameters)",
+        ),
+        (
+            "[flow.cc]\nalgo = \"cubic\"\nbeta = 1.0\n",
+            "flow[0].cc.beta: must be in (0, 1), got 1",
+        ),
+        (
+            "[flow.cc]\nalgo = \"cubic\"\nbeta = 0\n",
+            "flow[0].cc.beta: must be in (0, 1), got 0",
+        ),
+        (
+            "[flow.cc]\nalgo = \"bic\"\nbeta = -0.2\n",
+            "flow[0].cc.beta: must be in (0, 1), got -0.2",
+        ),
+        (
+            "[flow.cc]\nalgo = \"cubic\"\nc = 0\n",
+            "flow[0].cc.c: must be > 0, got 0",
+        ),
+        (
+            "[flow.cc]\nalgo = \"cubic\"\nc = -1.5\n",
+            "flow[0].cc.c: must be > 0, got -1.5",
+        ),
+        (
+            "[flow.cc]\nalgo = \"cubic\"\nc = nan\n",
+            "flow[0].cc.c: must be > 0, got NaN",
+        ),
+        (
+            "[flow.cc]\nalgo = \"cubic\"\nflavor = \"bsd\"\n",
+            "flow[0].cc.flavor: unknown flavor \"bsd\" (known: rfc9438, linux)",
+        ),
+        (
+            "[flow.cc]\nalgo = \"cubic\"\nhystart = true\n",
+            "flow[0].cc.hystart: HyStart is modelled for flavor = \"linux\" only (RFC 9438 \
+             leaves slow start to the sender)",
+        ),
+        (
+            "[flow.cc]\nalgo = \"bic\"\nmax_increment = 0\n",
+            "flow[0].cc.max_increment: must be >= 1, got 0",
+        ),
+        (
+            "[flow.cc]\nalgo = \"hybla\"\nrtt0 = 0\n",
+            "flow[0].cc.rtt0: must be >= 1us, got 0s",
+        ),
+    ];
+    for (table, want) in cases {
+        let e = err(&format!("[[flow]]\n{table}"));
+        assert_eq!(&e, want);
+        assert!(!e.contains('\n'));
+    }
+    // Serde's own errors name the field too.
+    let e = err("[[flow]]\n[flow.cc]\nalgo = \"cubic\"\nbogus = 1\n");
+    assert!(e.starts_with("flow[0].cc"), "{e}");
+    assert!(e.contains("unknown field `bogus`"), "{e}");
+    let e = err("[[flow]]\n[flow.cc]\nflavor = \"linux\"\n");
+    assert!(e.starts_with("flow[0].cc"), "{e}");
+    assert!(e.contains("missing field `algo`"), "{e}");
+    let e = err("[[flow]]\n[flow.cc]\nalgo = \"cubic\"\nbeta = \"high\"\n");
+    assert!(e.starts_with("flow[0].cc.beta: invalid type"), "{e}");
+    let e = err("[[flow]]\ncc = 3\n");
+    assert!(
+        e.starts_with("flow[0].cc: invalid type: integer `3`"),
+        "{e}"
     );
 }

@@ -11,15 +11,36 @@
 //! algorithm which cwnd to restore ([`undo_cwnd`], Linux `undo_cwnd`), so no field is forgotten
 //! (quinn's CUBIC undoes the same way).
 //!
-//! One module per algorithm: [`reno`] (RFC 5681 AIMD).
+//! Beyond those two, Linux-like hooks with default no-ops, for the algorithms that need them:
+//! [`pkts_acked`] on every ACK (Linux `pkts_acked` + `in_ack_event`: the time, the RTT sample,
+//! srtt, the bytes acknowledged), [`set_state`] when the congestion state changes (Linux
+//! `set_state` / `cwnd_event`: entering Recovery or Loss, returning to Open). Both may change
+//! cwnd and ssthresh (HyStart sets ssthresh; Westwood+ sets both when a recovery completes).
+//! The sender calls `pkts_acked` before `cong_avoid` for the same ACK, as the kernel does.
 //!
+//! One module per algorithm: [`reno`] (RFC 5681 AIMD), [`cubic`] (RFC 9438, and the Linux
+//! module), [`bic`], [`westwood`] (Westwood+) and [`hybla`] (the Linux modules). [`CcConfig`]
+//! is the factory: it names an algorithm with its parameters and builds it.
+//!
+//! [`pkts_acked`]: CongestionControl::pkts_acked
+//! [`set_state`]: CongestionControl::set_state
 //! [`restore_state`]: CongestionControl::restore_state
 //! [`undo_cwnd`]: CongestionControl::undo_cwnd
 
+pub mod bic;
+pub mod cubic;
+pub mod hybla;
 mod reno;
+pub mod westwood;
 
+pub use bic::{Bic, BicParams};
+pub use cubic::{Cubic, CubicFlavor, CubicParams};
+pub use hybla::{Hybla, HyblaParams};
 pub use reno::Reno;
+pub use westwood::Westwood;
 
+use crate::CaState;
+use spikelab_core::{SimDuration, SimTime};
 use std::any::Any;
 
 /// What the algorithm may read and change.
@@ -47,6 +68,40 @@ impl std::fmt::Debug for CcState {
     }
 }
 
+/// What one ACK tells the algorithm ([`CongestionControl::pkts_acked`]).
+#[derive(Clone, Copy, Debug)]
+pub struct AckSample {
+    /// When the ACK arrived.
+    pub now: SimTime,
+    /// Bytes newly acknowledged by the cumulative ACK (0: a duplicate ACK or a window update).
+    pub acked: u64,
+    /// Whether the sender counted it as a duplicate ACK.
+    pub dupack: bool,
+    /// The RTT sample this ACK gave, if any.
+    pub rtt: Option<SimDuration>,
+    /// The smoothed RTT after that sample (`None` before the first sample).
+    pub srtt: Option<SimDuration>,
+    /// `snd_una` after the ACK, bytes.
+    pub snd_una: u64,
+    /// The highest sequence number sent plus one, bytes.
+    pub snd_max: u64,
+    /// The congestion state the ACK found (before this ACK changes it).
+    pub state: CaState,
+}
+
+/// Events of [`CongestionControl::cwnd_event`] (Linux `enum tcp_ca_event`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CaEvent {
+    /// A fast recovery ended with the cumulative ACK reaching `recover` (not by an undo):
+    /// Linux `CA_EVENT_COMPLETE_CWR`, raised by `tcp_end_cwnd_reduction`.
+    CompleteCwr,
+    /// A retransmission timeout, after ssthresh and cwnd were set (Linux `CA_EVENT_LOSS`).
+    Loss,
+}
+
+/// Named internal variables of an algorithm (units in the name), for tests and traces.
+pub type CcVars = Vec<(&'static str, f64)>;
+
 pub trait CongestionControl: Send {
     fn name(&self) -> &'static str;
     /// The new ssthresh after a congestion event with `flight_size` bytes outstanding.
@@ -63,6 +118,63 @@ pub trait CongestionControl: Send {
     /// `tcp_reno_undo_cwnd`: the larger of the current and the prior cwnd).
     fn undo_cwnd(&mut self, w: &Window, prior_cwnd: u64) -> u64 {
         w.cwnd.max(prior_cwnd)
+    }
+    /// Every ACK, before `cong_avoid` (Linux `pkts_acked` and `in_ack_event`).
+    fn pkts_acked(&mut self, _w: &mut Window, _s: &AckSample) {}
+    /// The congestion state changed from `from` to `to` at `now` (Linux `set_state`;
+    /// `Loss` is also Linux's `CA_EVENT_LOSS`, `Recovery → Open` its `CA_EVENT_COMPLETE_CWR`).
+    /// Called after the sender has set cwnd and ssthresh for the new state; an undo's return to
+    /// Open comes after `restore_state`.
+    fn set_state(&mut self, _w: &mut Window, _now: SimTime, _from: CaState, _to: CaState) {}
+    /// An event outside the state changes (Linux `cwnd_event`).
+    fn cwnd_event(&mut self, _w: &mut Window, _now: SimTime, _ev: CaEvent) {}
+    /// The algorithm's internal variables by name (empty: none).
+    fn vars(&self) -> CcVars {
+        Vec::new()
+    }
+}
+
+/// Which algorithm a flow runs, with its parameters: the factory of [`CongestionControl`]s.
+#[derive(Clone, Debug, PartialEq)]
+pub enum CcConfig {
+    /// RFC 5681 AIMD.
+    Reno,
+    /// The same AIMD growth as `Reno` under another name (NewReno is a recovery variant,
+    /// `TcpConfig::variant`); kept so results say what the scenario asked for.
+    NewReno,
+    Cubic(CubicParams),
+    Bic(BicParams),
+    Westwood,
+    Hybla(HyblaParams),
+}
+
+impl CcConfig {
+    /// Every algorithm's name, as `cc = "..."` spells it.
+    pub const NAMES: &'static [&'static str] =
+        &["reno", "newreno", "cubic", "bic", "westwood", "hybla"];
+
+    pub fn name(&self) -> &'static str {
+        match self {
+            CcConfig::Reno => "reno",
+            CcConfig::NewReno => "newreno",
+            CcConfig::Cubic(_) => "cubic",
+            CcConfig::Bic(_) => "bic",
+            CcConfig::Westwood => "westwood",
+            CcConfig::Hybla(_) => "hybla",
+        }
+    }
+
+    /// A fresh algorithm; `counting` is the sender's ACK counting (RFC 5681 per ACK or RFC
+    /// 3465 byte counting), which the algorithms that follow an RFC respect.
+    pub fn build(&self, counting: AckCounting) -> Box<dyn CongestionControl> {
+        match self {
+            CcConfig::Reno => Box::new(Reno::new(counting)),
+            CcConfig::NewReno => Box::new(Reno::named(counting, "newreno")),
+            CcConfig::Cubic(p) => Box::new(Cubic::new(*p, counting)),
+            CcConfig::Bic(p) => Box::new(Bic::new(*p)),
+            CcConfig::Westwood => Box::new(Westwood::new(counting)),
+            CcConfig::Hybla(p) => Box::new(Hybla::new(*p, counting)),
+        }
     }
 }
 

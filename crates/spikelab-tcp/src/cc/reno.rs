@@ -6,6 +6,7 @@ use super::*;
 /// Reno AIMD: halve on loss (RFC 5681 eq. 4), slow start below ssthresh, +1 MSS per RTT above.
 /// Its only internal state is the byte counter of appropriate byte counting.
 pub struct Reno {
+    name: &'static str,
     counting: AckCounting,
     bytes_acked: u64,
 }
@@ -18,7 +19,13 @@ struct RenoState {
 
 impl Reno {
     pub fn new(counting: AckCounting) -> Reno {
+        Self::named(counting, "reno")
+    }
+
+    /// The same algorithm reporting another name (`newreno`).
+    pub fn named(counting: AckCounting, name: &'static str) -> Reno {
         Reno {
+            name,
             counting,
             bytes_acked: 0,
         }
@@ -27,7 +34,7 @@ impl Reno {
 
 impl CongestionControl for Reno {
     fn name(&self) -> &'static str {
-        "reno"
+        self.name
     }
     fn ssthresh(&mut self, w: &Window, flight_size: u64) -> u64 {
         self.bytes_acked = 0;
@@ -49,5 +56,8 @@ impl CongestionControl for Reno {
         if let Some(s) = saved.0.and_then(|b| b.downcast::<RenoState>().ok()) {
             self.bytes_acked = s.bytes_acked;
         }
+    }
+    fn vars(&self) -> CcVars {
+        vec![("bytes_acked", self.bytes_acked as f64)]
     }
 }

@@ -1,6 +1,7 @@
 //! ACK processing: cumulative and duplicate ACKs, SACK and DSACK, RTT samples, detector input, window growth.
 
 use super::*;
+use crate::cc::CaEvent;
 
 impl TcpSender {
     // ---- input ------------------------------------------------------------------------------
@@ -163,6 +164,9 @@ impl TcpSender {
             self.stats.rtt_sumsq_s += s * s;
             self.last_rtt_sample = Some(r);
         }
+        if acked > 0 || is_dupack {
+            self.cc_pkts_acked(now, acked, is_dupack);
+        }
         if acked > 0 {
             self.on_new_ack(now, acked);
         } else if is_dupack {
@@ -188,7 +192,7 @@ impl TcpSender {
         {
             // No response (or one already applied): F-RTO's step 3b still ends the RTO
             // recovery without the retransmissions its detection replaced.
-            self.stop_retransmitting();
+            self.stop_retransmitting(now);
         }
         if self.state == CaState::Recovery && self.cfg.variant == Variant::Sack {
             self.set_pipe();
@@ -255,13 +259,15 @@ impl TcpSender {
             CaState::Recovery => match self.cfg.variant {
                 Variant::Reno => {
                     self.cwnd = self.ssthresh;
-                    self.state = CaState::Open;
+                    self.set_ca_state(now, CaState::Open);
+                    self.cc_event(now, CaEvent::CompleteCwr);
                 }
                 Variant::NewReno => {
                     if self.recover.is_none_or(|r| self.snd_una >= r) {
                         let flight = self.snd_max - self.snd_una;
                         self.cwnd = self.ssthresh.min(flight.max(self.mss) + self.mss);
-                        self.state = CaState::Open;
+                        self.set_ca_state(now, CaState::Open);
+                        self.cc_event(now, CaEvent::CompleteCwr);
                     } else {
                         self.pending = Some((self.snd_una, TxKind::Retransmit));
                         self.cwnd = self.cwnd.saturating_sub(acked);
@@ -275,18 +281,19 @@ impl TcpSender {
                 }
                 Variant::Sack => {
                     if self.recover.is_none_or(|r| self.snd_una >= r) {
-                        self.state = CaState::Open;
+                        self.set_ca_state(now, CaState::Open);
+                        self.cc_event(now, CaEvent::CompleteCwr);
                     }
                 }
             },
             CaState::Loss => {
                 self.grow(acked);
                 if self.recover.is_none_or(|r| self.snd_una >= r) {
-                    self.state = CaState::Open;
+                    self.set_ca_state(now, CaState::Open);
                 }
             }
             CaState::Open | CaState::Disorder => {
-                self.state = CaState::Open;
+                self.set_ca_state(now, CaState::Open);
                 self.grow(acked);
             }
         }
@@ -308,7 +315,7 @@ impl TcpSender {
             CaState::Open | CaState::Disorder | CaState::Loss => {
                 self.dupacks += 1;
                 if self.state == CaState::Open {
-                    self.state = CaState::Disorder;
+                    self.set_ca_state(now, CaState::Disorder);
                 }
                 let trigger = self.dupacks == self.cfg.dupthresh
                     || (self.cfg.variant == Variant::Sack

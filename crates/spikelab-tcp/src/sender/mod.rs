@@ -57,7 +57,7 @@ mod send;
 mod timers;
 mod undo;
 
-use crate::cc::{AckCounting, CcState, CongestionControl, Reno, Window};
+use crate::cc::{AckSample, CcState, CongestionControl, Window};
 use crate::rtt::RttEstimator;
 use crate::scoreboard::Scoreboard;
 use crate::spurious::dsack::{Dsack, DsackBlock};
@@ -246,16 +246,11 @@ pub struct TcpSender {
 }
 
 impl TcpSender {
-    /// A sender with Reno congestion control; `app_total` bytes to send (`None` = bulk).
+    /// A sender running the congestion control of `cfg.cc`; `app_total` bytes to send
+    /// (`None` = bulk).
     pub fn new(cfg: TcpConfig, app_total: Option<u64>) -> TcpSender {
-        let counting = if cfg.abc {
-            AckCounting::ByteCounting {
-                limit_segments: cfg.abc_limit,
-            }
-        } else {
-            AckCounting::PerAck
-        };
-        Self::with_cc(cfg, app_total, Box::new(Reno::new(counting)))
+        let cc = cfg.cc.build(cfg.ack_counting());
+        Self::with_cc(cfg, app_total, cc)
     }
 
     pub fn with_cc(
@@ -347,6 +342,10 @@ impl TcpSender {
     pub fn config(&self) -> &TcpConfig {
         &self.cfg
     }
+    /// The congestion control algorithm.
+    pub fn cc(&self) -> &dyn CongestionControl {
+        self.cc.as_ref()
+    }
     pub fn dupacks(&self) -> u32 {
         self.dupacks
     }
@@ -416,6 +415,44 @@ impl TcpSender {
             ssthresh: self.ssthresh,
             mss: self.mss,
         }
+    }
+
+    /// Changes the congestion state and tells the congestion control (Linux `tcp_set_ca_state`).
+    pub(super) fn set_ca_state(&mut self, now: SimTime, to: CaState) {
+        let from = self.state;
+        self.state = to;
+        if from != to {
+            let mut w = self.window();
+            self.cc.set_state(&mut w, now, from, to);
+            self.cwnd = w.cwnd;
+            self.ssthresh = w.ssthresh;
+        }
+    }
+
+    /// Raises a congestion-control event.
+    pub(super) fn cc_event(&mut self, now: SimTime, ev: crate::cc::CaEvent) {
+        let mut w = self.window();
+        self.cc.cwnd_event(&mut w, now, ev);
+        self.cwnd = w.cwnd;
+        self.ssthresh = w.ssthresh;
+    }
+
+    /// Hands one ACK to the congestion control's `pkts_acked` hook.
+    pub(super) fn cc_pkts_acked(&mut self, now: SimTime, acked: u64, dupack: bool) {
+        let s = AckSample {
+            now,
+            acked,
+            dupack,
+            rtt: self.last_rtt_sample,
+            srtt: self.rtt.srtt(),
+            snd_una: self.snd_una,
+            snd_max: self.snd_max,
+            state: self.state,
+        };
+        let mut w = self.window();
+        self.cc.pkts_acked(&mut w, &s);
+        self.cwnd = w.cwnd;
+        self.ssthresh = w.ssthresh;
     }
 
     /// Whether the `dupthresh`-th duplicate ACK may start fast retransmit.

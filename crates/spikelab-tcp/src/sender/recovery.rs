@@ -13,7 +13,6 @@ impl TcpSender {
         self.ssthresh = self.cc.ssthresh(&w, flight);
         self.stats.fast_retx_count += 1;
         self.pending = Some((self.snd_una, TxKind::FastRetransmit));
-        self.state = CaState::Recovery;
         self.partial_acks = 0;
         if self.cfg.variant != Variant::Reno {
             self.recover = Some(self.snd_max);
@@ -29,5 +28,6 @@ impl TcpSender {
                 self.rescue_rxt = Some(end);
             }
         }
+        self.set_ca_state(now, CaState::Recovery);
     }
 }

@@ -40,7 +40,8 @@ impl TcpSender {
         }
         self.cwnd = self.mss;
         self.recover = Some(self.snd_max);
-        self.state = CaState::Loss;
+        self.set_ca_state(now, CaState::Loss);
+        self.cc_event(now, crate::cc::CaEvent::Loss);
         self.dupacks = 0;
         self.limited_sent = 0;
         self.partial_acks = 0;

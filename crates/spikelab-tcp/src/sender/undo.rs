@@ -119,7 +119,7 @@ impl TcpSender {
                 if !late {
                     if in_recovery {
                         // Step (8): resume with previously unsent data, SND.NXT = SND.MAX.
-                        self.stop_retransmitting();
+                        self.stop_retransmitting(now);
                     }
                     // §4: with NewReno (and Reno, which shares the RFC 6582 "bugfix" check
                     // here) the next three duplicate ACKs go straight to fast retransmit.
@@ -145,7 +145,7 @@ impl TcpSender {
                 }
                 self.cc.restore_state(std::mem::take(&mut self.ledger.cc));
                 if in_recovery {
-                    self.stop_retransmitting();
+                    self.stop_retransmitting(now);
                 }
             }
         }
@@ -168,9 +168,9 @@ impl TcpSender {
     }
 
     /// Leaves loss recovery without retransmitting more: `SND.NXT = SND.MAX`, state Open.
-    pub(super) fn stop_retransmitting(&mut self) {
+    pub(super) fn stop_retransmitting(&mut self, now: SimTime) {
         self.snd_nxt = self.snd_max;
-        self.state = CaState::Open;
+        self.set_ca_state(now, CaState::Open);
         self.dupacks = 0;
         if matches!(self.pending, Some((_, TxKind::Retransmit))) {
             self.pending = None;
