@@ -54,7 +54,9 @@ def test_a_flow_without_events_gets_no_figure(tables, tmp_path):
     runs = tables["runs"]
     two_flows = pa.concat_tables([runs, runs.set_column(0, "flow", pa.array([1], pa.int32()))])
     names = _names(plots.draw({**tables, "runs": two_flows}, tmp_path))
-    assert all(name.endswith(("_flow0.png", "_flow0.svg")) for name in names)
+    per_flow = [name for name in names if "_flow" in name]
+    assert per_flow and all(name.endswith(("_flow0.png", "_flow0.svg")) for name in per_flow)
+    assert sorted(set(names) - set(per_flow)) == ["flows_overview.png", "flows_overview.svg"]
 
 
 def test_cwnd_and_seqack_figures_show_verdicts_and_undo(lte_handover_lossless):
@@ -115,14 +117,29 @@ def test_a_thousand_flows_get_figures_for_the_first_flows_and_one_overview(tmp_p
     assert len(list(tmp_path.iterdir())) == len(names)
 
 
-def test_the_default_is_eight_flows_and_no_overview_up_to_eight(tmp_path):
+def test_the_default_is_eight_flows_and_an_overview_from_two(tmp_path):
     nine = {"runs": many_flows(9)["runs"], "timeseries": many_flows(9)["timeseries"]}
     names = _names(plots.draw(nine, tmp_path / "nine"))
     assert "flows_overview.png" in names
     assert {n.rsplit("_flow", 1)[1].split(".")[0] for n in names if "_flow" in n} == {
         str(f) for f in range(8)}
-    eight = many_flows(8)
-    assert "flows_overview.png" not in _names(plots.draw(eight, tmp_path / "eight"))
+    assert "flows_overview.png" in _names(plots.draw(many_flows(2), tmp_path / "two"))
+    assert "flows_overview.png" not in _names(plots.draw(many_flows(1), tmp_path / "one"))
+
+
+def test_the_overview_draws_every_flows_cwnd_on_one_axis_labelled_by_algorithm():
+    """Up to OVERVIEW_LINES flows, the cwnd panel has one line per flow, labelled with the
+    flow and its congestion control, in segments of its MSS (flow f: 10 + f % 5)."""
+    tables = many_flows(3)
+    runs = tables["runs"].append_column("cc", pa.array(["cubic", "newreno", "westwood"]))
+    fig = plots.flows_overview(runs, tables["timeseries"])
+    cwnd_ax = fig.axes[1]
+    lines = {ln.get_label(): ln for ln in cwnd_ax.get_lines()}
+    assert sorted(lines) == ["flow 0 (cubic)", "flow 1 (newreno)", "flow 2 (westwood)"]
+    for f, label in enumerate(sorted(lines)):
+        assert np.asarray(lines[label].get_ydata()) == pytest.approx(10.0 + f % 5)
+    legend = [t.get_text() for t in fig.axes[1].get_legend().get_texts()]
+    assert legend == ["flow 0 (cubic)", "flow 1 (newreno)", "flow 2 (westwood)"]
 
 
 def test_the_overview_shows_the_median_flow_and_every_flows_goodput():
@@ -141,6 +158,7 @@ def test_the_overview_shows_the_median_flow_and_every_flows_goodput():
     # A few flows are drawn one line (and one bar) each.
     fig = plots.flows_overview(many_flows(12)["runs"], many_flows(12)["timeseries"])
     assert len(fig.axes[0].collections[0].get_segments()) == 12
+    assert len(fig.axes[1].get_lines()) == 12
     assert len(fig.axes[2].patches) == 12
 
 

@@ -588,10 +588,38 @@ def _band(ax, x: np.ndarray, values: np.ndarray, colour: str, what: str) -> None
     ax.plot(x, p50, color=colour, linewidth=1.2, label="median flow")
 
 
+def _flow_label(runs: pa.Table, i: int) -> str:
+    """``flow 3 (cubic)``: the flow and its congestion control (when the table says it)."""
+    flow = int(runs["flow"][i].as_py())
+    cc = runs["cc"][i].as_py() if "cc" in runs.column_names else None
+    return f"flow {flow} ({cc})" if cc else f"flow {flow}"
+
+
+def _cwnd_lines(ax, runs: pa.Table, timeseries: pa.Table, zoom: Zoom, t_end: float) -> bool:
+    """Every flow's cwnd on one time axis, in segments of its own MSS, one colour and one
+    legend entry (flow and algorithm) each; each line decimated to what the axis can show.
+    Returns whether anything was drawn."""
+    cwnd_rows = timeseries.filter(_eq(timeseries, "var", "cwnd"))
+    drawn = False
+    for i in range(runs.num_rows):
+        flow, mss = int(runs["flow"][i].as_py()), float(runs["mss"][i].as_py())
+        t, v = _step(cwnd_rows.filter(_eq(cwnd_rows, "flow", flow)), "cwnd", zoom, t_end)
+        if t.size == 0:
+            continue
+        t, v = _decimate(t, v, float(t[0]), float(t[-1]))
+        _steps(ax, t, v / mss, linewidth=0.9, label=_flow_label(runs, i))
+        drawn = True
+    if drawn:
+        ax.set_ylabel("cwnd [segments]")
+    return drawn
+
+
 def flows_overview(runs: pa.Table, timeseries: pa.Table, zoom: Zoom = None) -> Figure:
-    """All flows at once: goodput over time and cwnd (thin lines for a few flows,
-    median and percentile bands for many) and every flow's goodput (bars or a CDF) with
-    Jain's fairness index. Its cost grows with the rows, not with flows × points drawn."""
+    """All flows at once: goodput over time (thin lines for a few flows, median and
+    percentile bands for many), cwnd (every flow on one time axis, labelled by flow and
+    congestion control, up to OVERVIEW_LINES flows; bands beyond) and every flow's goodput
+    (bars or a CDF) with Jain's fairness index. Its cost grows with the rows, not with
+    flows × points drawn."""
     timeseries = timeseries if timeseries.num_rows else None
     flows = _np(runs, "flow")
     n = flows.size
@@ -619,16 +647,20 @@ def flows_overview(runs: pa.Table, timeseries: pa.Table, zoom: Zoom = None) -> F
                 rate = np.diff(delivered, axis=1) * 8 / np.diff(edges) / 1e6
                 _band(rate_ax, (edges[:-1] + edges[1:]) / 2, rate, "tab:blue", "goodput")
                 drawn[rate_ax] = True
-            window = _sampled(timeseries, "cwnd", flows, edges)
-            if window is not None:
-                _band(cwnd_ax, edges, window / mss, "tab:green", "cwnd")
-                drawn[cwnd_ax] = True
+            if n <= OVERVIEW_LINES:
+                drawn[cwnd_ax] = _cwnd_lines(cwnd_ax, runs, timeseries, zoom, t1)
+            else:
+                window = _sampled(timeseries, "cwnd", flows, edges)
+                if window is not None:
+                    _band(cwnd_ax, edges, window / mss, "tab:green", "cwnd")
+                    drawn[cwnd_ax] = True
             for ax in drawn:
                 ax.set_xlim(t0, t1)
     for ax, ok in drawn.items():
         if ok:
             ax.set_ylim(bottom=0)
-            ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.14), ncols=3,
+            ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.14),
+                      ncols=min(3, max(1, len(ax.get_legend_handles_labels()[0]))),
                       fontsize="small", frameon=False)
         else:
             ax.text(0.5, 0.5, "not traced\n(trace level summary)", transform=ax.transAxes,
@@ -656,8 +688,8 @@ def draw(tables: Mapping[str, pa.Table], figdir: str | os.PathLike[str],
 
     ``tables`` maps ``runs``/``timeseries``/``packets`` to tables (missing or empty tables
     just mean fewer figures). ``zoom`` is a (t0, t1) window in seconds, either bound None.
-    Per-flow figures are drawn for the first ``max_flows`` flows; with more flows, one
-    ``flows_overview`` figure shows them all.
+    Per-flow figures are drawn for the first ``max_flows`` flows; a run of two or more flows
+    also gets one ``flows_overview`` figure of all of them.
     """
     runs = tables.get("runs")
     if runs is None or runs.num_rows == 0:
@@ -667,7 +699,7 @@ def draw(tables: Mapping[str, pa.Table], figdir: str | os.PathLike[str],
     figdir = Path(figdir)
     written: list[Path] = []
     flows = list(zip(_np(runs, "flow").tolist(), _np(runs, "mss").tolist(), strict=True))
-    if len(flows) > max_flows:
+    if len(flows) > 1:
         figdir.mkdir(parents=True, exist_ok=True)
         written += _save(flows_overview(runs, timeseries, zoom), figdir, "flows_overview")
     for flow, mss in flows[:max_flows]:
