@@ -162,6 +162,12 @@ impl Pipeline {
         let mut paths = Vec::new();
         let mut path_meta = Vec::new();
         for (name, spec) in &sc.path {
+            if spec.next.is_some() {
+                return Err(format!(
+                    "path.{name}.next: the emulator does not join paths yet; give each flow \
+                     one path with all its stages (the simulator supports `next`)"
+                ));
+            }
             if spec.stage.len() > MAX_STAGES {
                 return Err(format!(
                     "path.{name}: the emulator supports at most {MAX_STAGES} stages per path, got {}",

@@ -225,6 +225,8 @@ struct PathRt {
     fold: bool,
     /// Entry counter: the next packet's `pseq`.
     next_pseq: u64,
+    /// The path a packet enters when it leaves this one (`None`: it is delivered).
+    next: Option<u16>,
     /// Packets that have a time to leave the path, in leaving order: (time, pseq, packet).
     /// Only the head has an event in the heap.
     exits: VecDeque<(SimTime, u64, ArenaId)>,
@@ -514,9 +516,18 @@ impl World {
                 first_global,
                 fold,
                 next_pseq: 0,
+                next: None,
                 exits: VecDeque::new(),
             });
             path_names.push(name.clone());
+        }
+        for (p, spec) in paths.iter_mut().zip(sc.path.values()) {
+            p.next = spec.next.as_ref().map(|n| {
+                path_names
+                    .iter()
+                    .position(|x| x == n)
+                    .expect("validated: next names a path") as u16
+            });
         }
         // Utilisation counts serialisation before the run's end, whichever engine runs.
         let end = SimTime(sc.sim.duration.0.as_nanos());
@@ -704,7 +715,10 @@ impl World {
                             Ev::PathHead(path),
                         );
                     }
-                    self.deliver(pkt);
+                    match self.paths[path as usize].next {
+                        Some(next) => self.enter_path(pkt, next),
+                        None => self.deliver(pkt),
+                    }
                 }
                 Ev::SndTimer(f) => {
                     let fl = &mut self.flows[f as usize];
@@ -809,22 +823,33 @@ impl World {
     fn launch(&mut self, flow: u32, dir: Dir, seg: Segment, tx: i32, event: i32) {
         let f = &self.flows[flow as usize];
         let path = if dir == Dir::Data { f.fwd } else { f.rev };
-        let p = &mut self.paths[path as usize];
-        let pseq = p.next_pseq;
-        p.next_pseq += 1;
-        let fold = p.fold;
         let id = self.packets.insert(Pkt {
             id: self.next_pkt,
             flow,
             dir,
             path,
-            pseq,
+            pseq: 0, // taken on entering the path
             size: seg.wire_size(),
             seg,
             tx,
         });
         self.next_pkt += 1;
         self.trace_pkt(id, event, -1, -1);
+        self.enter_path(id, path);
+    }
+
+    /// The packet enters `path` now: the flow's first path when it is sent, or the path its
+    /// path continues into (`next`) when it left that one. Its place in the path's entry order
+    /// is taken at this instant, so a path shared by several access paths sees its arrivals in
+    /// time order and either engine applies.
+    fn enter_path(&mut self, id: ArenaId, path: u16) {
+        let p = &mut self.paths[path as usize];
+        let pseq = p.next_pseq;
+        p.next_pseq += 1;
+        let fold = p.fold;
+        let pkt = self.packets.get_mut(id);
+        pkt.path = path;
+        pkt.pseq = pseq;
         if fold {
             self.fold_through(id);
         } else {

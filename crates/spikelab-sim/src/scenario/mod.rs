@@ -356,6 +356,41 @@ impl Scenario {
                 }
             }
         }
+        // `next` names a defined path, and following it always ends (no loop).
+        for (name, path) in &self.path {
+            let Some(first) = &path.next else { continue };
+            let field = format!("path.{name}.next");
+            let mut chain = vec![name.as_str()];
+            let mut at = Some(first);
+            while let Some(p) = at {
+                let Some(spec) = self.path.get(p) else {
+                    let known: Vec<&str> = self.path.keys().map(|s| s.as_str()).collect();
+                    return Err(ScenarioError::new(
+                        field,
+                        format!("no path named {p:?} (defined: {})", known.join(", ")),
+                    ));
+                };
+                if chain.contains(&p.as_str()) {
+                    chain.push(p);
+                    return Err(ScenarioError::new(
+                        field,
+                        format!("the paths form a loop: {}", chain.join(" -> ")),
+                    ));
+                }
+                chain.push(p);
+                if chain.len() > paths::MAX_PATH_CHAIN {
+                    return Err(ScenarioError::new(
+                        field,
+                        format!(
+                            "a chain of at most {} paths, got more: {} -> ...",
+                            paths::MAX_PATH_CHAIN,
+                            chain[..4].join(" -> ")
+                        ),
+                    ));
+                }
+                at = spec.next.as_ref();
+            }
+        }
         for (i, f) in self.flow.iter_mut().enumerate() {
             for (which, p) in [("fwd", &f.fwd), ("rev", &f.rev)] {
                 if !self.path.contains_key(p) {

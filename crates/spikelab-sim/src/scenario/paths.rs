@@ -72,7 +72,15 @@ pub struct StageSpec {
 pub struct PathSpec {
     #[serde(default)]
     pub stage: Vec<StageSpec>,
+    /// The path a packet enters when it leaves this one's last stage (`None`: it is
+    /// delivered). Several paths that continue into one path share its stages and queues:
+    /// per-flow access links that join at a shared bottleneck.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next: Option<String>,
 }
+
+/// The longest chain of paths joined by `next`.
+pub const MAX_PATH_CHAIN: usize = 16;
 
 /// The path a flow gets when the file leaves out `[path.fwd]` or `[path.rev]`: a 10 Mbit/s
 /// bottleneck with a 100-packet drop-tail queue and 20 ms of propagation delay forward, 20 ms
