@@ -58,7 +58,9 @@ impl Truth {
         let Some(i) = idx.checked_sub(self.base) else {
             return u16::MAX;
         };
-        if self.live.len() <= i {
+        if self.live.len() == i {
+            self.live.push_back(FRESH); // the usual case: the next new segment
+        } else if self.live.len() < i {
             self.live.resize(i + 1, FRESH);
         }
         let s = &mut self.live[i];

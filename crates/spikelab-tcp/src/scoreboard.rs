@@ -134,25 +134,50 @@ impl Scoreboard {
             .map(|(s, m)| s + m.len as u64)
     }
 
-    /// RFC 6675 `IsLost` for every entry, lowest first: a segment is lost when at least
-    /// `dupthresh` SACKed segments lie above it, or more than `(dupthresh − 1)·SMSS` SACKed
-    /// bytes do. Calls `f(seq, meta, lost)` from the highest entry down.
-    pub fn for_each_rev_with_lost(
-        &self,
-        dupthresh: u32,
-        mss: u64,
-        mut f: impl FnMut(u64, &SegMeta, bool),
-    ) {
+    /// `IsLost` is monotone: an entry has at least as many SACKed entries above it as any
+    /// entry above it, so the lost entries are exactly those below one boundary. Returns that
+    /// boundary (entries starting below it are lost; `base` when none is) and the bytes not
+    /// SACKed at or above it, from one walk down from the top that stops at the boundary.
+    pub fn lost_boundary(&self, dupthresh: u32, mss: u64) -> (u64, u64) {
         let mut sacked_segs = 0u32;
         let mut sacked_bytes = 0u64;
+        let mut unsacked_above = 0u64;
         for (seq, m) in self.iter().rev() {
-            let lost = sacked_segs >= dupthresh || sacked_bytes > (dupthresh as u64 - 1) * mss;
-            f(seq, m, lost);
+            if sacked_segs >= dupthresh || sacked_bytes > (dupthresh as u64 - 1) * mss {
+                return (seq + m.len as u64, unsacked_above);
+            }
             if m.sacked {
                 sacked_segs += 1;
                 sacked_bytes += m.len as u64;
+            } else {
+                unsacked_above += m.len as u64;
             }
         }
+        (self.base, unsacked_above)
+    }
+
+    /// Index of the first entry starting at or above `seq`.
+    fn index_from(&self, seq: u64) -> usize {
+        seq.saturating_sub(self.base).div_ceil(self.mss) as usize
+    }
+
+    /// The lowest entry at or above `seq` that is not SACKed.
+    pub fn first_unsacked_from(&self, seq: u64) -> Option<u64> {
+        let i = self.index_from(seq);
+        self.segs
+            .iter()
+            .skip(i)
+            .position(|m| !m.sacked)
+            .map(|k| self.base + (i + k) as u64 * self.mss)
+    }
+
+    /// Bytes not SACKed in the entries starting below `seq`.
+    pub fn unsacked_below(&self, seq: u64) -> u64 {
+        self.iter()
+            .take_while(|(s, _)| *s < seq)
+            .filter(|(_, m)| !m.sacked)
+            .map(|(_, m)| m.len as u64)
+            .sum()
     }
 
     pub fn is_lost(&self, seq: u64, dupthresh: u32, mss: u64) -> bool {
@@ -168,5 +193,70 @@ impl Scoreboard {
             }
         }
         sacked_segs >= dupthresh || sacked_bytes > (dupthresh as u64 - 1) * mss
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// RFC 6675 `IsLost` for one entry, counted from scratch: at least `dupthresh` SACKed
+    /// segments above it, or more than `(dupthresh − 1)·SMSS` SACKed bytes.
+    fn is_lost_by_count(b: &Scoreboard, seq: u64, dupthresh: u32, mss: u64) -> bool {
+        let above: Vec<&SegMeta> = b
+            .iter()
+            .filter(|(s, m)| *s > seq && m.sacked)
+            .map(|(_, m)| m)
+            .collect();
+        above.len() as u32 >= dupthresh
+            || above.iter().map(|m| m.len as u64).sum::<u64>() > (dupthresh as u64 - 1) * mss
+    }
+
+    #[test]
+    fn the_lost_boundary_and_the_walks_agree_with_is_lost_counted_per_segment() {
+        let mss = 100;
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        for _ in 0..2000 {
+            let mut b = Scoreboard::new(mss);
+            let n = next() % 40;
+            for _ in 0..n {
+                b.push_new(mss as u32);
+            }
+            for i in 0..n {
+                if next() % 3 == 0 {
+                    b.mark_sacked(i * mss, (i + 1) * mss);
+                }
+            }
+            let dupthresh = 1 + (next() % 4) as u32;
+            let (boundary, not_lost) = b.lost_boundary(dupthresh, mss);
+            let mut want_not_lost = 0;
+            for (seq, m) in b.iter() {
+                let lost = is_lost_by_count(&b, seq, dupthresh, mss);
+                assert_eq!(seq < boundary, lost, "seq {seq}, boundary {boundary}");
+                assert_eq!(b.is_lost(seq, dupthresh, mss), lost);
+                if !m.sacked && !lost {
+                    want_not_lost += m.len as u64;
+                }
+            }
+            assert_eq!(not_lost, want_not_lost);
+            let from = next() % (n * mss + 1);
+            let first = b
+                .iter()
+                .find(|(s, m)| *s >= from && !m.sacked)
+                .map(|(s, _)| s);
+            assert_eq!(b.first_unsacked_from(from), first);
+            let below: u64 = b
+                .iter()
+                .filter(|(s, m)| *s < from && !m.sacked)
+                .map(|(_, m)| m.len as u64)
+                .sum();
+            assert_eq!(b.unsacked_below(from), below);
+        }
     }
 }

@@ -146,20 +146,21 @@ impl TcpSender {
         }
     }
 
-    /// RFC 6675 `NextSeg()`.
+    /// RFC 6675 `NextSeg()`. Rules 1 and 3 both take the lowest unSACKed segment at or
+    /// above HighRxt and below the highest SACKed byte; since `IsLost` holds for everything
+    /// below one boundary, that segment answers rule 1 when it is lost, and no higher one can.
     pub(super) fn next_seg(&self) -> Option<(u64, NextSegRule)> {
         let highest_sacked = self.board.highest_sacked_end();
-        let mut rule1 = None;
-        let mut rule3 = None;
-        self.board
-            .for_each_rev_with_lost(self.cfg.dupthresh, self.mss, |seq, m, lost| {
-                if !m.sacked && seq >= self.high_rxt && highest_sacked.is_some_and(|h| seq < h) {
-                    if lost {
-                        rule1 = Some(seq);
-                    }
-                    rule3 = Some(seq);
-                }
-            });
+        let candidate = self
+            .board
+            .first_unsacked_from(self.high_rxt)
+            .filter(|&seq| highest_sacked.is_some_and(|h| seq < h));
+        let (lost_end, _) = match candidate {
+            Some(_) => self.board.lost_boundary(self.cfg.dupthresh, self.mss),
+            None => (0, 0),
+        };
+        let rule1 = candidate.filter(|&seq| seq < lost_end);
+        let rule3 = candidate;
         if let Some(s) = rule1 {
             return Some((s, NextSegRule::Lost));
         }
@@ -181,21 +182,10 @@ impl TcpSender {
         None
     }
 
-    /// RFC 6675 `SetPipe()`.
+    /// RFC 6675 `SetPipe()`: every segment not SACKed counts once if it is not lost and once
+    /// more if it was retransmitted (below HighRxt).
     pub(super) fn set_pipe(&mut self) {
-        let mut pipe = 0;
-        let high_rxt = self.high_rxt;
-        self.board
-            .for_each_rev_with_lost(self.cfg.dupthresh, self.mss, |seq, m, lost| {
-                if !m.sacked {
-                    if !lost {
-                        pipe += m.len as u64;
-                    }
-                    if seq < high_rxt {
-                        pipe += m.len as u64;
-                    }
-                }
-            });
-        self.pipe = pipe;
+        let (_, not_lost) = self.board.lost_boundary(self.cfg.dupthresh, self.mss);
+        self.pipe = not_lost + self.board.unsacked_below(self.high_rxt);
     }
 }
