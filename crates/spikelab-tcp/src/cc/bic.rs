@@ -203,12 +203,10 @@ impl CongestionControl for Bic {
         }
     }
     fn save_state(&self) -> CcState {
-        CcState(Some(Box::new(self.st.clone())))
+        CcState::of(&self.st)
     }
     fn restore_state(&mut self, saved: CcState) {
-        if let Some(s) = saved.0.and_then(|b| b.downcast::<State>().ok()) {
-            self.st = *s;
-        }
+        saved.restore_into(&mut self.st);
     }
     fn vars(&self) -> CcVars {
         let s = &self.st;

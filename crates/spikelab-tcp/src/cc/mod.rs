@@ -58,6 +58,20 @@ pub struct Window {
 #[derive(Default)]
 pub struct CcState(pub Option<Box<dyn Any + Send>>);
 
+impl CcState {
+    /// A copy of an algorithm's state struct (the whole struct, so no field is forgotten).
+    pub fn of<T: Clone + Send + 'static>(state: &T) -> CcState {
+        CcState(Some(Box::new(state.clone())))
+    }
+
+    /// Puts a copy taken by [`CcState::of`] back into `state` (nothing when none was taken).
+    pub fn restore_into<T: 'static>(self, state: &mut T) {
+        if let Some(s) = self.0.and_then(|b| b.downcast::<T>().ok()) {
+            *state = *s;
+        }
+    }
+}
+
 impl std::fmt::Debug for CcState {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(if self.0.is_some() {
