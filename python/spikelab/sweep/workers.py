@@ -264,14 +264,22 @@ def _dask_client(address: str, workers: int) -> Iterator[Any]:
             yield client
 
 
+def _quiet_teardown() -> None:
+    """What Dask (and the tornado loop under it) logs while an interrupted sweep's tasks are
+    cancelled and its workers vanish (lost keys, closed comms, a callback failing on a
+    closing loop) is noise here: the sweep says "interrupted" itself."""
+    import logging
+
+    for name in ("distributed", "tornado", "asyncio"):
+        logging.getLogger(name).setLevel(logging.CRITICAL)
+
+
 def _kill_local_workers(cluster: Any) -> None:
     """Stop a LocalCluster's worker processes at once, telling each nanny first not to restart
     its worker (``close_gracefully`` is Dask's signal for that)."""
-    import logging
     import signal
 
-    # What Dask logs while its workers vanish (lost keys, closed comms) is noise here.
-    logging.getLogger("distributed").setLevel(logging.CRITICAL)
+    _quiet_teardown()
     for nanny in list(getattr(cluster, "workers", {}).values()):
         pid = getattr(nanny, "pid", None)
         with contextlib.suppress(Exception):
@@ -307,5 +315,6 @@ def _dask(jobs: list[dict[str, Any]], address: str, workers: int,
                     yield {"run_id": job["run_id"], "status": FAILED, "tables": {},
                            "wall_s": 0.0, "error": f"dask: {type(exc).__name__}: {exc}"}
         except BaseException:
+            _quiet_teardown()
             client.cancel(list(futures))
             raise
