@@ -88,18 +88,20 @@ def _run_in_thread(sim: Any, progress: bool | None,
         finally:
             done.set()
 
+    def write(chunks: list) -> None:
+        for name, chunk in chunks:
+            sink.write(name, to_arrow(chunk))
+
     def drain() -> None:
         if sink is not None:
-            for name, chunk in sim.take_chunks():
-                sink.write(name, to_arrow(chunk))
+            write(sim.take_chunks())
 
     def wait() -> bool:
         """Until the run is done (True) or POLL_S has passed; a streamed chunk is written as
         soon as the core hands it over, so the core never waits on a poll."""
         if sink is None or sim.finished():
             return done.wait(POLL_S)
-        for name, chunk in sim.wait_chunks(POLL_S):
-            sink.write(name, to_arrow(chunk))
+        write(sim.wait_chunks(POLL_S))
         return done.is_set()
 
     # The main thread waits on a Latch, not on Thread.join(timeout): a Ctrl-C that interrupts

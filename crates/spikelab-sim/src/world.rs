@@ -951,7 +951,7 @@ impl World {
         f.drops[g] += 1;
         if p.dir == Dir::Data {
             f.truth.on_dropped((p.seg.seq / f.mss) as usize);
-            f.truth.retire((f.snd.snd_una() / f.mss) as usize);
+            f.retire_truth();
         }
     }
 
@@ -965,7 +965,7 @@ impl World {
             Dir::Data => {
                 let idx = (p.seg.seq / f.mss) as usize;
                 f.truth.on_delivered(idx, p.tx as u16);
-                f.truth.retire((f.snd.snd_una() / f.mss) as usize);
+                f.retire_truth();
                 f.rcv.on_segment(now, &p.seg);
                 let rcv_nxt = f.rcv.rcv_nxt();
                 if rcv_nxt > f.last_rcv_nxt {
@@ -980,7 +980,7 @@ impl World {
             }
             Dir::Ack => {
                 f.snd.on_ack(now, &p.seg);
-                f.truth.retire((f.snd.snd_una() / f.mss) as usize);
+                f.retire_truth();
                 f.take_spurious_events();
                 if f.completed.is_none() && f.snd.is_done() {
                     f.completed = Some(now);
@@ -1317,6 +1317,12 @@ impl World {
 }
 
 impl FlowRt {
+    /// Retires the segments whose ground truth can no longer change (wholly below `snd_una`,
+    /// no copy in the network).
+    fn retire_truth(&mut self) {
+        self.truth.retire((self.snd.snd_una() / self.mss) as usize);
+    }
+
     /// Moves the sender's spurious-retransmission events into the episode records.
     fn take_spurious_events(&mut self) {
         for e in self.snd.spurious_events() {

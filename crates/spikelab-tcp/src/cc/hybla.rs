@@ -205,7 +205,10 @@ mod tests {
     const MSS: u64 = 1000;
 
     fn ack(h: &mut Hybla, w: &mut Window, srtt_ms: u64) {
-        let srtt = SimDuration::from_millis(srtt_ms);
+        ack_srtt(h, w, SimDuration::from_millis(srtt_ms));
+    }
+
+    fn ack_srtt(h: &mut Hybla, w: &mut Window, srtt: SimDuration) {
         let a = AckSample {
             now: SimTime::from_millis(1000),
             acked: MSS,
@@ -276,19 +279,7 @@ mod tests {
         // (1024·181 − 128 = 185216 = 1447·128).
         let mut h = Hybla::new(HyblaParams::default(), AckCounting::PerAck);
         let mut w = win(10, u64::MAX);
-        let srtt = SimDuration::from_micros(262_500);
-        let a = AckSample {
-            now: SimTime::from_millis(1000),
-            acked: MSS,
-            dupack: false,
-            rtt: Some(srtt),
-            srtt: Some(srtt),
-            snd_una: 0,
-            snd_max: 0,
-            state: CaState::Open,
-        };
-        h.pkts_acked(&mut w, &a);
-        h.cong_avoid(&mut w, MSS);
+        ack_srtt(&mut h, &mut w, SimDuration::from_micros(262_500));
         assert_eq!(w.cwnd, (10 + 1447) * MSS);
     }
 
