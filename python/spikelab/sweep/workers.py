@@ -267,11 +267,13 @@ def _dask_client(address: str, workers: int) -> Iterator[Any]:
 def _quiet_teardown() -> None:
     """What Dask (and the tornado loop under it) logs while an interrupted sweep's tasks are
     cancelled and its workers vanish (lost keys, closed comms, a callback failing on a
-    closing loop) is noise here: the sweep says "interrupted" itself."""
+    closing loop) is noise here: the sweep says "interrupted" itself. Raising the level of a
+    few loggers is not enough: Dask's logging configuration gives children such as
+    ``tornado.application`` levels of their own, so all logging of this (ending) process is
+    switched off."""
     import logging
 
-    for name in ("distributed", "tornado", "asyncio"):
-        logging.getLogger(name).setLevel(logging.CRITICAL)
+    logging.disable(logging.CRITICAL)
 
 
 def _kill_local_workers(cluster: Any) -> None:
