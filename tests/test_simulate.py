@@ -78,7 +78,8 @@ def test_markers_and_counts_agree(lte):
         assert drops.num_rows == row["drops_total"]
 
 
-MARKERS = ("rto_expiry", "fast_retx", "verdict_eifel", "verdict_dsack", "verdict_frto", "undo")
+MARKERS = ("rto_expiry", "fast_retx", "verdict_eifel", "verdict_dsack", "verdict_frto", "undo",
+           "verdict_linux")
 
 
 def test_rows_are_in_time_order(lte):

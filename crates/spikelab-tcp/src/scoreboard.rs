@@ -180,6 +180,34 @@ impl Scoreboard {
             .sum()
     }
 
+    /// Whether an entry wholly inside `[start, end)` and ending at or below `limit` is an
+    /// original transmission not yet reported: neither SACKed nor retransmitted (what Linux
+    /// flags `FLAG_ORIG_SACK_ACKED` for when an ACK or SACK covers it).
+    pub fn has_unreported_original(&self, start: u64, end: u64, limit: u64) -> bool {
+        let end = end.min(limit);
+        let i = self.index_from(start);
+        let mut s = self.base + i as u64 * self.mss;
+        for m in self.segs.iter().skip(i) {
+            let e = s + m.len as u64;
+            if e > end {
+                break;
+            }
+            if !m.sacked && m.tx_count == 1 {
+                return true;
+            }
+            s = e;
+        }
+        false
+    }
+
+    /// Retransmitted entries neither acknowledged nor SACKed (Linux `retrans_out`).
+    pub fn retransmitted_in_flight(&self) -> usize {
+        self.segs
+            .iter()
+            .filter(|m| !m.sacked && m.tx_count > 1)
+            .count()
+    }
+
     pub fn is_lost(&self, seq: u64, dupthresh: u32, mss: u64) -> bool {
         let mut sacked_segs = 0u32;
         let mut sacked_bytes = 0u64;

@@ -57,6 +57,7 @@ DETECTORS = {
     "verdict_eifel": ("Eifel", "v", "tab:purple"),
     "verdict_dsack": ("DSACK", "s", "tab:brown"),
     "verdict_frto": ("F-RTO", "^", "tab:cyan"),
+    "verdict_linux": ("Linux undo", "D", "tab:olive"),
 }
 UNDO_STYLE = {"marker": "D", "color": "tab:olive", "markersize": 7, "linestyle": "none"}
 

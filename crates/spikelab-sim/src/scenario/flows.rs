@@ -68,7 +68,7 @@ pub enum ResponseSpec {
 }
 
 /// Names accepted in `spurious = [...]`.
-pub const DETECTORS: &[&str] = &["eifel", "dsack", "frto"];
+pub const DETECTORS: &[&str] = &["eifel", "dsack", "frto", "linux"];
 
 /// Names accepted in `profile = "..."`.
 pub const PROFILES: &[&str] = &["linux"];

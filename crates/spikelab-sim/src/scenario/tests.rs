@@ -153,7 +153,7 @@ fn left_out_paths_are_the_default_link() {
 fn spurious_fields_are_checked_with_the_field_named() {
     assert_eq!(
         err("[[flow]]\n[flow.tcp]\nspurious = [\"eifle\"]\n"),
-        "flow[0].tcp.spurious[0]: unknown detector \"eifle\" (known: eifel, dsack, frto)"
+        "flow[0].tcp.spurious[0]: unknown detector \"eifle\" (known: eifel, dsack, frto, linux)"
     );
     assert_eq!(
         err("[[flow]]\n[flow.tcp]\nspurious = [\"eifel\"]\ntimestamps = false\n"),

@@ -24,6 +24,10 @@ impl TcpSender {
         let mut dsack_block = None;
         let mut sack_above_recover = false;
         let mut newly_sacked_below_recover = false;
+        let mut linux_ack = linux_undo::LinuxAck::default();
+        if !self.cfg.sack {
+            linux_ack.orig_acked = self.linux_orig_acked(ack, &[]);
+        }
         if self.cfg.sack {
             let blocks = seg.sack.as_slice();
             if let Some(&(s0, e0)) = blocks.first() {
@@ -45,6 +49,7 @@ impl TcpSender {
                     self.ledger.undo_retrans = self.ledger.undo_retrans.saturating_sub(ledger_retx);
                 }
             }
+            linux_ack.orig_acked = self.linux_orig_acked(ack, &blocks[dsack as usize..]);
             for (i, &(s, e)) in blocks.iter().enumerate() {
                 if (i == 0 && dsack) || e <= ack {
                     continue;
@@ -123,6 +128,14 @@ impl TcpSender {
                     || newly_sacked_below_recover,
                 can_send_new,
             });
+            if !self.cfg.spurious.detectors.contains(DetectorKind::Frto) {
+                // Running for the linux detector only: the kernel leaves F-RTO once the
+                // timeout's loss is found real; its own rule gives the verdict.
+                if frto_action.verdict.is_some_and(|v| !v.is_spurious()) {
+                    self.ledger.linux_frto = false;
+                }
+                frto_action.verdict = None;
+            }
             if let Some(v) = frto_action.verdict {
                 if v.is_spurious() {
                     // RFC 5682 §2 step 3b: recover = SND.UNA (fast retransmit allowed again).
@@ -130,6 +143,10 @@ impl TcpSender {
                 }
                 spurious_by = spurious_by.or(self.record_verdict(now, DetectorKind::Frto, v));
             }
+        }
+        linux_ack.dsack = dsack;
+        if let Some(rule) = self.linux_undo_rule(seg, acked, linux_ack) {
+            spurious_by = spurious_by.or(self.linux_verdict(now, rule));
         }
         let response = self.cfg.spurious.response;
         let responding = response != Response::None
@@ -186,6 +203,7 @@ impl TcpSender {
                 DetectorKind::Eifel => self.undo_by_timestamps(now, acked),
                 DetectorKind::Dsack => self.undo_by_dsack(now, acked),
                 DetectorKind::Frto => self.undo_by_frto(now, acked),
+                DetectorKind::Linux => self.undo_by_linux(now, acked),
             }
         } else if frto_action.verdict.is_some_and(|v| v.is_spurious())
             && (self.state == CaState::Loss || self.snd_nxt < self.snd_max)

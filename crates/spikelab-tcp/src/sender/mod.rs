@@ -52,6 +52,7 @@
 //! window), the advertised window is not scaled or shrunk.
 
 mod ack;
+mod linux_undo;
 mod recovery;
 mod send;
 mod timers;
@@ -180,6 +181,11 @@ pub struct UndoLedger {
     pub rttvar_prev: SimDuration,
     /// The congestion control's state when the episode started.
     cc: CcState,
+    /// TSval of the episode's first retransmission (Linux `retrans_stamp`), for the linux
+    /// detector's `tcp_packet_delayed`.
+    pub retrans_stamp: Option<u32>,
+    /// The linux detector's F-RTO may undo the current timeout (Linux `tp->frto`).
+    pub linux_frto: bool,
 }
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -269,10 +275,10 @@ impl TcpSender {
                 .detectors
                 .contains(DetectorKind::Dsack)
                 .then(|| Dsack::new(mss)),
-            frto: sp
-                .detectors
-                .contains(DetectorKind::Frto)
-                .then(|| Frto::new(sp.frto)),
+            // The linux detector sends after a timeout as the kernel's F-RTO does.
+            frto: (sp.detectors.contains(DetectorKind::Frto)
+                || sp.detectors.contains(DetectorKind::Linux))
+            .then(|| Frto::new(sp.frto)),
             ledger: UndoLedger::default(),
             episode: None,
             next_episode: 0,

@@ -113,6 +113,9 @@ impl TcpSender {
                 m.tx_count = m.tx_count.saturating_add(1);
             }
             self.stats.retx_segments += 1;
+            if self.ledger.retrans_stamp.is_none() {
+                self.ledger.retrans_stamp = Some(self.ts_now(now));
+            }
             if self.ledger.undo_marker.is_some_and(|m| seq >= m) {
                 self.ledger.undo_retrans += 1;
             }

@@ -29,7 +29,7 @@ impl TcpSender {
             retransmitted_end: self.snd_una + self.seg_len(self.snd_una),
         };
         if let Some(f) = &mut self.frto {
-            f.on_timeout(&timeout);
+            self.ledger.linux_frto = f.on_timeout(&timeout);
         }
         self.rto_without_progress = true;
         self.frto_budget = 0;

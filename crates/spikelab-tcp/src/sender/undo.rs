@@ -21,6 +21,8 @@ impl TcpSender {
                 undo_marker: Some(self.snd_una),
                 undo_retrans: 0,
                 cc: self.cc.save_state(),
+                retrans_stamp: None,
+                linux_frto: false,
                 ..prev
             };
         }
@@ -82,6 +84,11 @@ impl TcpSender {
     /// Undo entry point for F-RTO evidence (RFC 5682 step 3b).
     pub fn undo_by_frto(&mut self, now: SimTime, acked: u64) {
         self.respond(now, DetectorKind::Frto, false, acked);
+    }
+
+    /// Undo entry point for the Linux rules (`linux_undo.rs`).
+    pub fn undo_by_linux(&mut self, now: SimTime, acked: u64) {
+        self.respond(now, DetectorKind::Linux, false, acked);
     }
 
     /// Applies the flow's response to a spurious episode, once. With `Response::None` nothing
@@ -146,6 +153,12 @@ impl TcpSender {
                 self.cc.restore_state(std::mem::take(&mut self.ledger.cc));
                 if in_recovery {
                     self.stop_retransmitting(now);
+                }
+                // Back in Open as if the episode had not happened: the RFC 6582 block on fast
+                // retransmit after a timeout no longer applies (Linux leaves the Loss state).
+                // F-RTO has set `recover = SND.UNA` itself (RFC 5682 step 3b).
+                if d != DetectorKind::Frto {
+                    self.recover = None;
                 }
             }
         }

@@ -28,17 +28,24 @@ pub enum DetectorKind {
     Dsack = 1,
     /// RFC 5682.
     Frto = 2,
+    /// The Linux kernel's undo rules (`tcp_input.c`).
+    Linux = 3,
 }
 
 impl DetectorKind {
-    pub const ALL: [DetectorKind; 3] =
-        [DetectorKind::Eifel, DetectorKind::Dsack, DetectorKind::Frto];
+    pub const ALL: [DetectorKind; 4] = [
+        DetectorKind::Eifel,
+        DetectorKind::Dsack,
+        DetectorKind::Frto,
+        DetectorKind::Linux,
+    ];
 
     pub fn name(self) -> &'static str {
         match self {
             DetectorKind::Eifel => "eifel",
             DetectorKind::Dsack => "dsack",
             DetectorKind::Frto => "frto",
+            DetectorKind::Linux => "linux",
         }
     }
 
@@ -69,7 +76,7 @@ impl DetectorSet {
             .into_iter()
             .filter(move |d| self.contains(*d))
     }
-    /// Names joined by `+` in the fixed order eifel, dsack, frto ("" for none).
+    /// Names joined by `+` in the fixed order eifel, dsack, frto, linux ("" for none).
     pub fn label(self) -> String {
         self.iter().map(|d| d.name()).collect::<Vec<_>>().join("+")
     }
@@ -158,6 +165,42 @@ pub enum Evidence {
     Dsack { retransmissions: u32 },
     /// RFC 5682: the step that decided and the cumulative ACK it saw.
     Frto { step: FrtoStep, ack: u64 },
+    /// The Linux undo rule that fired.
+    Linux(LinuxRule),
+}
+
+/// The kernel's undo rules (`net/ipv4/tcp_input.c`), each named after the kernel function and
+/// the MIB counter it bumps.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum LinuxRule {
+    /// `tcp_process_loss` F-RTO: after a timeout, an ACK or SACK newly covers data sent before
+    /// it and never retransmitted (`FLAG_ORIG_SACK_ACKED`): `TCPSpuriousRTOs`.
+    Frto,
+    /// `tcp_try_undo_loss` on an ACK advancing `snd_una` in the Loss state, or
+    /// `tcp_try_undo_recovery` when the Loss state's `high_seq` is reached, with `tcp_may_undo`:
+    /// `TCPLossUndo`.
+    Loss,
+    /// `tcp_try_undo_recovery` when fast recovery's `high_seq` is reached, with `tcp_may_undo`:
+    /// `TCPFullUndo`.
+    Full,
+    /// `tcp_try_undo_partial`: a partial ACK in fast recovery echoes a timestamp older than the
+    /// first retransmission and no retransmission is left in flight: `TCPPartialUndo`.
+    Partial,
+    /// `tcp_try_undo_dsack`: DSACKs have reported every retransmission since the undo marker
+    /// (`undo_retrans == 0`), in fast recovery or after it: `TCPDSACKUndo`.
+    Dsack,
+}
+
+impl LinuxRule {
+    pub fn name(self) -> &'static str {
+        match self {
+            LinuxRule::Frto => "frto",
+            LinuxRule::Loss => "loss",
+            LinuxRule::Full => "full",
+            LinuxRule::Partial => "partial",
+            LinuxRule::Dsack => "dsack",
+        }
+    }
 }
 
 /// A detector's decision about the current episode.
