@@ -123,3 +123,24 @@ def test_an_os_error_without_text_is_a_sentence_not_a_class_name(monkeypatch, ca
     assert cli.main(["validate", "x.toml"]) == 2
     err = capsys.readouterr().err
     assert err == "spikelab: error: an operating-system call failed\n"
+
+
+def test_validate_lists_what_the_linux_profile_resolves_to_and_which_value_wins(tmp_path):
+    """issue 13: `validate` shows the resolved profile fields; a key the file (or --set) sets
+    itself is shown as winning over the profile's value."""
+    scenario = tmp_path / "s.toml"
+    scenario.write_text('[[flow]]\ncc = "reno"\n[flow.tcp]\nprofile = "linux"\n'
+                        'variant = "newreno"\n')
+    proc = spikelab("validate", scenario, "--set", "flow.tcp.quickack=4")
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert "flow[0]: profile 'linux' resolves to" in lines
+    assert "  tcp.initial_window = 10" in lines
+    assert "  tcp.spurious = [\"linux\"]" in lines
+    assert "  tcp.rto.min = \"200ms\"" in lines
+    assert "  tcp.ssthresh_basis = \"cwnd\"" in lines
+    wins = {line.split(" = ")[0].strip(): line for line in lines if "wins over" in line}
+    assert set(wins) == {"cc", "tcp.variant", "tcp.quickack"}
+    assert "profile's \"sack\"" in wins["tcp.variant"]
+    assert "profile's 16" in wins["tcp.quickack"]
+    assert 'flavor = "linux"' in wins["cc"]

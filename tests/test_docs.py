@@ -418,7 +418,7 @@ def _doc_columns(section: str, first_header: str) -> dict[str, str]:
     out = {}
     for row in rows:
         for name in re.findall(r"`([^`]+)`", row[0]):
-            pattern = re.escape(name).replace("<d>", "(eifel|dsack|frto)")
+            pattern = re.escape(name).replace("<d>", "(eifel|dsack|frto|linux)")
             pattern = pattern.replace("<path>", "[a-z0-9]+").replace("<stage>", "[a-z0-9_]+")
             out[pattern] = row[1] if len(row) > 1 else ""
     return out
@@ -454,7 +454,9 @@ def traced_run(tmp_path_factory):
 
     out = tmp_path_factory.mktemp("cols") / "run"
     spikelab.run(ROOT / "examples" / "lte-handover.toml", out=out, trace="packets",
-                 overrides=["sim.duration=12s", 'flow.tcp.profile="linux"'], plots=False,
+                 overrides=["sim.duration=12s", 'flow.tcp.profile="linux"',
+                            'flow.tcp.spurious=["eifel", "dsack", "frto", "linux"]'],
+                 plots=False,
                  progress=False)
     return out
 

@@ -52,6 +52,14 @@ fn resolve(text: &str, overrides: Vec<String>, base_dir: String) -> PyResult<Str
     serde_json::to_string(&sc).map_err(|e| PyRuntimeError::new_err(e.to_string()))
 }
 
+/// What each flow's profile resolved to, key by key, as JSON (a list of notes).
+#[pyfunction]
+#[pyo3(signature = (text, overrides=Vec::new()))]
+fn profile_notes(text: &str, overrides: Vec<String>) -> PyResult<String> {
+    let notes = spikelab_sim::profile_notes(text, &overrides).map_err(scenario_err)?;
+    serde_json::to_string(&notes).map_err(|e| PyRuntimeError::new_err(e.to_string()))
+}
+
 /// One simulation run, prepared; `run()` executes it without holding the GIL.
 #[pyclass(module = "spikelab._core")]
 struct Simulation {
@@ -283,6 +291,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     }
     quiet_panics();
     m.add_function(wrap_pyfunction!(resolve, m)?)?;
+    m.add_function(wrap_pyfunction!(profile_notes, m)?)?;
     m.add_class::<Simulation>()?;
     emu::register(m)?;
     Ok(())

@@ -14,7 +14,7 @@ mod truth;
 pub mod units;
 mod world;
 
-pub use scenario::{parse, Scenario, ScenarioError, TraceLevel};
+pub use scenario::{parse, profile_notes, ProfileNote, Scenario, ScenarioError, TraceLevel};
 pub use table::{Column, ColumnData, Table};
 pub use world::{
     build_stage, Chunk, RunControl, RunError, RunResult, World, MAX_PENDING_CHUNKS,

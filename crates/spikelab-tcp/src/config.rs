@@ -107,10 +107,32 @@ pub struct TcpConfig {
     pub delack_timeout: SimDuration,
     /// Full-sized segments that force an ACK (RFC 5681: at least every second).
     pub delack_segments: u32,
+    /// What ssthresh is computed from on a loss: FlightSize (RFC 5681 eq. 4) or cwnd (Linux,
+    /// whose `ssthresh` hooks read `snd_cwnd`; a timeout during fast recovery then keeps the
+    /// ssthresh that recovery set, as `tcp_enter_loss` does).
+    pub ssthresh_basis: SsthreshBasis,
+    /// Grow cwnd only when the sender is cwnd-limited (Linux `tcp_is_cwnd_limited`, in the
+    /// spirit of RFC 7661): cwnd was full in the current window, or, in slow start, cwnd is
+    /// below twice the most data outstanding in it.
+    pub cwnd_limited_check: bool,
+    /// Receiver quick-ACK mode (Linux `tcp_incr_quickack`, `TCP_MAX_QUICKACKS = 16`): the first
+    /// this many data segments, those after a receive gap longer than `quickack_idle`, and those
+    /// after a duplicate segment are acknowledged at once. 0: off.
+    pub quickack: u32,
+    /// Receive gap that re-enters quick-ACK mode (Linux: the receiver's RTO, 1 s without RTT
+    /// samples of its own).
+    pub quickack_idle: SimDuration,
     /// Spurious-retransmission detectors and the response to a detection.
     pub spurious: SpuriousConfig,
     /// The congestion control algorithm and its parameters.
     pub cc: CcConfig,
+}
+
+/// See [`TcpConfig::ssthresh_basis`].
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum SsthreshBasis {
+    FlightSize,
+    Cwnd,
 }
 
 impl TcpConfig {
@@ -148,6 +170,10 @@ impl Default for TcpConfig {
             delayed_ack: true,
             delack_timeout: SimDuration::from_millis(40),
             delack_segments: 2,
+            ssthresh_basis: SsthreshBasis::FlightSize,
+            cwnd_limited_check: false,
+            quickack: 0,
+            quickack_idle: SimDuration::from_secs(1),
             spurious: SpuriousConfig::default(),
             cc: CcConfig::Reno,
         }

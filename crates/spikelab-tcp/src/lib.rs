@@ -20,7 +20,7 @@ mod segment;
 mod sender;
 pub mod spurious;
 
-pub use config::{RtoAlgorithm, RtoConfig, TcpConfig, Variant};
+pub use config::{RtoAlgorithm, RtoConfig, SsthreshBasis, TcpConfig, Variant};
 pub use receiver::{ReceiverStats, TcpReceiver};
 pub use segment::{SackBlocks, Segment, Timestamps, IP_TCP_HEADER};
 pub use sender::{

@@ -13,8 +13,13 @@
 //!   `SEG.SEQ <= Last.ACK.sent`, so a delayed ACK echoes the earliest unacknowledged segment and
 //!   an out-of-order segment does not move TS.Recent; every ACK echoes TS.Recent.
 //!
+//! * Quick-ACK mode (optional, `quickack`; Linux `tcp_incr_quickack`,
+//!   `tcp_enter_quickack_mode`): the first `quickack` data segments of the connection, those
+//!   after a receive gap longer than `quickack_idle` (Linux: the receiver's RTO), and those after
+//!   a duplicate segment are acknowledged at once, one ACK each.
+//!
 //! The receive buffer is drained by the application at once, so the advertised window is the
-//! configured `rwnd`. Linux's quick-ACK mode at connection start is not modelled.
+//! configured `rwnd`.
 
 use crate::{SackBlocks, Segment, TcpConfig, Timestamps};
 use spikelab_core::SimTime;
@@ -39,6 +44,10 @@ pub struct TcpReceiver {
     unacked_bytes: u64,
     delack_deadline: Option<SimTime>,
     ack_now: bool,
+    /// Segments still to acknowledge at once (Linux `icsk_ack.quick`).
+    quick: u32,
+    /// When the last data segment arrived (`None`: none yet).
+    last_rcv: Option<SimTime>,
     stats: ReceiverStats,
 }
 
@@ -55,6 +64,8 @@ impl TcpReceiver {
             unacked_bytes: 0,
             delack_deadline: None,
             ack_now: false,
+            quick: 0,
+            last_rcv: None,
             stats: ReceiverStats::default(),
         }
     }
@@ -85,7 +96,19 @@ impl TcpReceiver {
         if seg.len == 0 {
             return;
         }
+        if self.cfg.quickack > 0 {
+            // First data, or a gap longer than the receiver's RTO: quick-ACK mode.
+            let idle = self
+                .last_rcv
+                .is_none_or(|t| now.since(t) > self.cfg.quickack_idle);
+            if idle {
+                self.quick = self.quick.max(self.cfg.quickack);
+            }
+            self.last_rcv = Some(now);
+        }
         if end <= self.rcv_nxt {
+            // A duplicate: Linux enters quick-ACK mode (`tcp_data_queue`).
+            self.quick = self.quick.max(self.cfg.quickack);
             self.stats.duplicate_segments += 1;
             self.dsack = Some((start, end));
             self.ack_now = true;
@@ -108,6 +131,9 @@ impl TcpReceiver {
             let rcv_nxt = self.rcv_nxt;
             self.recent.retain(|&b| b >= rcv_nxt);
             if had_gap || self.dsack.is_some() || !self.cfg.delayed_ack {
+                self.ack_now = true;
+            } else if self.quick > 0 {
+                self.quick -= 1;
                 self.ack_now = true;
             } else {
                 self.unacked_bytes += seg.len as u64;

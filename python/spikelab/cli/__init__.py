@@ -146,6 +146,11 @@ def cmd_validate(args: argparse.Namespace) -> int:
         if sweepspec.sweep_table(text) is not None:  # every parameter path, before any run
             sweep = f"; [sweep]: {_plural(sweepspec.check_file(path, args.set), 'run')}"
     print(f"{args.file}: ok ({describe(scenario)}{sweep})")
+    from spikelab.scenario import format_profile_notes, profile_notes
+
+    with _scenario_file(args.file) as path:
+        for line in format_profile_notes(profile_notes(path, args.set)):
+            print(line)
     return 0
 
 

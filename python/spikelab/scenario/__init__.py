@@ -66,3 +66,27 @@ def validate(scenario: ScenarioSource, overrides: Iterable[str] = ()) -> dict[st
     """
     text, base_dir = read_scenario(scenario)
     return json.loads(_core.resolve(text, overrides_list(overrides), base_dir))
+
+
+def profile_notes(scenario: ScenarioSource, overrides: Iterable[str] = ()) -> list[dict[str, Any]]:
+    """What each flow's ``profile`` resolved to, key by key: dicts with ``flow``, ``profile``,
+    ``key`` (``tcp.variant``, ``cc``...), ``profile_value`` and ``file_value`` (the value the
+    file or an override sets itself, which wins; None when the profile's value is used)."""
+    text, _ = read_scenario(scenario)
+    return json.loads(_core.profile_notes(text, overrides_list(overrides)))
+
+
+def format_profile_notes(notes: list[dict[str, Any]]) -> list[str]:
+    """``spikelab validate``'s lines for :func:`profile_notes`: one block per flow."""
+    lines: list[str] = []
+    last = None
+    for n in notes:
+        if (n["flow"], n["profile"]) != last:
+            last = (n["flow"], n["profile"])
+            lines.append(f"flow[{n['flow']}]: profile {n['profile']!r} resolves to")
+        if n["file_value"] is None:
+            lines.append(f"  {n['key']} = {n['profile_value']}")
+        else:
+            lines.append(f"  {n['key']} = {n['file_value']}   (set in the file or by --set: wins "
+                         f"over the profile's {n['profile_value']})")
+    return lines

@@ -6,7 +6,7 @@ use serde::de::{self, MapAccess, Visitor};
 use serde::{Deserializer, Serializer};
 use spikelab_tcp::cc::{BicParams, CcConfig, CubicFlavor, CubicParams, HyblaParams};
 use spikelab_tcp::spurious::{DetectorKind, DetectorSet, FrtoVariant, Response, SpuriousConfig};
-use spikelab_tcp::{RtoAlgorithm, RtoConfig, TcpConfig, Variant};
+use spikelab_tcp::{RtoAlgorithm, RtoConfig, SsthreshBasis, TcpConfig, Variant};
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -58,6 +58,16 @@ pub enum FrtoSpec {
     Sack,
 }
 
+/// What ssthresh is computed from on a loss.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SsthreshBasisSpec {
+    /// FlightSize, RFC 5681 eq. 4.
+    Flight,
+    /// cwnd, as Linux.
+    Cwnd,
+}
+
 /// The response to a detected spurious retransmission.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -73,41 +83,75 @@ pub const DETECTORS: &[&str] = &["eifel", "dsack", "frto", "linux"];
 /// Names accepted in `profile = "..."`.
 pub const PROFILES: &[&str] = &["linux"];
 
-/// The `linux` profile: the keys it fills in `[flow.tcp]` when the file does not set them,
-/// approximating a Linux sender's sysctl defaults (tcp_timestamps = 1, tcp_sack = 1,
-/// tcp_dsack = 1, tcp_frto = 2, undo on, RTO minimum 200 ms). See docs/models.md for where it
-/// differs from the kernel.
+/// The `linux` profile: the keys it fills in `[flow.tcp]` when the file does not set them: the
+/// defaults of a Linux 6.x sender (sysctls `tcp_sack`, `tcp_dsack`, `tcp_timestamps` = 1,
+/// `tcp_frto` = 2, `tcp_congestion_control` = cubic; constants `TCP_INIT_CWND` = 10,
+/// `TCP_RTO_MIN` = 200 ms, `TCP_RTO_MAX` = 120 s, `TCP_TIMEOUT_INIT` = 1 s, `TCP_ATO_MIN` =
+/// 40 ms, `TCP_MAX_QUICKACKS` = 16). docs/models.md has the table with the source of each.
 const LINUX_PROFILE: &str = r#"
 variant = "sack"
+initial_window = 10
+abc = true
+abc_limit = 1000
 timestamps = true
 sack = true
 dsack = true
 clear_sack_on_rto = false
-spurious = ["eifel", "dsack", "frto"]
+delayed_ack = true
+delack_timeout = "40ms"
+delack_segments = 2
+quickack = 16
+ssthresh_basis = "cwnd"
+cwnd_limited_check = true
+spurious = ["linux"]
 frto = "auto"
 response = "undo"
 [rto]
 estimator = "linux"
+min = "200ms"
+max = "120s"
+initial = "1s"
 "#;
 
-/// Fills the keys of each flow's `tcp.profile` that the file leaves out (explicit keys win).
-pub(super) fn apply_profiles(root: &mut toml::Value) -> Result<()> {
+/// What the `linux` profile sets at flow level (beside `[flow.tcp]`).
+const LINUX_PROFILE_FLOW: &str = r#"
+cc = { algo = "cubic", flavor = "linux" }
+"#;
+
+/// One key a profile resolved: its value from the profile, or the file's value that won.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ProfileNote {
+    pub flow: usize,
+    pub profile: String,
+    /// Dotted key inside the flow (`tcp.variant`, `tcp.rto.min`, `cc`).
+    pub key: String,
+    /// The profile's value, as TOML.
+    pub profile_value: String,
+    /// The file's value (as TOML) when the file sets the key itself: it wins.
+    pub file_value: Option<String>,
+}
+
+/// Fills the keys of each flow's `tcp.profile` that the file leaves out (explicit keys win) and
+/// says, key by key, where each value came from.
+pub(super) fn apply_profiles(root: &mut toml::Value) -> Result<Vec<ProfileNote>> {
+    let mut notes = Vec::new();
     let Some(flows) = root.get_mut("flow").and_then(|f| f.as_array_mut()) else {
-        return Ok(());
+        return Ok(notes);
     };
     for (i, flow) in flows.iter_mut().enumerate() {
-        let Some(tcp) = flow.get_mut("tcp").and_then(|t| t.as_table_mut()) else {
-            continue;
-        };
-        let Some(p) = tcp.get("profile") else {
+        let Some(p) = flow.get("tcp").and_then(|t| t.get("profile")) else {
             continue;
         };
         let field = format!("flow[{i}].tcp.profile");
         let name = p
             .as_str()
-            .ok_or_else(|| ScenarioError::new(&field, "must be a string"))?;
-        let defaults: toml::Table = match name {
-            "linux" => toml::from_str(LINUX_PROFILE).expect("valid profile"),
+            .ok_or_else(|| ScenarioError::new(&field, "must be a string"))?
+            .to_string();
+        let (tcp_defaults, flow_defaults): (toml::Table, toml::Table) = match name.as_str() {
+            "linux" => (
+                toml::from_str(LINUX_PROFILE).expect("valid profile"),
+                toml::from_str(LINUX_PROFILE_FLOW).expect("valid profile"),
+            ),
             _ => {
                 return Err(ScenarioError::new(
                     field,
@@ -115,19 +159,62 @@ pub(super) fn apply_profiles(root: &mut toml::Value) -> Result<()> {
                 ))
             }
         };
-        merge_missing(tcp, &defaults);
+        let Some(flow) = flow.as_table_mut() else {
+            continue;
+        };
+        let mut note = |key: String, profile_value: &toml::Value, file: Option<&toml::Value>| {
+            notes.push(ProfileNote {
+                flow: i,
+                profile: name.clone(),
+                key,
+                profile_value: show(profile_value),
+                file_value: file.map(show),
+            })
+        };
+        merge_missing(flow, &flow_defaults, "", &mut note);
+        if let Some(tcp) = flow.get_mut("tcp").and_then(|t| t.as_table_mut()) {
+            merge_missing(tcp, &tcp_defaults, "tcp.", &mut note);
+        }
     }
-    Ok(())
+    Ok(notes)
 }
 
-fn merge_missing(into: &mut toml::Table, defaults: &toml::Table) {
+/// A TOML value as written in a file (inline tables for tables).
+fn show(v: &toml::Value) -> String {
+    match v {
+        toml::Value::Table(t) => {
+            let inner: Vec<String> = t
+                .iter()
+                .map(|(k, v)| format!("{k} = {}", show(v)))
+                .collect();
+            format!("{{ {} }}", inner.join(", "))
+        }
+        v => v.to_string(),
+    }
+}
+
+fn merge_missing(
+    into: &mut toml::Table,
+    defaults: &toml::Table,
+    prefix: &str,
+    note: &mut impl FnMut(String, &toml::Value, Option<&toml::Value>),
+) {
     for (k, v) in defaults {
+        let key = format!("{prefix}{k}");
         match (into.get_mut(k), v) {
+            (None, toml::Value::Table(dsub)) if k != "cc" => {
+                let mut sub = toml::Table::new();
+                merge_missing(&mut sub, dsub, &format!("{key}."), note);
+                into.insert(k.clone(), toml::Value::Table(sub));
+            }
             (None, _) => {
+                note(key, v, None);
                 into.insert(k.clone(), v.clone());
             }
-            (Some(toml::Value::Table(sub)), toml::Value::Table(dsub)) => merge_missing(sub, dsub),
-            _ => {}
+            (Some(toml::Value::Table(sub)), toml::Value::Table(dsub)) if k != "cc" => {
+                merge_missing(sub, dsub, &format!("{key}."), note)
+            }
+            (Some(file), _) => note(key, v, Some(file)),
         }
     }
 }
@@ -220,7 +307,15 @@ pub struct TcpSpec {
     pub delayed_ack: bool,
     pub delack_timeout: Duration,
     pub delack_segments: i64,
-    /// Spurious-retransmission detectors, any of `eifel`, `dsack`, `frto`.
+    /// Segments acknowledged at once in quick-ACK mode (0: off).
+    pub quickack: i64,
+    /// Receive gap that re-enters quick-ACK mode.
+    pub quickack_idle: Duration,
+    /// What ssthresh is computed from on a loss.
+    pub ssthresh_basis: SsthreshBasisSpec,
+    /// Grow cwnd only when cwnd-limited (Linux `tcp_is_cwnd_limited`).
+    pub cwnd_limited_check: bool,
+    /// Spurious-retransmission detectors, any of `eifel`, `dsack`, `frto`, `linux`.
     pub spurious: Vec<String>,
     /// Which F-RTO algorithm runs.
     pub frto: FrtoSpec,
@@ -252,6 +347,10 @@ impl Default for TcpSpec {
             delayed_ack: c.delayed_ack,
             delack_timeout: Duration(c.delack_timeout),
             delack_segments: c.delack_segments as i64,
+            quickack: c.quickack as i64,
+            quickack_idle: Duration(c.quickack_idle),
+            ssthresh_basis: SsthreshBasisSpec::Flight,
+            cwnd_limited_check: c.cwnd_limited_check,
             spurious: Vec::new(),
             frto: FrtoSpec::Auto,
             response: ResponseSpec::Undo,
@@ -598,6 +697,19 @@ impl FlowSpec {
         positive_int(t.dupthresh, &format!("{at}.dupthresh"), 1000)?;
         positive_int(t.delack_segments, &format!("{at}.delack_segments"), 1000)?;
         check(
+            (0..=1000).contains(&t.quickack),
+            format!("{at}.quickack"),
+            format!(
+                "must be an integer from 0 (off) to 1000, got {}",
+                t.quickack
+            ),
+        )?;
+        check(
+            t.quickack_idle.0 > SimDuration::ZERO,
+            format!("{at}.quickack_idle"),
+            "must be > 0",
+        )?;
+        check(
             t.rwnd.0 <= 1 << 30,
             format!("{at}.rwnd"),
             format!(
@@ -765,6 +877,13 @@ impl FlowSpec {
             delayed_ack: t.delayed_ack,
             delack_timeout: t.delack_timeout.0,
             delack_segments: t.delack_segments as u32,
+            quickack: t.quickack as u32,
+            quickack_idle: t.quickack_idle.0,
+            ssthresh_basis: match t.ssthresh_basis {
+                SsthreshBasisSpec::Flight => SsthreshBasis::FlightSize,
+                SsthreshBasisSpec::Cwnd => SsthreshBasis::Cwnd,
+            },
+            cwnd_limited_check: t.cwnd_limited_check,
             spurious: self.spurious_config(),
             cc: self.cc_config(),
         }

@@ -186,6 +186,16 @@ pub fn parse(text: &str, overrides: &[String], base_dir: &Path) -> Result<Scenar
     Ok(sc)
 }
 
+/// What each flow's profile resolved to, key by key (after `overrides`): the values `parse`
+/// fills in, and the keys the file sets itself, which win. Empty without profiles.
+pub fn profile_notes(text: &str, overrides: &[String]) -> Result<Vec<ProfileNote>> {
+    let mut value: toml::Value = toml::from_str(text).map_err(|e| toml_error(&e))?;
+    for o in overrides {
+        apply_override(&mut value, o)?;
+    }
+    apply_profiles(&mut value)
+}
+
 /// The names a field of a named kind accepts, by the field's last path segment.
 fn choices_of(field: &str) -> Option<&'static str> {
     let last = field.rsplit('.').next().unwrap_or(field);
@@ -198,6 +208,7 @@ fn choices_of(field: &str) -> Option<&'static str> {
         (_, "type") => "rate, delay, loss",
         (_, "model") => "bernoulli, gilbert_elliott, profile, deterministic",
         (_, "estimator") => "rfc6298, linux",
+        (_, "ssthresh_basis") => "flight, cwnd",
         (_, "frto") => "auto, basic, sack",
         (_, "response") => "none, eifel, undo",
         _ => return None,

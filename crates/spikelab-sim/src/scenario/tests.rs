@@ -189,16 +189,49 @@ fn linux_profile_fills_missing_keys_and_explicit_keys_win() {
     .unwrap();
     let t = &sc.flow[0].tcp;
     assert_eq!(t.variant, VariantSpec::Reno, "explicit key kept");
-    assert_eq!(t.spurious, vec!["eifel", "dsack", "frto"]);
+    assert_eq!(t.spurious, vec!["linux"]);
     assert_eq!(t.response, ResponseSpec::Undo);
     assert_eq!(t.rto.estimator, EstimatorSpec::Linux);
     assert_eq!(t.rto.min, Some(d_ms(200)));
     assert!(!t.clear_sack_on_rto);
+    assert!(t.abc && t.cwnd_limited_check);
+    assert_eq!(t.quickack, 16);
+    assert_eq!(t.ssthresh_basis, SsthreshBasisSpec::Cwnd);
+    assert_eq!(sc.flow[0].cc.algo(), "cubic");
+    assert_eq!(sc.flow[0].cc.table.flavor.as_deref(), Some("linux"));
     let c = sc.flow[0].tcp_config().spurious;
     assert_eq!(c.frto, FrtoVariant::SackEnhanced);
-    assert_eq!(c.detectors.label(), "eifel+dsack+frto");
+    assert_eq!(c.detectors.label(), "linux");
     // The resolved scenario re-parses to the same thing.
     assert_round_trips(&sc);
+}
+
+#[test]
+fn profile_notes_say_which_value_wins() {
+    let text = "[[flow]]\ncc = \"reno\"\n[flow.tcp]\nprofile = \"linux\"\nvariant = \"newreno\"\n[flow.tcp.rto]\nmin = \"1s\"\n";
+    let notes = profile_notes(text, &["flow.tcp.quickack=0".to_string()]).unwrap();
+    let find = |k: &str| {
+        notes
+            .iter()
+            .find(|n| n.key == k)
+            .unwrap_or_else(|| panic!("{k}"))
+    };
+    assert_eq!(
+        find("tcp.variant").file_value.as_deref(),
+        Some("\"newreno\"")
+    );
+    assert_eq!(find("tcp.variant").profile_value, "\"sack\"");
+    assert_eq!(find("tcp.rto.min").file_value.as_deref(), Some("\"1s\""));
+    assert_eq!(find("tcp.rto.max").file_value, None);
+    assert_eq!(
+        find("tcp.quickack").file_value.as_deref(),
+        Some("0"),
+        "overrides count as the file"
+    );
+    assert_eq!(find("cc").file_value.as_deref(), Some("\"reno\""));
+    assert_eq!(find("tcp.spurious").profile_value, "[\"linux\"]");
+    assert!(notes.iter().all(|n| n.flow == 0 && n.profile == "linux"));
+    assert!(profile_notes("[[flow]]\n", &[]).unwrap().is_empty());
 }
 
 /// Written back as TOML, a resolved scenario parses to the same scenario.

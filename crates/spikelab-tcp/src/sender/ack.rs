@@ -323,6 +323,9 @@ impl TcpSender {
     }
 
     pub(super) fn grow(&mut self, acked: u64) {
+        if !self.cwnd_limited() {
+            return;
+        }
         let mut w = self.window();
         self.cc.cong_avoid(&mut w, acked);
         self.cwnd = w.cwnd;

@@ -249,6 +249,12 @@ pub struct TcpSender {
     /// RFC 4015 step (11) armed: restart the RTT estimator on the first RTT sample from an
     /// ACK above this sequence number (data not yet sent when the spurious timeout occurred).
     eifel_rtt_after: Option<u64>,
+    /// `cwnd_limited_check` (Linux `tcp_cwnd_validate`): cwnd was full in the current window
+    /// (`is_cwnd_limited`), the most bytes outstanding in it (`max_packets_out`), and where the
+    /// window ends (`cwnd_usage_seq`).
+    is_cwnd_limited: bool,
+    max_outstanding: u64,
+    cwnd_usage_seq: u64,
 }
 
 impl TcpSender {
@@ -287,6 +293,9 @@ impl TcpSender {
             rto_without_progress: false,
             frto_budget: 0,
             eifel_rtt_after: None,
+            is_cwnd_limited: false,
+            max_outstanding: 0,
+            cwnd_usage_seq: 0,
             mss,
             cc,
             app_total,
@@ -459,6 +468,36 @@ impl TcpSender {
         self.cc.pkts_acked(&mut w, &s);
         self.cwnd = w.cwnd;
         self.ssthresh = w.ssthresh;
+    }
+
+    /// The bytes ssthresh is computed from on a loss (`ssthresh_basis`).
+    pub(super) fn ssthresh_basis(&self, flight: u64) -> u64 {
+        match self.cfg.ssthresh_basis {
+            crate::SsthreshBasis::FlightSize => flight,
+            crate::SsthreshBasis::Cwnd => self.cwnd,
+        }
+    }
+
+    /// Linux `tcp_cwnd_validate`, after each transmission: remember whether cwnd is full in the
+    /// current window, else the most bytes outstanding in it.
+    pub(super) fn cwnd_validate(&mut self) {
+        let limited = self.inflight() >= self.cwnd;
+        let outstanding = self.snd_max - self.snd_una;
+        if self.snd_una >= self.cwnd_usage_seq
+            || limited
+            || (!self.is_cwnd_limited && outstanding > self.max_outstanding)
+        {
+            self.is_cwnd_limited = limited;
+            self.max_outstanding = outstanding;
+            self.cwnd_usage_seq = self.snd_max;
+        }
+    }
+
+    /// Linux `tcp_is_cwnd_limited`: may cwnd grow on this ACK?
+    pub(super) fn cwnd_limited(&self) -> bool {
+        !self.cfg.cwnd_limited_check
+            || self.is_cwnd_limited
+            || (self.cwnd < self.ssthresh && self.cwnd < 2 * self.max_outstanding)
     }
 
     /// Whether the `dupthresh`-th duplicate ACK may start fast retransmit.

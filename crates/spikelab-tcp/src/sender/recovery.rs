@@ -9,8 +9,9 @@ impl TcpSender {
             f.on_fast_retransmit(self.snd_max);
         }
         let flight = (self.snd_max - self.snd_una).saturating_sub(self.limited_sent);
+        let basis = self.ssthresh_basis(flight);
         let w = self.window();
-        self.ssthresh = self.cc.ssthresh(&w, flight);
+        self.ssthresh = self.cc.ssthresh(&w, basis);
         self.stats.fast_retx_count += 1;
         self.pending = Some((self.snd_una, TxKind::FastRetransmit));
         self.partial_acks = 0;

@@ -129,6 +129,9 @@ impl TcpSender {
             self.snd_nxt = seq + len;
         }
         self.stats.segments_sent += 1;
+        if self.cfg.cwnd_limited_check {
+            self.cwnd_validate();
+        }
         if self.rto_deadline.is_none() {
             self.rto_deadline = Some(now + self.rtt.rto());
         }

@@ -33,10 +33,14 @@ impl TcpSender {
         }
         self.rto_without_progress = true;
         self.frto_budget = 0;
-        if self.rtt.backoff_count() == 0 {
+        // Linux `tcp_enter_loss` keeps the ssthresh a fast recovery under way has set.
+        let keeps_recovery_ssthresh = self.cfg.ssthresh_basis == crate::SsthreshBasis::Cwnd
+            && self.state == CaState::Recovery;
+        if self.rtt.backoff_count() == 0 && !keeps_recovery_ssthresh {
             // RFC 5681: ssthresh is held when the segment was already retransmitted by the timer.
+            let basis = self.ssthresh_basis(self.snd_max - self.snd_una);
             let w = self.window();
-            self.ssthresh = self.cc.ssthresh(&w, self.snd_max - self.snd_una);
+            self.ssthresh = self.cc.ssthresh(&w, basis);
         }
         self.cwnd = self.mss;
         self.recover = Some(self.snd_max);
