@@ -227,6 +227,12 @@ pub struct TcpSpec {
     /// What a detection changes.
     pub response: ResponseSpec,
     pub rto: RtoSpec,
+    /// RACK loss detection (RFC 8985 §6); needs `variant = "sack"`.
+    pub rack: bool,
+    /// Tail loss probe (RFC 8985 §7); needs `sack = true`.
+    pub tlp: bool,
+    /// Proportional rate reduction in SACK recovery (RFC 6937); needs `variant = "sack"`.
+    pub prr: bool,
 }
 
 impl Default for TcpSpec {
@@ -256,6 +262,9 @@ impl Default for TcpSpec {
             frto: FrtoSpec::Auto,
             response: ResponseSpec::Undo,
             rto: RtoSpec::default(),
+            rack: c.rack,
+            tlp: c.tlp,
+            prr: c.prr,
         }
     }
 }
@@ -640,6 +649,32 @@ impl FlowSpec {
         if t.dsack {
             t.dsack = t.sack;
         }
+        if t.rack {
+            check(
+                t.sack,
+                format!("{at}.rack"),
+                "RACK (RFC 8985) needs sack = true",
+            )?;
+            check(
+                t.variant == VariantSpec::Sack,
+                format!("{at}.rack"),
+                "RACK (RFC 8985) marks losses for SACK recovery: it needs variant = \"sack\"",
+            )?;
+        }
+        if t.tlp {
+            check(
+                t.sack,
+                format!("{at}.tlp"),
+                "the tail loss probe (RFC 8985 section 7) needs sack = true",
+            )?;
+        }
+        if t.prr {
+            check(
+                t.variant == VariantSpec::Sack,
+                format!("{at}.prr"),
+                "PRR (RFC 6937) runs in SACK recovery: it needs variant = \"sack\"",
+            )?;
+        }
         let mut seen = Vec::new();
         for (i, name) in t.spurious.iter().enumerate() {
             let field = format!("{at}.spurious[{i}]");
@@ -767,6 +802,9 @@ impl FlowSpec {
             delack_segments: t.delack_segments as u32,
             spurious: self.spurious_config(),
             cc: self.cc_config(),
+            rack: t.rack,
+            tlp: t.tlp,
+            prr: t.prr,
         }
     }
 
