@@ -478,7 +478,9 @@ def test_results_doc_lists_every_timeseries_var_and_packet_event(traced_run):
     assert {re.escape(v) for v in ts} == documented
     pk = pq.read_table(traced_run / "packets.parquet")
     events = set(_doc_columns("| `event` | meaning", "`event`"))
-    assert {re.escape(v) for v in pk.column("event").to_pylist()} == events
+    seen = {re.escape(v) for v in pk.column("event").to_pylist()}
+    # A probe leaves only when the flow runs TLP and a tail stalls: documented, maybe unseen.
+    assert seen <= events and events - seen <= {"tlp"}, (seen, events)
     text = (ROOT / "docs" / "results.md").read_text(encoding="utf-8")
     for cause in set(pk.column("cause").drop_null().to_pylist()):
         assert f"`{cause}`" in text, cause

@@ -1,7 +1,7 @@
 //! The `event` column of the packets table: its names and their dictionary codes, shared by
 //! the simulator and the emulator's capture analysis so both tables read the same.
 
-pub const NAMES: [&str; 7] = [
+pub const NAMES: [&str; 8] = [
     "send",
     "retransmit",
     "ack",
@@ -9,6 +9,7 @@ pub const NAMES: [&str; 7] = [
     "stage_exit",
     "drop",
     "deliver",
+    "tlp",
 ];
 pub const SEND: i32 = 0;
 pub const RETX: i32 = 1;
@@ -17,6 +18,8 @@ pub const ENTER: i32 = 3;
 pub const EXIT: i32 = 4;
 pub const DROP: i32 = 5;
 pub const DELIVER: i32 = 6;
+/// A tail loss probe (RFC 8985 §7.3): new data (`tx` = 0) or a retransmission.
+pub const TLP: i32 = 7;
 
 use crate::table::{ColumnData, Table};
 

@@ -367,7 +367,7 @@ fn verdict_var(d: DetectorKind) -> i32 {
 
 use crate::packet_event::{
     PacketRows, ACK as EV_ACK, DELIVER as EV_DELIVER, DROP as EV_DROP, ENTER as EV_ENTER,
-    EXIT as EV_EXIT, RETX as EV_RETX, SEND as EV_SEND,
+    EXIT as EV_EXIT, RETX as EV_RETX, SEND as EV_SEND, TLP as EV_TLP,
 };
 
 /// The time series recorded while the run lasts: 24 bytes a row. Retransmission markers
@@ -1033,10 +1033,10 @@ impl World {
                     }
                 }
             }
-            let ev = if tx.kind == TxKind::New {
-                EV_SEND
-            } else {
-                EV_RETX
+            let ev = match tx.kind {
+                TxKind::New => EV_SEND,
+                TxKind::Tlp => EV_TLP,
+                _ => EV_RETX,
             };
             self.launch(fi, Dir::Data, tx.seg, tn as i32, ev);
         }
@@ -1294,6 +1294,9 @@ impl World {
                 fr_episodes_spurious_true: fr_eps_true,
                 fr_spurious_detected: fr_detected,
                 undo_count: st.undo_count as i64,
+                tlp_count: st.tlp_count as i64,
+                tlp_recoveries: st.tlp_recoveries as i64,
+                rack_loss_count: st.rack_loss_count as i64,
                 det: scores,
             });
         }
@@ -1489,6 +1492,9 @@ struct RunRow {
     fr_episodes_spurious_true: i64,
     fr_spurious_detected: i64,
     undo_count: i64,
+    tlp_count: i64,
+    tlp_recoveries: i64,
+    rack_loss_count: i64,
     det: [DetScore; 4],
 }
 
@@ -1640,6 +1646,9 @@ impl RunsBuilder {
         col!(i64 fr_episodes_spurious_true);
         col!(i64 fr_spurious_detected);
         col!(i64 undo_count);
+        col!(i64 tlp_count);
+        col!(i64 tlp_recoveries);
+        col!(i64 rack_loss_count);
         for d in DetectorKind::ALL {
             let name = d.name();
             let k = d as usize;

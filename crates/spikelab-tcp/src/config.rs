@@ -126,6 +126,17 @@ pub struct TcpConfig {
     pub spurious: SpuriousConfig,
     /// The congestion control algorithm and its parameters.
     pub cc: CcConfig,
+    /// RACK loss detection (RFC 8985 §6, Linux `tcp_recovery.c`): a segment is lost when a
+    /// segment sent after it was delivered and its reordering window has passed. Replaces RFC
+    /// 6675 `IsLost` in SACK recovery (Linux since 5.10 runs RACK alone). Needs the SACK
+    /// variant.
+    pub rack: bool,
+    /// Tail loss probe (RFC 8985 §7, Linux `tcp_schedule_loss_probe`): one probe segment
+    /// 2·SRTT after the last transmission, before the RTO. Needs SACK.
+    pub tlp: bool,
+    /// Proportional rate reduction (RFC 6937, PRR-SSRB as Linux `tcp_cwnd_reduction`) during
+    /// SACK fast recovery, instead of `cwnd = ssthresh` at entry. Needs the SACK variant.
+    pub prr: bool,
 }
 
 /// See [`TcpConfig::ssthresh_basis`].
@@ -176,6 +187,9 @@ impl Default for TcpConfig {
             quickack_idle: SimDuration::from_secs(1),
             spurious: SpuriousConfig::default(),
             cc: CcConfig::Reno,
+            rack: false,
+            tlp: false,
+            prr: false,
         }
     }
 }

@@ -24,5 +24,6 @@ pub use config::{RtoAlgorithm, RtoConfig, SsthreshBasis, TcpConfig, Variant};
 pub use receiver::{ReceiverStats, TcpReceiver};
 pub use segment::{SackBlocks, Segment, Timestamps, IP_TCP_HEADER};
 pub use sender::{
-    CaState, Episode, SenderStats, SpuriousEvent, TcpSender, Transmit, TxKind, UndoLedger,
+    CaState, EarlyTimer, Episode, Prr, Rack, SenderStats, SpuriousEvent, TcpSender, Transmit,
+    TxKind, UndoLedger, TLP_TIMEOUT_INIT, TLP_TIMEOUT_MIN, WC_DEL_ACK_T,
 };

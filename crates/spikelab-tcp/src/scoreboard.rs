@@ -6,6 +6,8 @@
 
 use std::collections::VecDeque;
 
+use spikelab_core::SimTime;
+
 #[derive(Copy, Clone, Debug, Default)]
 pub(crate) struct SegMeta {
     /// Payload bytes.
@@ -13,6 +15,13 @@ pub(crate) struct SegMeta {
     pub sacked: bool,
     /// Transmissions so far (1 after the original).
     pub tx_count: u16,
+    /// Time of the latest transmission (RFC 8985 `Segment.xmit_ts`).
+    pub xmit_time: SimTime,
+    /// Marked lost by RACK (Linux `TCPCB_LOST`); only set when RACK runs.
+    pub lost: bool,
+    /// A retransmission of the segment is in flight, not yet judged lost (Linux
+    /// `TCPCB_SACKED_RETRANS`).
+    pub retrans: bool,
 }
 
 #[derive(Debug)]
@@ -41,12 +50,29 @@ impl Scoreboard {
     }
 
     /// Records the original transmission of a new segment at `snd_max`.
-    pub fn push_new(&mut self, len: u32) {
+    pub fn push_new(&mut self, len: u32, now: SimTime) {
         self.segs.push_back(SegMeta {
             len,
             sacked: false,
             tx_count: 1,
+            xmit_time: now,
+            lost: false,
+            retrans: false,
         });
+    }
+
+    /// Entries as (sequence number, meta), mutable.
+    pub fn iter_mut(&mut self) -> impl Iterator<Item = (u64, &mut SegMeta)> + '_ {
+        let (base, mss) = (self.base, self.mss);
+        self.segs
+            .iter_mut()
+            .enumerate()
+            .map(move |(i, m)| (base + i as u64 * mss, m))
+    }
+
+    /// Sequence number of the last entry.
+    pub fn last_seq(&self) -> Option<u64> {
+        (!self.segs.is_empty()).then(|| self.base + (self.segs.len() as u64 - 1) * self.mss)
     }
 
     /// Entries iterate as (sequence number, meta).
@@ -100,6 +126,16 @@ impl Scoreboard {
 
     /// Marks every segment wholly inside `[start, end)` as SACKed; returns the newly SACKed bytes.
     pub fn mark_sacked(&mut self, start: u64, end: u64) -> u64 {
+        self.mark_sacked_visit(start, end, |_, _| {})
+    }
+
+    /// [`Scoreboard::mark_sacked`], calling `visit(seq, meta)` on each newly SACKed entry.
+    pub fn mark_sacked_visit(
+        &mut self,
+        start: u64,
+        end: u64,
+        mut visit: impl FnMut(u64, &SegMeta),
+    ) -> u64 {
         let mut newly = 0;
         // Entries below `start` cannot be inside the block: begin at its first segment.
         let first = (start.saturating_sub(self.base) / self.mss) as usize;
@@ -112,6 +148,7 @@ impl Scoreboard {
             if s >= start && e <= end && !m.sacked {
                 m.sacked = true;
                 newly += m.len as u64;
+                visit(s, m);
             }
             s = e;
         }
@@ -124,6 +161,33 @@ impl Scoreboard {
             m.sacked = false;
         }
         self.sacked_bytes = 0;
+    }
+
+    /// Clears the RACK marks (lost, retransmission in flight) of every entry.
+    pub fn clear_lost(&mut self) {
+        for m in self.segs.iter_mut() {
+            m.lost = false;
+            m.retrans = false;
+        }
+    }
+
+    /// The lowest entry marked lost and not retransmitted since, not SACKed (RFC 8985 with
+    /// RFC 6675 `NextSeg()` rule 1).
+    pub fn first_lost(&self) -> Option<u64> {
+        self.iter()
+            .find(|(_, m)| !m.sacked && m.lost && !m.retrans)
+            .map(|(s, _)| s)
+    }
+
+    /// Bytes in flight with RACK's marks (Linux `tcp_packets_in_flight`: `packets_out −
+    /// sacked_out − lost_out + retrans_out`): an entry not SACKed counts once if not lost, and
+    /// once more for a retransmission in flight.
+    pub fn rack_pipe(&self) -> u64 {
+        self.segs
+            .iter()
+            .filter(|m| !m.sacked)
+            .map(|m| m.len as u64 * (!m.lost as u64 + m.retrans as u64))
+            .sum()
     }
 
     /// One past the highest SACKed byte, if any.
@@ -254,7 +318,7 @@ mod tests {
             let mut b = Scoreboard::new(mss);
             let n = next() % 40;
             for _ in 0..n {
-                b.push_new(mss as u32);
+                b.push_new(mss as u32, SimTime::ZERO);
             }
             for i in 0..n {
                 if next() % 3 == 0 {

@@ -353,6 +353,8 @@ def build(raw: dict[str, Any], resolved: dict[str, Any], view: dict[str, Any],
         c = counters["sender"]
         run_rows[0]["undo_count"] = undo
         run_rows[0]["rto_spurious_detected"] = c.get("TcpExtTCPLossUndo", 0)
+        run_rows[0]["tlp_count"] = c.get("TcpExtTCPLossProbes", 0)
+        run_rows[0]["tlp_recoveries"] = c.get("TcpExtTCPLossProbeRecovery", 0)
         run_rows[0]["fr_spurious_detected"] = sum(
             c.get(k, 0) for k in ("TcpExtTCPFullUndo", "TcpExtTCPPartialUndo",
                                   "TcpExtTCPDSACKUndo"))

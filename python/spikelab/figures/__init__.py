@@ -34,7 +34,7 @@ def _figure_flows(manifest: Mapping[str, Any]) -> int:
 # trace, are never drawn, so they are skipped while the file is read (a 600 s dumbbell's
 # 7.5 million rows become 1.5 million, and the figure step's memory falls from 2 GB).
 _FIGURE_PACKET_COLUMNS = ["t_ns", "flow", "event", "kind", "seq", "ack"]
-_FIGURE_PACKET_EVENTS = ["send", "retransmit", "drop", "deliver"]
+_FIGURE_PACKET_EVENTS = ["send", "retransmit", "tlp", "drop", "deliver"]
 
 
 def _figure_tables(result: RunResult, outdir: Path) -> dict[str, pa.Table]:

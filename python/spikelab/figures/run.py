@@ -168,10 +168,12 @@ _LAYERS = {
     "sent": ("data sent", {"marker": ".", "color": "tab:blue"}, True),
     "retx": ("retransmitted", {"marker": "o", "markerfacecolor": "none",
                                "color": "tab:orange"}, False),
+    "tlp": ("loss probe (TLP)", {"marker": "D", "markerfacecolor": "none",
+                                 "color": "tab:green"}, False),
     "data_drop": ("data dropped", {"marker": "x", "color": "tab:red"}, False),
     "ack_drop": ("ACK dropped", {"marker": "x", "color": "tab:purple"}, False),
 }
-_SIZES = {"sent": 2, "retx": 5, "data_drop": 6, "ack_drop": 5}
+_SIZES = {"sent": 2, "retx": 5, "tlp": 6, "data_drop": 6, "ack_drop": 5}
 
 
 def _plural(n: int, what: str) -> str:
@@ -208,6 +210,7 @@ def _seqack_layers(pk: pa.Table, ts: pa.Table | None) -> dict[str, tuple[np.ndar
         "ack": rows("ack", event="deliver", kind="ack"),
         "sent": rows("seq", event="send"),
         "retx": rows("seq", event="retransmit"),
+        "tlp": rows("seq", event="tlp"),
         "data_drop": rows("seq", event="drop", kind="data"),
         "ack_drop": rows("ack", event="drop", kind="ack"),
     }

@@ -84,7 +84,10 @@ def format_profile_notes(notes: list[dict[str, Any]]) -> list[str]:
         if (n["flow"], n["profile"]) != last:
             last = (n["flow"], n["profile"])
             lines.append(f"flow[{n['flow']}]: profile {n['profile']!r} resolves to")
-        if n["file_value"] is None:
+        if n.get("not_applied"):
+            lines.append(f"  {n['key']} = false   (the profile's {n['profile_value']} "
+                         f"{n['not_applied']})")
+        elif n["file_value"] is None:
             lines.append(f"  {n['key']} = {n['profile_value']}")
         else:
             lines.append(f"  {n['key']} = {n['file_value']}   (set in the file or by --set: wins "

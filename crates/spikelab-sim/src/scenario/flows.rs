@@ -103,6 +103,9 @@ delack_segments = 2
 quickack = 16
 ssthresh_basis = "cwnd"
 cwnd_limited_check = true
+rack = true
+tlp = true
+prr = true
 spurious = ["linux"]
 frto = "auto"
 response = "undo"
@@ -129,6 +132,10 @@ pub struct ProfileNote {
     pub profile_value: String,
     /// The file's value (as TOML) when the file sets the key itself: it wins.
     pub file_value: Option<String>,
+    /// Why the profile's value was not applied although the file leaves the key out (it
+    /// conflicts with a key the file sets: RACK and PRR need SACK recovery).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub not_applied: Option<String>,
 }
 
 /// Fills the keys of each flow's `tcp.profile` that the file leaves out (explicit keys win) and
@@ -162,19 +169,40 @@ pub(super) fn apply_profiles(root: &mut toml::Value) -> Result<Vec<ProfileNote>>
         let Some(flow) = flow.as_table_mut() else {
             continue;
         };
+        let mut flow_notes = Vec::new();
         let mut note = |key: String, profile_value: &toml::Value, file: Option<&toml::Value>| {
-            notes.push(ProfileNote {
+            flow_notes.push(ProfileNote {
                 flow: i,
                 profile: name.clone(),
                 key,
                 profile_value: show(profile_value),
                 file_value: file.map(show),
+                not_applied: None,
             })
         };
         merge_missing(flow, &flow_defaults, "", &mut note);
         if let Some(tcp) = flow.get_mut("tcp").and_then(|t| t.as_table_mut()) {
             merge_missing(tcp, &tcp_defaults, "tcp.", &mut note);
+            // Keys the profile filled that need what the file has turned off: not applied.
+            let is = |tcp: &toml::Table, k: &str, v: toml::Value| tcp.get(k) == Some(&v);
+            let sack_recovery = is(tcp, "variant", "sack".into()) && is(tcp, "sack", true.into());
+            let sack = is(tcp, "sack", true.into());
+            for n in &mut flow_notes {
+                let needs = match n.key.as_str() {
+                    "tcp.rack" | "tcp.prr" if !sack_recovery => {
+                        "variant = \"sack\" and sack = true"
+                    }
+                    "tcp.tlp" if !sack => "sack = true",
+                    _ => continue,
+                };
+                if n.file_value.is_none() {
+                    let k = n.key.trim_start_matches("tcp.");
+                    tcp.insert(k.to_string(), false.into());
+                    n.not_applied = Some(format!("needs {needs}, which the file turns off"));
+                }
+            }
         }
+        notes.extend(flow_notes);
     }
     Ok(notes)
 }
@@ -322,6 +350,12 @@ pub struct TcpSpec {
     /// What a detection changes.
     pub response: ResponseSpec,
     pub rto: RtoSpec,
+    /// RACK loss detection (RFC 8985 §6); needs `variant = "sack"`.
+    pub rack: bool,
+    /// Tail loss probe (RFC 8985 §7); needs `sack = true`.
+    pub tlp: bool,
+    /// Proportional rate reduction in SACK recovery (RFC 6937); needs `variant = "sack"`.
+    pub prr: bool,
 }
 
 impl Default for TcpSpec {
@@ -355,6 +389,9 @@ impl Default for TcpSpec {
             frto: FrtoSpec::Auto,
             response: ResponseSpec::Undo,
             rto: RtoSpec::default(),
+            rack: c.rack,
+            tlp: c.tlp,
+            prr: c.prr,
         }
     }
 }
@@ -752,6 +789,32 @@ impl FlowSpec {
         if t.dsack {
             t.dsack = t.sack;
         }
+        if t.rack {
+            check(
+                t.sack,
+                format!("{at}.rack"),
+                "RACK (RFC 8985) needs sack = true",
+            )?;
+            check(
+                t.variant == VariantSpec::Sack,
+                format!("{at}.rack"),
+                "RACK (RFC 8985) marks losses for SACK recovery: it needs variant = \"sack\"",
+            )?;
+        }
+        if t.tlp {
+            check(
+                t.sack,
+                format!("{at}.tlp"),
+                "the tail loss probe (RFC 8985 section 7) needs sack = true",
+            )?;
+        }
+        if t.prr {
+            check(
+                t.variant == VariantSpec::Sack,
+                format!("{at}.prr"),
+                "PRR (RFC 6937) runs in SACK recovery: it needs variant = \"sack\"",
+            )?;
+        }
         let mut seen = Vec::new();
         for (i, name) in t.spurious.iter().enumerate() {
             let field = format!("{at}.spurious[{i}]");
@@ -886,6 +949,9 @@ impl FlowSpec {
             cwnd_limited_check: t.cwnd_limited_check,
             spurious: self.spurious_config(),
             cc: self.cc_config(),
+            rack: t.rack,
+            tlp: t.tlp,
+            prr: t.prr,
         }
     }
 

@@ -231,6 +231,12 @@ fn profile_notes_say_which_value_wins() {
     assert_eq!(find("cc").file_value.as_deref(), Some("\"reno\""));
     assert_eq!(find("tcp.spurious").profile_value, "[\"linux\"]");
     assert!(notes.iter().all(|n| n.flow == 0 && n.profile == "linux"));
+    // RACK and PRR need SACK recovery, which the file's variant turns off: left off, and said.
+    assert!(find("tcp.rack").not_applied.is_some());
+    assert!(find("tcp.prr").not_applied.is_some());
+    assert_eq!(find("tcp.tlp").not_applied, None);
+    let sc = parse(text, &[], Path::new(".")).unwrap();
+    assert!(!sc.flow[0].tcp.rack && !sc.flow[0].tcp.prr && sc.flow[0].tcp.tlp);
     assert!(profile_notes("[[flow]]\n", &[]).unwrap().is_empty());
 }
 

@@ -28,6 +28,11 @@ impl TcpSender {
         if !self.cfg.sack {
             linux_ack.orig_acked = self.linux_orig_acked(ack, &[]);
         }
+        let ecr = seg.ts.map(|t| t.ecr);
+        let prior_fack = self.rack.as_ref().map_or(0, |r| r.fack);
+        if ack > self.snd_una {
+            self.rack_on_cum_ack(now, ack, ecr, prior_fack);
+        }
         if self.cfg.sack {
             let blocks = seg.sack.as_slice();
             if let Some(&(s0, e0)) = blocks.first() {
@@ -54,7 +59,7 @@ impl TcpSender {
                 if (i == 0 && dsack) || e <= ack {
                     continue;
                 }
-                let n = self.board.mark_sacked(s.max(ack), e);
+                let n = self.mark_sacked(now, s.max(ack), e, ecr, prior_fack);
                 newly_sacked += n;
                 if let Some(r) = frto_recover {
                     sack_above_recover |= e > r;
@@ -68,6 +73,8 @@ impl TcpSender {
             && (self.cfg.variant != Variant::Sack || newly_sacked > 0);
         let mut sample = None;
         let mut acked = 0;
+        // Bytes delivered by this ACK, each segment once (Linux `delivered` delta).
+        let mut delivered = newly_sacked;
         if ack > self.snd_una {
             acked = ack - self.snd_una;
             sample = match (self.cfg.timestamps, seg.ts, self.timed) {
@@ -82,7 +89,9 @@ impl TcpSender {
                 _ => None,
             };
             self.snd_una = ack;
+            let sacked_before = self.board.sacked_bytes();
             self.board.advance(ack);
+            delivered += acked - (sacked_before - self.board.sacked_bytes());
             if self.snd_nxt < ack {
                 self.snd_nxt = ack;
             }
@@ -184,6 +193,13 @@ impl TcpSender {
         if acked > 0 || is_dupack {
             self.cc_pkts_acked(now, acked, is_dupack);
         }
+        self.rack_update_reo_wnd(dsack);
+        self.tlp_on_ack(
+            now,
+            ack,
+            dsack_block.map(|b| b.end),
+            acked > 0 || newly_sacked > 0,
+        );
         if acked > 0 {
             self.on_new_ack(now, acked);
         } else if is_dupack {
@@ -212,8 +228,16 @@ impl TcpSender {
             // recovery without the retransmissions its detection replaced.
             self.stop_retransmitting(now);
         }
+        let (newly_lost, reorder_armed) = self.rack_on_ack(now);
         if self.state == CaState::Recovery && self.cfg.variant == Variant::Sack {
             self.set_pipe();
+            self.prr_on_ack(delivered, acked > 0, newly_lost > 0);
+        }
+        if self.snd_una == self.snd_max {
+            self.early_timer = None;
+        } else if acked > 0 && !reorder_armed {
+            // Linux `tcp_set_xmit_timer` on FLAG_SET_XMIT_TIMER unless RACK armed its timer.
+            self.schedule_loss_probe(now, true);
         }
     }
 
@@ -299,6 +323,10 @@ impl TcpSender {
                 }
                 Variant::Sack => {
                     if self.recover.is_none_or(|r| self.snd_una >= r) {
+                        if self.cfg.prr {
+                            // Linux tcp_end_cwnd_reduction.
+                            self.cwnd = self.ssthresh.max(self.mss);
+                        }
                         self.set_ca_state(now, CaState::Open);
                         self.cc_event(now, CaEvent::CompleteCwr);
                     }
@@ -338,11 +366,13 @@ impl TcpSender {
                 if self.state == CaState::Open {
                     self.set_ca_state(now, CaState::Disorder);
                 }
-                let trigger = self.dupacks == self.cfg.dupthresh
-                    || (self.cfg.variant == Variant::Sack
-                        && self
-                            .board
-                            .is_lost(self.snd_una, self.cfg.dupthresh, self.mss));
+                // With RACK, only RACK's marks start recovery (Linux `tcp_time_to_recover`).
+                let trigger = !self.cfg.rack
+                    && (self.dupacks == self.cfg.dupthresh
+                        || (self.cfg.variant == Variant::Sack
+                            && self
+                                .board
+                                .is_lost(self.snd_una, self.cfg.dupthresh, self.mss)));
                 if trigger && self.fr_allowed() {
                     self.enter_recovery(now);
                 }

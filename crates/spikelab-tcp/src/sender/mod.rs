@@ -44,23 +44,37 @@
 //!   retransmissions), or none. F-RTO replaces go-back-N after a timeout by up to two new
 //!   segments while it decides.
 //!
+//! * Optional, off by default: RACK loss detection ([`rack`], RFC 8985 §6), the tail loss probe
+//!   ([`tlp`], RFC 8985 §7) and proportional rate reduction ([`prr`], RFC 6937). With RACK,
+//!   SACK recovery keeps RFC 6675's `NextSeg()` rule 1 (lost segments first, now RACK's marks)
+//!   and rule 2 (new data) and drops rules 3 and 4, as Linux does; `SetPipe()` counts RACK's
+//!   marks (Linux `tcp_packets_in_flight`).
+//!
 //! Layout: this file holds the state and observers; [`send`] the output path (`poll_transmit`,
 //! `NextSeg()`, `SetPipe()`), [`ack`] ACK processing and growth, [`recovery`] entering fast
-//! recovery, [`undo`] episodes, the undo ledger and the responses, [`timers`] the RTO.
+//! recovery, [`undo`] episodes, the undo ledger and the responses, [`timers`] the RTO and the
+//! early timer, [`rack`], [`tlp`], [`prr`].
 //!
 //! Simplifications: no handshake, no Nagle, no persist timer (the receiver never closes its
 //! window), the advertised window is not scaled or shrunk.
 
 mod ack;
 mod linux_undo;
+mod prr;
+mod rack;
 mod recovery;
 mod send;
 mod timers;
+mod tlp;
 mod undo;
+
+pub use prr::Prr;
+pub use rack::Rack;
+pub use tlp::{EarlyTimer, TLP_TIMEOUT_INIT, TLP_TIMEOUT_MIN, WC_DEL_ACK_T};
 
 use crate::cc::{AckSample, CcState, CongestionControl, Window};
 use crate::rtt::RttEstimator;
-use crate::scoreboard::Scoreboard;
+use crate::scoreboard::{Scoreboard, SegMeta};
 use crate::spurious::dsack::{Dsack, DsackBlock};
 use crate::spurious::eifel::{AcceptableAck, Eifel};
 use crate::spurious::frto::{self, Frto};
@@ -91,6 +105,8 @@ pub enum TxKind {
     RtoRetransmit,
     /// Any other retransmission: partial ACK, SACK recovery, go-back-N after a timeout.
     Retransmit,
+    /// A tail loss probe (RFC 8985 §7.3): new data or a retransmission of the last segment.
+    Tlp,
 }
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -116,6 +132,12 @@ pub struct SenderStats {
     pub rtt_sumsq_s: f64,
     /// Responses applied (Eifel response or undo).
     pub undo_count: u64,
+    /// Tail loss probes sent (RFC 8985 §7.3; Linux `LINUX_MIB_TCPLOSSPROBES`).
+    pub tlp_count: u64,
+    /// Probes that repaired a loss (§7.4; Linux `LINUX_MIB_TCPLOSSPROBERECOVERY`).
+    pub tlp_recoveries: u64,
+    /// Segments marked lost by RACK (RFC 8985 §6.2 step 5).
+    pub rack_loss_count: u64,
 }
 
 /// A loss-recovery episode: what the detectors judge.
@@ -255,6 +277,16 @@ pub struct TcpSender {
     is_cwnd_limited: bool,
     max_outstanding: u64,
     cwnd_usage_seq: u64,
+    // ---- RACK-TLP, PRR ----
+    /// RACK's state (`None`: RACK off).
+    rack: Option<Rack>,
+    /// The loss-probe or reordering timer, whichever is armed.
+    early_timer: Option<EarlyTimer>,
+    /// RFC 8985 `TLP.end_seq` (Linux `tlp_high_seq`): `snd_max` after the outstanding probe.
+    tlp_high_seq: Option<u64>,
+    /// The outstanding probe was a retransmission (Linux `tlp_retrans`).
+    tlp_retrans: bool,
+    prr: Prr,
 }
 
 impl TcpSender {
@@ -296,6 +328,11 @@ impl TcpSender {
             is_cwnd_limited: false,
             max_outstanding: 0,
             cwnd_usage_seq: 0,
+            rack: cfg.rack.then(Rack::default),
+            early_timer: None,
+            tlp_high_seq: None,
+            tlp_retrans: false,
+            prr: Prr::default(),
             mss,
             cc,
             app_total,
@@ -406,9 +443,37 @@ impl TcpSender {
         self.app_total.is_some_and(|t| self.snd_una >= t)
     }
 
-    /// When `on_timer` must next be called.
+    /// When `on_timer` must next be called: the earliest of the RTO and the early timer (loss
+    /// probe or RACK reordering timer).
     pub fn next_timer(&self) -> Option<SimTime> {
+        match (self.rto_deadline, self.early_timer) {
+            (Some(r), Some(e)) => Some(r.min(e.deadline())),
+            (r, e) => r.or(e.map(|e| e.deadline())),
+        }
+    }
+    /// The armed loss-probe or reordering timer.
+    pub fn early_timer(&self) -> Option<EarlyTimer> {
+        self.early_timer
+    }
+    /// The RTO deadline, if the retransmission timer runs.
+    pub fn rto_deadline(&self) -> Option<SimTime> {
         self.rto_deadline
+    }
+    /// RACK's state (`None` when RACK is off).
+    pub fn rack(&self) -> Option<&Rack> {
+        self.rack.as_ref()
+    }
+    /// PRR's state of the current or last recovery.
+    pub fn prr(&self) -> &Prr {
+        &self.prr
+    }
+    /// RFC 8985 `TLP.end_seq` of the outstanding probe.
+    pub fn tlp_high_seq(&self) -> Option<u64> {
+        self.tlp_high_seq
+    }
+    /// Whether the segment starting at `seq` is marked lost by RACK.
+    pub fn is_marked_lost(&self, seq: u64) -> bool {
+        self.board.get(seq, self.mss).is_some_and(|m| m.lost)
     }
 
     // ---- helpers -----------------------------------------------------------------------------
@@ -436,6 +501,9 @@ impl TcpSender {
     pub(super) fn set_ca_state(&mut self, now: SimTime, to: CaState) {
         let from = self.state;
         self.state = to;
+        if from != to && matches!(from, CaState::Recovery | CaState::Loss) && to == CaState::Open {
+            self.rack_on_recovery_exit();
+        }
         if from != to {
             let mut w = self.window();
             self.cc.set_state(&mut w, now, from, to);

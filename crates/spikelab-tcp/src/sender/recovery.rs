@@ -11,9 +11,20 @@ impl TcpSender {
         let flight = (self.snd_max - self.snd_una).saturating_sub(self.limited_sent);
         let basis = self.ssthresh_basis(flight);
         let w = self.window();
+        let prior_cwnd = self.cwnd;
         self.ssthresh = self.cc.ssthresh(&w, basis);
         self.stats.fast_retx_count += 1;
-        self.pending = Some((self.snd_una, TxKind::FastRetransmit));
+        // With RACK the fast retransmission is the first segment it marked lost.
+        let first = match self.cfg.rack {
+            true => self.board.first_lost().unwrap_or(self.snd_una),
+            false => self.snd_una,
+        };
+        self.pending = Some((first, TxKind::FastRetransmit));
+        // RFC 8985 §7.4 / Linux tcp_init_cwnd_reduction: a recovery ends the probe's episode.
+        self.tlp_high_seq = None;
+        if matches!(self.early_timer, Some(EarlyTimer::LossProbe(_))) {
+            self.early_timer = None;
+        }
         self.partial_acks = 0;
         if self.cfg.variant != Variant::Reno {
             self.recover = Some(self.snd_max);
@@ -23,7 +34,11 @@ impl TcpSender {
                 self.cwnd = self.ssthresh + self.cfg.dupthresh as u64 * self.mss;
             }
             Variant::Sack => {
-                self.cwnd = self.ssthresh;
+                if self.cfg.prr {
+                    self.prr_init(prior_cwnd);
+                } else {
+                    self.cwnd = self.ssthresh;
+                }
                 let end = self.snd_una + self.seg_len(self.snd_una);
                 self.high_rxt = end;
                 self.rescue_rxt = Some(end);

@@ -15,6 +15,11 @@ impl TcpSender {
                 if self.cwnd < self.pipe + self.mss {
                     return None;
                 }
+                if self.cfg.rack {
+                    // `transmit` counts the segment in pipe.
+                    let (seq, _) = self.rack_next_seg()?;
+                    return Some(self.transmit(now, seq, TxKind::Retransmit));
+                }
                 let (seq, rule) = self.next_seg()?;
                 let len = self.seg_len(seq);
                 let t = self.transmit(now, seq, TxKind::Retransmit);
@@ -98,12 +103,19 @@ impl TcpSender {
     pub(super) fn transmit(&mut self, now: SimTime, seq: u64, mut kind: TxKind) -> Transmit {
         let len = self.seg_len(seq);
         debug_assert!(len > 0 && seq <= self.snd_max);
+        let rack_recovery = self.cfg.rack && self.state == CaState::Recovery;
+        self.prr_on_send();
         if seq == self.snd_max {
-            self.board.push_new(len as u32);
+            self.board.push_new(len as u32, now);
             self.snd_max += len;
-            kind = TxKind::New;
+            if kind != TxKind::Tlp {
+                kind = TxKind::New;
+            }
             if !self.cfg.timestamps && self.timed.is_none() {
                 self.timed = Some((seq + len, now));
+            }
+            if rack_recovery {
+                self.pipe += len;
             }
         } else {
             if kind == TxKind::New {
@@ -111,6 +123,11 @@ impl TcpSender {
             }
             if let Some(m) = self.board.get_mut(seq, self.mss) {
                 m.tx_count = m.tx_count.saturating_add(1);
+                m.xmit_time = now;
+                if !m.retrans && !m.sacked && rack_recovery {
+                    self.pipe += len;
+                }
+                m.retrans = true;
             }
             self.stats.retx_segments += 1;
             if self.ledger.retrans_stamp.is_none() {
@@ -134,6 +151,10 @@ impl TcpSender {
         }
         if self.rto_deadline.is_none() {
             self.rto_deadline = Some(now + self.rtt.rto());
+        }
+        if kind == TxKind::New && self.cfg.tlp {
+            // Linux tcp_write_xmit: a loss probe after new data (not after the probe itself).
+            self.schedule_loss_probe(now, false);
         }
         let ts = self.cfg.timestamps.then(|| Timestamps {
             val: self.ts_now(now),
@@ -188,9 +209,29 @@ impl TcpSender {
         None
     }
 
+    /// RFC 6675 `NextSeg()` with RACK's marks (RFC 8985 §9.2 leaves recovery to RFC 6675):
+    /// rule 1, the lowest segment RACK marked lost and not retransmitted since; else rule 2,
+    /// new data the receive window allows. Rules 3 and 4 are left out, as in Linux
+    /// `tcp_xmit_retransmit_queue`, which retransmits only lost segments.
+    pub(super) fn rack_next_seg(&self) -> Option<(u64, NextSegRule)> {
+        if let Some(s) = self.board.first_lost() {
+            return Some((s, NextSegRule::Lost));
+        }
+        let len = self.seg_len(self.snd_max);
+        if len > 0 && self.snd_max + len <= self.snd_una + self.rwnd {
+            return Some((self.snd_max, NextSegRule::NewData));
+        }
+        None
+    }
+
     /// RFC 6675 `SetPipe()`: every segment not SACKed counts once if it is not lost and once
-    /// more if it was retransmitted (below HighRxt).
+    /// more if it was retransmitted (below HighRxt). With RACK, "lost" is RACK's mark and
+    /// "retransmitted" a retransmission in flight that RACK has not judged lost.
     pub(super) fn set_pipe(&mut self) {
+        if self.cfg.rack {
+            self.pipe = self.board.rack_pipe();
+            return;
+        }
         let (_, not_lost) = self.board.lost_boundary(self.cfg.dupthresh, self.mss);
         self.pipe = not_lost + self.board.unsacked_below(self.high_rxt);
     }

@@ -1,10 +1,17 @@
-//! The retransmission timer (RFC 6298 §5).
+//! The retransmission timer (RFC 6298 §5) and the early timer (RFC 8985 loss probe or RACK
+//! reordering timer), which fires first when both are due.
 
 use super::*;
 
 impl TcpSender {
-    /// Fires the retransmission timer if it is due.
+    /// Fires the early timer and then the retransmission timer, each if it is due.
     pub fn on_timer(&mut self, now: SimTime) {
+        if let Some(t) = self.early_timer.filter(|t| now >= t.deadline()) {
+            match t {
+                EarlyTimer::LossProbe(_) => self.on_loss_probe(now),
+                EarlyTimer::Reorder(_) => self.on_reorder_timeout(now),
+            }
+        }
         let Some(deadline) = self.rto_deadline else {
             return;
         };
@@ -53,6 +60,11 @@ impl TcpSender {
         if self.cfg.sack && self.cfg.clear_sack_on_rto {
             self.board.clear_sacked();
         }
+        // Go-back-N resends everything not SACKed: RACK's marks start afresh, the probe's
+        // episode ends (Linux tcp_retransmit_timer: tlp_high_seq = 0).
+        self.board.clear_lost();
+        self.early_timer = None;
+        self.tlp_high_seq = None;
         self.high_rxt = self.snd_una;
         self.rescue_rxt = None;
         self.timed = None;
