@@ -573,7 +573,7 @@ def check_run(text: str, sizes: list[int | None], trace: str) -> dict | None:
         pk = res.packets
         event = pk.column("event").cast("string")
         pkt = pk.column("pkt").to_numpy()
-        starts = pkt[pc.is_in(event, value_set=pa_strings("send", "retransmit", "ack"))
+        starts = pkt[pc.is_in(event, value_set=pa_strings("send", "retransmit", "tlp", "ack"))
                      .to_numpy(zero_copy_only=False)]
         ends = pkt[pc.is_in(event, value_set=pa_strings("deliver", "drop"))
                    .to_numpy(zero_copy_only=False)]

@@ -65,7 +65,7 @@ profile = "linux"
 # Reno: the kernel's tcp_reno_cong_avoid counts acknowledged packets (one segment per window
 # of packets acknowledged, whatever the ACK ratio); the simulator's Reno grows per ACK
 # (RFC 5681) unless `abc = true`, so with delayed ACKs it grows half as fast. The `linux`
-# profile leaves `abc` alone (Reno's pinned behaviour), so the comparison sets it.
+# profile sets `abc = true`; the comparison sets it as well, to say what it relies on.
 
 
 def reductions(res) -> np.ndarray:

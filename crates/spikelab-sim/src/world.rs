@@ -876,7 +876,7 @@ impl World {
         let (path, pseq) = (p.path as usize, p.pseq);
         let info = PacketInfo {
             wire_size: p.size,
-            data_seq: (p.dir == Dir::Data).then_some(p.seg.seq),
+            data_seq: (p.dir == Dir::Data && !p.seg.syn).then_some(p.seg.seq),
         };
         let mut t = self.now;
         for (k, stage) in self.paths[path].stages.iter_mut().enumerate() {
@@ -916,7 +916,7 @@ impl World {
                     p.pseq,
                     PacketInfo {
                         wire_size: p.size,
-                        data_seq: (p.dir == Dir::Data).then_some(p.seg.seq),
+                        data_seq: (p.dir == Dir::Data && !p.seg.syn).then_some(p.seg.seq),
                     },
                 )
             };
@@ -960,7 +960,7 @@ impl World {
         let g = self.paths[p.path as usize].first_global + stage;
         let f = &mut self.flows[p.flow as usize];
         f.drops[g] += 1;
-        if p.dir == Dir::Data {
+        if p.dir == Dir::Data && !p.seg.syn {
             f.truth.on_dropped((p.seg.seq / f.mss) as usize);
             f.retire_truth();
         }
@@ -973,6 +973,10 @@ impl World {
         let fi = p.flow;
         let f = &mut self.flows[fi as usize];
         match p.dir {
+            Dir::Data if p.seg.syn => {
+                f.rcv.on_segment(now, &p.seg);
+                self.pump_receiver(fi);
+            }
             Dir::Data => {
                 let idx = (p.seg.seq / f.mss) as usize;
                 f.truth.on_delivered(idx, p.tx as u16);
@@ -1016,6 +1020,11 @@ impl World {
             let Some(tx) = f.snd.poll_transmit(now) else {
                 break;
             };
+            if tx.kind == TxKind::Syn {
+                // Not a data segment: no ground truth, no episode.
+                self.launch(fi, Dir::Data, tx.seg, 0, EV_SEND);
+                continue;
+            }
             let idx = (tx.seg.seq / f.mss) as usize;
             let tn = f.truth.on_send(idx);
             if matches!(tx.kind, TxKind::RtoRetransmit | TxKind::FastRetransmit) {

@@ -657,3 +657,25 @@ fn linux_profile_detects_and_undoes_the_spike() {
     assert!(r.runs.i64s("rto_spurious_detected")[0] >= 1);
     assert!(r.runs.i64s("undo_count")[0] >= 1);
 }
+
+/// `handshake = true`: the SYN leaves at the flow's start, the SYN-ACK comes back one RTT
+/// later (2 × 25 ms) and only then does the first data segment leave; the SYN is not data
+/// (no ground truth, bytes and segments count only data).
+#[test]
+fn the_handshake_delays_the_first_data_segment_by_one_rtt() {
+    let text = "[sim]\nduration = \"2s\"\n[path.fwd]\n[[path.fwd.stage]]\ntype = \"delay\"\ndelay = \"25ms\"\n[path.rev]\n[[path.rev.stage]]\ntype = \"delay\"\ndelay = \"25ms\"\n[[flow]]\napp = { type = \"file\", size = 100000 }\n[flow.tcp]\nhandshake = true\n";
+    let r = run(text, &[], None, TraceLevel::Packets);
+    let p = &r.packets;
+    let (t, ev, seq, size) = (
+        p.i64s("t_ns"),
+        p.strings("event"),
+        p.i64s("seq"),
+        i32s(p, "size"),
+    );
+    let sends: Vec<usize> = (0..p.num_rows()).filter(|&i| ev[i] == "send").collect();
+    assert_eq!((t[sends[0]], size[sends[0]]), (0, 60), "the SYN");
+    assert_eq!(t[sends[1]], 50 * MS, "first data one RTT later");
+    assert_eq!(seq[sends[1]], 0);
+    assert_eq!(r.runs.i64s("bytes_delivered")[0], 100_000);
+    assert_eq!(r.runs.i64s("rto_count")[0], 0);
+}

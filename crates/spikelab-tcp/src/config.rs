@@ -122,6 +122,9 @@ pub struct TcpConfig {
     /// Receive gap that re-enters quick-ACK mode (Linux: the receiver's RTO, 1 s without RTT
     /// samples of its own).
     pub quickack_idle: SimDuration,
+    /// Open the connection with a handshake (SYN, SYN-ACK) before any data, as the kernel and
+    /// ns-3 do; the SYN is retransmitted on the RTO (initial 1 s, backed off).
+    pub handshake: bool,
     /// Spurious-retransmission detectors and the response to a detection.
     pub spurious: SpuriousConfig,
     /// The congestion control algorithm and its parameters.
@@ -185,6 +188,7 @@ impl Default for TcpConfig {
             cwnd_limited_check: false,
             quickack: 0,
             quickack_idle: SimDuration::from_secs(1),
+            handshake: false,
             spurious: SpuriousConfig::default(),
             cc: CcConfig::Reno,
             rack: false,

@@ -44,6 +44,8 @@ pub struct TcpReceiver {
     unacked_bytes: u64,
     delack_deadline: Option<SimTime>,
     ack_now: bool,
+    /// A SYN-ACK is due.
+    syn_ack: bool,
     /// Segments still to acknowledge at once (Linux `icsk_ack.quick`).
     quick: u32,
     /// When the last data segment arrived (`None`: none yet).
@@ -64,6 +66,7 @@ impl TcpReceiver {
             unacked_bytes: 0,
             delack_deadline: None,
             ack_now: false,
+            syn_ack: false,
             quick: 0,
             last_rcv: None,
             stats: ReceiverStats::default(),
@@ -87,6 +90,14 @@ impl TcpReceiver {
     /// Processes a data segment arriving at `now`.
     pub fn on_segment(&mut self, now: SimTime, seg: &Segment) {
         self.stats.segments_rcvd += 1;
+        if seg.syn {
+            // The handshake's SYN (again, if the SYN-ACK was lost): answer with a SYN-ACK.
+            if let Some(ts) = seg.ts {
+                self.ts_recent = ts.val;
+            }
+            self.syn_ack = true;
+            return;
+        }
         if let Some(ts) = seg.ts {
             if ts.val.wrapping_sub(self.ts_recent) as i32 >= 0 && seg.seq <= self.last_ack_sent {
                 self.ts_recent = ts.val;
@@ -189,6 +200,18 @@ impl TcpReceiver {
 
     /// The ACK to send now, if one is due.
     pub fn poll_transmit(&mut self, now: SimTime) -> Option<Segment> {
+        if std::mem::take(&mut self.syn_ack) {
+            self.stats.acks_sent += 1;
+            return Some(Segment {
+                window: self.cfg.rwnd,
+                ts: self.cfg.timestamps.then(|| Timestamps {
+                    val: self.ts_now(now),
+                    ecr: self.ts_recent,
+                }),
+                syn: true,
+                ..Segment::default()
+            });
+        }
         if !self.ack_now {
             return None;
         }
@@ -236,6 +259,7 @@ impl TcpReceiver {
                 ecr: self.ts_recent,
             }),
             sack,
+            syn: false,
         })
     }
 }

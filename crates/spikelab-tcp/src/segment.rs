@@ -58,6 +58,8 @@ pub struct Segment {
     pub window: u64,
     pub ts: Option<Timestamps>,
     pub sack: SackBlocks,
+    /// A SYN (from the sender) or SYN-ACK (from the receiver) of the optional handshake.
+    pub syn: bool,
 }
 
 impl Segment {
@@ -68,6 +70,11 @@ impl Segment {
     /// Bytes on the wire: IP and TCP headers, options padded to 32 bits as Linux lays them out
     /// (NOP, NOP, TS = 12 bytes; NOP, NOP, SACK = 4 + 8 per block), and the payload.
     pub fn wire_size(&self) -> u32 {
+        if self.syn {
+            // Linux's SYN and SYN-ACK options: MSS (4), SACK-permitted and timestamps (12),
+            // NOP and window scale (4).
+            return IP_TCP_HEADER + 20;
+        }
         let mut opts = 0;
         if self.ts.is_some() {
             opts += 12;

@@ -187,6 +187,33 @@ def _ns_wide(values: list[Any], what: str) -> Any:
     return values[0]
 
 
+def _map_linux_options(raw_tcps: list[dict[str, Any]], u: list[str]) -> None:
+    """Notes on the kernel behaviours that are options in the simulator (the ``linux``
+    profile turns them all on); the kernel keeps its defaults."""
+    if not raw_tcps:
+        return
+    t = raw_tcps[0]
+    if t.get("rack") is False:
+        u.append("tcp.rack = false: the kernel detects losses with RACK "
+                 "(net.ipv4.tcp_recovery = 1)")
+    if t.get("tlp") is False:
+        u.append("tcp.tlp = false: the kernel sends tail loss probes "
+                 "(net.ipv4.tcp_early_retrans = 3)")
+    if t.get("prr") is False:
+        u.append("tcp.prr = false: the kernel always reduces by PRR in recovery")
+    if t.get("handshake") is False:
+        u.append("tcp.handshake = false: the kernel opens with SYN, SYN-ACK, so its data "
+                 "start one RTT later")
+    if t.get("quickack", 16) != 16:
+        u.append("tcp.quickack: the kernel ACKs up to 16 segments at once at the start and "
+                 "after a duplicate")
+    if t.get("ssthresh_basis") == "flight":
+        u.append("tcp.ssthresh_basis = flight: the kernel computes ssthresh from cwnd")
+    if t.get("cwnd_limited_check") is False:
+        u.append("tcp.cwnd_limited_check = false: the kernel grows cwnd only when "
+                 "cwnd-limited")
+
+
 def plan(view: dict[str, Any], resolved: dict[str, Any], ccs: list[str],
          extra_sysctls: dict[str, str] | None = None, base_port: int = 5000) -> KernelPlan:
     """Map a scenario (``view``: the numbers from ``_core.emu_scenario``; ``resolved``: the
@@ -275,6 +302,7 @@ def plan(view: dict[str, Any], resolved: dict[str, Any], ccs: list[str],
         if not t["block_fr_after_rto"]:
             u.append("tcp.block_fr_after_rto = false: not a kernel setting")
         break
+    _map_linux_options(raw_tcps, u)
     p.mtu = max(1500, mss + 40 + (TCP_TIMESTAMPS_OPTION if ts else 0))
     if p.mtu > MAX_VETH_MTU:
         largest = MAX_VETH_MTU - 40 - (TCP_TIMESTAMPS_OPTION if ts else 0)

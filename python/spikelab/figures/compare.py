@@ -146,7 +146,7 @@ def _seqack(ax, run: Run, flow: int, colours: tuple[str, str], zoom: Zoom) -> No
     if t1 is not None:
         pk = pk.filter(pc.less_equal(pk["t_ns"], int(t1 * NS)))
     sent = pk.filter(pc.and_(_eq(pk, "kind", "data"),
-                             pc.is_in(pk["event"], pa.array(["send", "retransmit"]))))
+                             pc.is_in(pk["event"], pa.array(["send", "retransmit", "tlp"]))))
     acks = pk.filter(pc.and_(_eq(pk, "kind", "ack"), _eq(pk, "event", "deliver")))
     ts, seq = sent["t_ns"].to_numpy() / NS, sent["seq"].to_numpy() / MB
     ax.plot(ts, seq, linestyle="none", marker=".", markersize=2, color=colours[0],

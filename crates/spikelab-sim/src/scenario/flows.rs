@@ -106,6 +106,7 @@ cwnd_limited_check = true
 rack = true
 tlp = true
 prr = true
+handshake = true
 spurious = ["linux"]
 frto = "auto"
 response = "undo"
@@ -343,6 +344,8 @@ pub struct TcpSpec {
     pub ssthresh_basis: SsthreshBasisSpec,
     /// Grow cwnd only when cwnd-limited (Linux `tcp_is_cwnd_limited`).
     pub cwnd_limited_check: bool,
+    /// Open the connection with a SYN / SYN-ACK handshake.
+    pub handshake: bool,
     /// Spurious-retransmission detectors, any of `eifel`, `dsack`, `frto`, `linux`.
     pub spurious: Vec<String>,
     /// Which F-RTO algorithm runs.
@@ -385,6 +388,7 @@ impl Default for TcpSpec {
             quickack_idle: Duration(c.quickack_idle),
             ssthresh_basis: SsthreshBasisSpec::Flight,
             cwnd_limited_check: c.cwnd_limited_check,
+            handshake: c.handshake,
             spurious: Vec::new(),
             frto: FrtoSpec::Auto,
             response: ResponseSpec::Undo,
@@ -947,6 +951,7 @@ impl FlowSpec {
                 SsthreshBasisSpec::Cwnd => SsthreshBasis::Cwnd,
             },
             cwnd_limited_check: t.cwnd_limited_check,
+            handshake: t.handshake,
             spurious: self.spurious_config(),
             cc: self.cc_config(),
             rack: t.rack,

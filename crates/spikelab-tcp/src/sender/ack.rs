@@ -9,6 +9,10 @@ impl TcpSender {
     /// Processes an ACK arriving at `now`.
     pub fn on_ack(&mut self, now: SimTime, seg: &Segment) {
         self.last_rtt_sample = None;
+        if !self.established() {
+            self.on_synack(now, seg);
+            return;
+        }
         self.rwnd = seg.window;
         if let Some(ts) = seg.ts {
             self.ts_recent = ts.val;

@@ -59,6 +59,7 @@
 //! window), the advertised window is not scaled or shrunk.
 
 mod ack;
+mod handshake;
 mod linux_undo;
 mod prr;
 mod rack;
@@ -107,6 +108,22 @@ pub enum TxKind {
     Retransmit,
     /// A tail loss probe (RFC 8985 §7.3): new data or a retransmission of the last segment.
     Tlp,
+    /// The SYN of the handshake (`handshake = true`), first sent or retransmitted.
+    Syn,
+}
+
+/// Where the optional handshake stands.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Handshake {
+    /// No handshake, or it is complete: data may flow.
+    Established,
+    /// The SYN is due (first, or again after a timeout).
+    SynDue {
+        first_sent: Option<SimTime>,
+        retries: u32,
+    },
+    /// The SYN is out, sent first at `first_sent`.
+    SynSent { first_sent: SimTime, retries: u32 },
 }
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -277,6 +294,7 @@ pub struct TcpSender {
     is_cwnd_limited: bool,
     max_outstanding: u64,
     cwnd_usage_seq: u64,
+    handshake: Handshake,
     // ---- RACK-TLP, PRR ----
     /// RACK's state (`None`: RACK off).
     rack: Option<Rack>,
@@ -328,6 +346,14 @@ impl TcpSender {
             is_cwnd_limited: false,
             max_outstanding: 0,
             cwnd_usage_seq: 0,
+            handshake: if cfg.handshake {
+                Handshake::SynDue {
+                    first_sent: None,
+                    retries: 0,
+                }
+            } else {
+                Handshake::Established
+            },
             rack: cfg.rack.then(Rack::default),
             early_timer: None,
             tlp_high_seq: None,
@@ -549,7 +575,9 @@ impl TcpSender {
     /// Linux `tcp_cwnd_validate`, after each transmission: remember whether cwnd is full in the
     /// current window, else the most bytes outstanding in it.
     pub(super) fn cwnd_validate(&mut self) {
-        let limited = self.inflight() >= self.cwnd;
+        // cwnd is in bytes and need not be a whole number of segments: it is full when it
+        // has no room for another one (Linux counts packets: in flight >= cwnd).
+        let limited = self.inflight() + self.mss > self.cwnd;
         let outstanding = self.snd_max - self.snd_una;
         if self.snd_una >= self.cwnd_usage_seq
             || limited

@@ -7,6 +7,9 @@ impl TcpSender {
 
     /// The next segment to send at `now`, if any. Call until it returns `None`.
     pub fn poll_transmit(&mut self, now: SimTime) -> Option<Transmit> {
+        if let Some(syn) = self.poll_syn(now) {
+            return syn;
+        }
         if let Some((seq, kind)) = self.pending.take() {
             return Some(self.transmit(now, seq, kind));
         }
@@ -168,6 +171,7 @@ impl TcpSender {
                 window: self.cfg.rwnd,
                 ts,
                 sack: Default::default(),
+                syn: false,
             },
             kind,
         }

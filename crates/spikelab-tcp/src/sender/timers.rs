@@ -18,6 +18,10 @@ impl TcpSender {
         if now < deadline {
             return;
         }
+        if !self.established() {
+            self.syn_timeout(now);
+            return;
+        }
         if self.snd_max == self.snd_una {
             self.rto_deadline = None;
             return;
