@@ -44,9 +44,9 @@ def test_detector_scores_match_a_recount_from_the_packet_traces(tmp_path):
             "values": [["eifel"], ["dsack"], ["frto"], ["eifel", "frto"]]}},
     }
     result = spikelab.sweep(scenario, tmp_path / "out", jobs=2, sweep_spec=sweep,
-                            overrides=["path.fwd.delay.profile=[[0, 50, 0.0], [10000, 50, 0.0], "
-                                       "[10000, 1500, 0.05], [11460, 50, 0.05], "
-                                       "[11460, 50, 0.0], [20000, 50, 0.0]]"],
+                            overrides=[("path.fwd.delay.profile=[[0, 50, 0.0], [10000, 50, 0.0], "
+                                        "[10000, 1500, 0.05], [11460, 50, 0.05], "
+                                        "[11460, 50, 0.0], [20000, 50, 0.0]]")],
                             progress=False)
     assert result.failed == 0 and result.runs.num_rows == 12
     runs = result.runs.to_pandas().set_index("run_id")
