@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pandas as pd
 import pytest
 import spikelab
 from spikelab.analysis.query import query
@@ -43,9 +44,9 @@ def test_detector_scores_match_a_recount_from_the_packet_traces(tmp_path):
             "values": [["eifel"], ["dsack"], ["frto"], ["eifel", "frto"]]}},
     }
     result = spikelab.sweep(scenario, tmp_path / "out", jobs=2, sweep_spec=sweep,
-                            overrides=["path.fwd.delay.profile=[[0, 50, 0.0], [10000, 50, 0.0], "
-                                       "[10000, 1500, 0.05], [11460, 50, 0.05], "
-                                       "[11460, 50, 0.0], [20000, 50, 0.0]]"],
+                            overrides=[("path.fwd.delay.profile=[[0, 50, 0.0], [10000, 50, 0.0], "
+                                        "[10000, 1500, 0.05], [11460, 50, 0.05], "
+                                        "[11460, 50, 0.0], [20000, 50, 0.0]]")],
                             progress=False)
     assert result.failed == 0 and result.runs.num_rows == 12
     runs = result.runs.to_pandas().set_index("run_id")
@@ -63,12 +64,14 @@ def test_detector_scores_match_a_recount_from_the_packet_traces(tmp_path):
         assert {d for (rid, d) in seen if rid == run_id} == enabled
         for d in set(DETECTORS) - enabled:
             assert r[f"det_{d}_tp"] + r[f"det_{d}_fp"] + r[f"det_{d}_fn"] == 0
-    # The losses made the replications differ, and the spike's timeout was spurious in each.
+    # The losses made the replications differ, and each detector met a spurious timeout (a
+    # seed whose losses hit the timeout's retransmission has none).
     assert runs.groupby("detection")["bytes_delivered"].nunique().max() > 1
-    assert (runs.rto_spurious_true >= 1).all()
+    assert (runs.groupby("detection")["rto_spurious_true"].max() >= 1).all()
+    assert (runs.rto_spurious_true >= 1).sum() >= 8
 
 
-@pytest.mark.parametrize(("name", "claims"), [("kato-lte-handover", 8), ("fu-delay-spike", 5)])
+@pytest.mark.parametrize(("name", "claims"), [("kato-lte-handover", 9), ("fu-delay-spike", 5)])
 def test_the_detector_studies_run_from_the_cli_and_report(tmp_path, name, claims, capsys):
     out = tmp_path / name
     assert main(["study", "run", name, "-o", str(out), "-j", "2", "--replications", "1",
@@ -79,3 +82,138 @@ def test_the_detector_studies_run_from_the_cli_and_report(tmp_path, name, claims
     html = (out / "report.html").read_text()
     assert html.count("data:image/png;base64,") >= 3
     assert "claims hold; report:" in capsys.readouterr().out
+
+
+@pytest.fixture(scope="module")
+def study_claims(tmp_path_factory):
+    """Each study run as shipped (kato: 280 runs, fu: 128), once per module: claim id -> claim."""
+    out = {}
+    for name in ("kato-lte-handover", "fu-delay-spike"):
+        d = tmp_path_factory.mktemp(name)
+        assert main(["study", "run", name, "-o", str(d), "-j", "2", "-q"]) == 0
+        data = json.loads((d / "claims.json").read_text())
+        out.update({c["id"]: c for c in data["claims"]})
+    return out
+
+
+def _verdict(claims, cid, status):
+    c = claims[cid]
+    assert c["status"] == status, (cid, c["numbers"], c.get("error"))
+    return c["numbers"]
+
+
+def test_kato_claims_as_paper_000_states_them(study_claims):
+    n = _verdict(study_claims, "eifel-and-frto-detect-the-spike", "holds")
+    assert n["false_positives"] == 0 and n["min_undos"] == 1
+    # §4.1: DSACK is poor, cwnd to one packet: no undo, no verdict, while Eifel/F-RTO undo.
+    n = _verdict(study_claims, "dsack-poor-in-lossless-spike", "holds")
+    assert n["dsack_undos"] == 0 and n["dsack_undecided"] >= n["dsack_runs"] == 20
+    # §5 'work well similarly': within 3% with TLP; without TLP the tail-loss RTO costs ~25%.
+    n = _verdict(study_claims, "spike-only-methods-similar", "holds")
+    assert 0.96 < n["worst_ratio"] < 0.98 and n["worst_ratio_without_tlp"] < 0.8
+    n = _verdict(study_claims, "detection-beats-none-spike-only", "holds")
+    assert 0.02 < n["gain_eifel"] < 0.05 and n["gain_eifel_without_tlp"] > 0.25
+    n = _verdict(study_claims, "tlp-removes-the-tail-loss-timeout", "holds")
+    assert n["min_genuine_rtos_no_tlp"] >= 1 and n["max_genuine_rtos_tlp"] == 0
+    # Under loss Eifel and F-RTO tie (no FR block after the undo any more): the paper's order
+    # is not reproduced, and DSACK (no undo) is behind, with the longer stall.
+    n = _verdict(study_claims, "frto-beats-eifel-under-loss", "fails")
+    assert n["ci_low_bytes"] < 0 < n["ci_high_bytes"] and abs(n["mean_gain_bytes"]) < 50_000
+    assert n["eifel_stall_s"] == pytest.approx(n["frto_stall_s"])
+    n = _verdict(study_claims, "dsack-beats-eifel-under-loss", "fails")
+    assert n["mean_gain_bytes"] < -1e6 and n["dsack_stall_s"] > n["eifel_stall_s"] + 0.5
+    # Fig. 9: Eifel+F-RTO behaves like F-RTO (it was -16% while the undo kept the FR block).
+    n = _verdict(study_claims, "pairs-do-not-help", "holds")
+    assert n["ef_over_frto"] == pytest.approx(1.0, abs=0.005)
+    assert n["ed_over_eifel"] == pytest.approx(1.0, abs=0.005)
+    _verdict(study_claims, "one-response-per-episode", "holds")
+
+
+def test_fu_claims_as_paper_002_states_them(study_claims):
+    n = _verdict(study_claims, "spurious-timeouts-only-at-high-rates", "holds")
+    assert n["max_rtos_low"] == 0 and n["max_spurious_rtos_high"] >= 2
+    n = _verdict(study_claims, "bug-fix-removes-spurious-fast-retransmit", "holds")
+    assert n["sfr_without_fix"] > 0 and n["sfr_with_fix"] == 0
+    # Per paper case, strict where Reno times out spuriously; Eifel's gain stays small.
+    n = _verdict(study_claims, "eifel-best-lossless", "holds")
+    assert n["cases"] == 4 and n["cases_with_spurious_rto"] == n["eifel_ahead"] == 3
+    assert 1.002 < n["min_ratio_where_spurious"] < 1.03
+    # The spike's flight lost: Reno ahead wherever Eifel responds, Eifel stalls on the RTO.
+    n = _verdict(study_claims, "eifel-worst-with-losses", "holds")
+    assert n["cells_eifel_responds"] == n["cells_reno_ahead"] >= 8
+    assert n["min_reno_over_eifel"] > 1.1
+    assert n["eifel_stall_s"] > 7 and n["reno_stall_s"] < 3.1
+    n = _verdict(study_claims, "bandwidth-raises-throughput", "holds")
+    assert n["steps"] == 112 and n["steps_down"] == 0
+
+
+FU = STUDIES / "fu-delay-spike" / "scenario.toml"
+
+
+def _fu_run(tmp_path, label, queue_stage, spurious, response="eifel"):
+    """160 kbit/s, rwnd 8, bug fix on, 5-packet queue at `queue_stage`: RTO trace and totals."""
+    out = tmp_path / f"{queue_stage}-{label}"
+    spikelab.run(FU, out=out, trace="timeseries", plots=False, progress=False, overrides=[
+        f"path.fwd.{queue_stage}.queue=5", 'path.fwd.sender.rate="160kbps"', "flow.tcp.rwnd=8000",
+        "flow.tcp.block_fr_after_rto=true", f"flow.tcp.spurious={json.dumps(spurious)}",
+        f'flow.tcp.response="{response}"'])
+    run = query(out, "SELECT goodput_bps, longest_stall_s FROM runs").iloc[0]
+    rto = query(out, "SELECT t_ns / 1e9 AS t, value FROM timeseries WHERE var = 'rto' "
+                     "ORDER BY t_ns")
+    return run, rto
+
+
+def _rto(rto, t0, t1):
+    """The RTO's values over (t0, t1): the trace records changes, so the value held at t0 too."""
+    held = rto[rto.t <= t0].value.iloc[-1:]
+    return pd.concat([held, rto[(rto.t > t0) & (rto.t < t1)].value])
+
+
+def test_eifel_step_11_resets_the_inflated_rto_unless_the_hole_comes_first(tmp_path):
+    """The cause behind eifel-worst-with-losses, on the RTO trace. The spike's timestamp RTT
+    samples inflate every sender's RTO to about 8 s at 23.2 s. RFC 4015 step (11) resets it on
+    the first ACK of new data after the response."""
+    # The old lossy setup (queue before the spike): Reno loses its own go-back-N burst.
+    reno, reno_rto = _fu_run(tmp_path, "reno", "sender", [])
+    eifel, eifel_rto = _fu_run(tmp_path, "eifel", "sender", ["eifel"])
+    undo, undo_rto = _fu_run(tmp_path, "undo", "sender", ["eifel"], "undo")
+    for r in (reno_rto, eifel_rto, undo_rto):
+        assert _rto(r, 23.19, 23.25).max() > 7
+    assert _rto(eifel_rto, 23.3, 23.6).min() <= 1.01          # step (11): back to the 1 s floor
+    assert _rto(undo_rto, 23.3, 24.2).min() > 5               # no step (11): stays inflated
+    assert _rto(reno_rto, 23.3, 30.0).min() > 5
+    assert eifel.longest_stall_s < 3.1 and undo.longest_stall_s > 6
+    assert reno.longest_stall_s > 7
+    assert eifel.goodput_bps > 1.1 * undo.goodput_bps and undo.goodput_bps > reno.goodput_bps
+    # The study's lossy setup (queue after the spike, part of the flight lost): the hole comes
+    # before any ACK of new data, so step (11) never runs and the two responses are one run.
+    reno, reno_rto = _fu_run(tmp_path, "reno", "link", [])
+    eifel, eifel_rto = _fu_run(tmp_path, "eifel", "link", ["eifel"])
+    undo, _ = _fu_run(tmp_path, "undo", "link", ["eifel"], "undo")
+    assert _rto(eifel_rto, 23.3, 31.5).min() > 7
+    assert eifel.longest_stall_s > 8 and reno.longest_stall_s < 3.1
+    assert eifel.goodput_bps == undo.goodput_bps < 0.9 * reno.goodput_bps
+
+
+def test_jittered_replications_differ_and_repeat(tmp_path):
+    """kato's lossless spike draws no random number but the start: replications differ, and
+    the same seeds give the same table."""
+    scenario = STUDIES / "kato-lte-handover" / "scenario.toml"
+    lossless = ("path.fwd.delay.profile=[[0, 50, 0.0], [10000, 50, 0.0], [10000, 1500, 0.0], "
+                "[11460, 50, 0.0], [11460, 50, 0.0], [20000, 50, 0.0]]")
+    sweep = {"replications": 4, "trace": "summary",
+             "params": {"flow.tcp.spurious": {"name": "detection", "labels": ["none"],
+                                              "values": [[]]}}}
+    tables = []
+    for d in ("a", "b"):
+        r = spikelab.sweep(scenario, tmp_path / d, jobs=2, sweep_spec=sweep,
+                           overrides=[lossless], progress=False)
+        assert r.failed == 0
+        tables.append(r.runs.to_pandas().sort_values("seed")[
+            ["seed", "bytes_delivered", "goodput_bps", "longest_stall_s"]].reset_index(drop=True))
+    assert tables[0].equals(tables[1])
+    assert tables[0].bytes_delivered.nunique() == 4
+    # Without the jitter the same four replications are one run four times.
+    r = spikelab.sweep(scenario, tmp_path / "c", jobs=2, sweep_spec=sweep,
+                       overrides=[lossless, 'flow.start_jitter="0s"'], progress=False)
+    assert r.runs.to_pandas().bytes_delivered.nunique() == 1

@@ -96,6 +96,9 @@ fn parse_number(num: &str, original: &str) -> Result<f64, String> {
 pub struct Duration(pub SimDuration);
 
 impl Duration {
+    pub fn is_zero(&self) -> bool {
+        self.0 == SimDuration::ZERO
+    }
     pub fn parse(s: &str) -> Result<Duration, String> {
         let (num, unit) = split_unit(s);
         let v = parse_number(num, s)?;

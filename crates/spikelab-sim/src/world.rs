@@ -439,6 +439,17 @@ pub struct World {
     test_panic: bool,
 }
 
+/// Flow `i`'s random start delay in nanoseconds: uniform in `[0, start_jitter)` from the stream
+/// `flow/{i}/start`, so no other component's draws change; 0 without drawing when the key is 0.
+fn start_jitter(seed: u64, i: usize, f: &crate::scenario::FlowSpec) -> u64 {
+    let j = f.start_jitter.0.as_nanos();
+    if j == 0 {
+        return 0;
+    }
+    let u = Rng::stream(seed, &format!("flow/{i}/start")).next_f64();
+    ((u * j as f64) as u64).min(j - 1)
+}
+
 /// Builds stage `index` of path `path` from its validated spec, with its own RNG stream
 /// (`path/<path>/stage/<index>`). The simulator and the emulator both build stages here, so a
 /// seed draws the same random numbers in both.
@@ -559,7 +570,7 @@ impl World {
                     AppKind::Bulk => None,
                     AppKind::File => f.app.size.map(|b| b.0),
                 };
-                let start = SimTime(f.start.0.as_nanos());
+                let start = SimTime(f.start.0.as_nanos() + start_jitter(seed, i, f));
                 queue.push_keyed(
                     start,
                     tie_key(KEY_START, i as u32, 0, 0),

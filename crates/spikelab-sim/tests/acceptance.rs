@@ -136,6 +136,51 @@ fn same_seed_gives_identical_tables_and_another_seed_changes_losses() {
     assert_ne!(drops(&a), drops(&c));
 }
 
+/// `start_jitter`: the start is drawn from the stream `flow/{i}/start`, inside
+/// `[start, start + start_jitter)`; the same seed gives the same start and run, another seed
+/// another start, and a jitter of 0 is the run without the key, bit for bit.
+#[test]
+fn start_jitter_moves_the_start_per_seed_and_zero_changes_nothing() {
+    let text = example("lte-handover-lossless.toml");
+    let first_send = |r: &RunResult| {
+        let p = &r.packets;
+        let ev = p.strings("event");
+        (0..p.num_rows())
+            .filter(|&i| ev[i] == "send")
+            .map(|i| p.i64s("t_ns")[i])
+            .min()
+            .unwrap()
+    };
+    let jit = ["flow.start=\"1s\"", "flow.start_jitter=\"100ms\""];
+    let a = run(&text, &jit, Some(1), TraceLevel::Packets);
+    let b = run(&text, &jit, Some(1), TraceLevel::Packets);
+    assert_eq!(format!("{:?}", a.runs), format!("{:?}", b.runs));
+    assert_eq!(format!("{:?}", a.packets), format!("{:?}", b.packets));
+    let starts: Vec<i64> = (1..=5)
+        .map(|s| first_send(&run(&text, &jit, Some(s), TraceLevel::Packets)))
+        .collect();
+    for &t in &starts {
+        assert!((1000 * MS..1100 * MS).contains(&t), "{starts:?}");
+    }
+    let mut distinct = starts.clone();
+    distinct.sort_unstable();
+    distinct.dedup();
+    assert_eq!(distinct.len(), starts.len(), "{starts:?}");
+    let plain = run(&text, &[], Some(1), TraceLevel::Packets);
+    let zero = run(
+        &text,
+        &["flow.start_jitter=\"0s\""],
+        Some(1),
+        TraceLevel::Packets,
+    );
+    assert_eq!(format!("{:?}", plain.runs), format!("{:?}", zero.runs));
+    assert_eq!(
+        format!("{:?}", plain.packets),
+        format!("{:?}", zero.packets)
+    );
+    assert_eq!(first_send(&plain), 0);
+}
+
 #[test]
 fn summary_level_records_no_traces() {
     let r = run(

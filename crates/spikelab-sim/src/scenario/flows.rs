@@ -531,6 +531,11 @@ pub struct FlowSpec {
     pub rev: String,
     #[serde(default)]
     pub start: Duration,
+    /// Random extra start delay, nanoseconds: the sender starts at `start + U`, `U` uniform in
+    /// `[0, start_jitter)`, drawn from the RNG stream `flow/{i}/start` of the run's seed (so the
+    /// replications of a sweep start at different phases). Zero (the default) draws nothing.
+    #[serde(default, skip_serializing_if = "Duration::is_zero")]
+    pub start_jitter: Duration,
     #[serde(default)]
     pub app: AppSpec,
     #[serde(default)]

@@ -413,6 +413,16 @@ impl Scenario {
                 }
             }
             f.validate(&format!("flow[{i}]"))?;
+            check(
+                f.start_jitter.is_zero() || f.start.0 + f.start_jitter.0 <= self.sim.duration.0,
+                format!("flow[{i}].start_jitter"),
+                format!(
+                    "start + start_jitter must be at most sim.duration ({} s), got {} s + {} s",
+                    self.sim.duration.0.as_secs_f64(),
+                    f.start.0.as_secs_f64(),
+                    f.start_jitter.0.as_secs_f64()
+                ),
+            )?;
         }
         Ok(())
     }

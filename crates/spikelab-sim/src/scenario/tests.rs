@@ -21,6 +21,21 @@ fn minimal_scenario_gets_defaults() {
 }
 
 #[test]
+fn start_jitter_must_end_within_the_run() {
+    assert_eq!(
+        err("[sim]\nduration = \"20s\"\n[[flow]]\nstart = \"15s\"\nstart_jitter = \"6s\"\n"),
+        "flow[0].start_jitter: start + start_jitter must be at most sim.duration (20 s), \
+         got 15 s + 6 s"
+    );
+    assert_eq!(
+        err("[[flow]]\nstart_jitter = \"-1ms\"\n"),
+        "flow[0].start_jitter: must be >= 0, got -1ms"
+    );
+    let sc = parse("[[flow]]\nstart_jitter = \"100ms\"\n", &[], Path::new(".")).unwrap();
+    assert_eq!(sc.flow[0].start_jitter, d_ms(100));
+}
+
+#[test]
 fn errors_name_the_field() {
     assert_eq!(
         err("[[flow]]\n[flow.tcp.rto]\nmin = -1\n"),
