@@ -81,7 +81,7 @@ pub enum ResponseSpec {
 pub const DETECTORS: &[&str] = &["eifel", "dsack", "frto", "linux"];
 
 /// Names accepted in `profile = "..."`.
-pub const PROFILES: &[&str] = &["linux"];
+pub const PROFILES: &[&str] = &["linux", "rfc"];
 
 /// The `linux` profile: the keys it fills in `[flow.tcp]` when the file does not set them: the
 /// defaults of a Linux 6.x sender (sysctls `tcp_sack`, `tcp_dsack`, `tcp_timestamps` = 1,
@@ -160,6 +160,8 @@ pub(super) fn apply_profiles(root: &mut toml::Value) -> Result<Vec<ProfileNote>>
                 toml::from_str(LINUX_PROFILE).expect("valid profile"),
                 toml::from_str(LINUX_PROFILE_FLOW).expect("valid profile"),
             ),
+            // The RFC behaviour is the defaults: the name only says so.
+            "rfc" => (toml::Table::new(), toml::Table::new()),
             _ => {
                 return Err(ScenarioError::new(
                     field,

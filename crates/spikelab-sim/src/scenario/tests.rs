@@ -190,7 +190,7 @@ fn spurious_fields_are_checked_with_the_field_named() {
     assert!(e.contains("`none`, `eifel`, `undo`"), "{e}");
     assert_eq!(
         err("[[flow]]\n[flow.tcp]\nprofile = \"bsd\"\n"),
-        "flow[0].tcp.profile: unknown profile \"bsd\" (known: linux)"
+        "flow[0].tcp.profile: unknown profile \"bsd\" (known: linux, rfc)"
     );
 }
 

@@ -54,6 +54,8 @@ pub struct Rack {
     pub dsack_round: Option<u64>,
     /// A segment was delivered since the last detection (Linux `rack.advanced`).
     pub advanced: bool,
+    /// RACK's segment (`xmit_ts`, `end_seq`) was a retransmission.
+    pub retransmitted: bool,
 }
 
 impl Default for Rack {
@@ -69,6 +71,7 @@ impl Default for Rack {
             reo_wnd_persist: 0,
             dsack_round: None,
             advanced: false,
+            retransmitted: false,
         }
     }
 }
@@ -107,6 +110,7 @@ impl Rack {
             self.rtt = rtt;
             self.xmit_ts = Some(m.xmit_time);
             self.end_seq = end;
+            self.retransmitted = retransmitted;
         }
     }
 }
@@ -218,9 +222,16 @@ impl TcpSender {
             return (0, SimDuration::ZERO);
         };
         let (rack_end, rack_rtt) = (rack.end_seq, rack.rtt);
+        // When RACK's segment is an original transmission, nothing above it was sent before
+        // it (originals leave in sequence order, retransmissions after their originals): the
+        // walk stops there, as Linux's walk of its time-sorted queue stops at RACK.xmit_ts.
+        let stop_at = (!rack.retransmitted).then_some(rack_end);
         let mut newly = 0;
         let mut wait = SimDuration::ZERO;
         for (seq, m) in self.board.iter_mut() {
+            if stop_at.is_some_and(|e| seq >= e) {
+                break;
+            }
             if m.sacked || (m.lost && !m.retrans) {
                 continue;
             }
