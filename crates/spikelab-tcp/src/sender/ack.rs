@@ -32,10 +32,9 @@ impl TcpSender {
         if !self.cfg.sack {
             linux_ack.orig_acked = self.linux_orig_acked(ack, &[]);
         }
-        let ecr = seg.ts.map(|t| t.ecr);
         let prior_fack = self.rack.as_ref().map_or(0, |r| r.fack);
         if ack > self.snd_una {
-            self.rack_on_cum_ack(now, ack, ecr, prior_fack);
+            self.rack_on_cum_ack(now, ack, prior_fack);
         }
         if self.cfg.sack {
             let blocks = seg.sack.as_slice();
@@ -63,7 +62,7 @@ impl TcpSender {
                 if (i == 0 && dsack) || e <= ack {
                     continue;
                 }
-                let n = self.mark_sacked(now, s.max(ack), e, ecr, prior_fack);
+                let n = self.mark_sacked(now, s.max(ack), e, prior_fack);
                 newly_sacked += n;
                 if let Some(r) = frto_recover {
                     sack_above_recover |= e > r;

@@ -3,8 +3,7 @@
 //! * Every segment records the time of its latest transmission (`SegMeta::xmit_time`). For each
 //!   segment newly delivered (cumulatively ACKed or SACKed), RFC 8985 §6.2 step 2
 //!   (`RACK_update()`): an RTT sample `now − xmit_time`, skipped when the segment was
-//!   retransmitted and the sample is ambiguous (the ACK's TSecr is older than the latest
-//!   transmission, or the sample is below `RACK.min_RTT`); `RACK.xmit_ts`, `RACK.end_seq`,
+//!   retransmitted and the sample is below `RACK.min_RTT` (as Linux; not the RFC's TSecr test); `RACK.xmit_ts`, `RACK.end_seq`,
 //!   `RACK.rtt` follow the most recently sent delivered segment (`RACK_sent_after()`).
 //! * Reordering (step 3): a newly delivered segment that was never retransmitted and ends below
 //!   `RACK.fack` (the highest delivered end before this ACK) sets `RACK.reordering_seen`.
@@ -82,23 +81,19 @@ fn sent_after(t1: SimTime, seq1: u64, t2: SimTime, seq2: u64) -> bool {
 }
 
 impl Rack {
-    /// RFC 8985 §6.2 steps 2 and 3 for one newly delivered segment `[.., end)`. `ts_ambiguous`:
-    /// the ACK's TSecr predates the segment's latest transmission.
-    pub(super) fn on_delivered(
-        &mut self,
-        now: SimTime,
-        end: u64,
-        m: &SegMeta,
-        ts_ambiguous: bool,
-        prior_fack: u64,
-    ) {
+    /// RFC 8985 §6.2 steps 2 and 3 for one newly delivered segment `[.., end)`.
+    pub(super) fn on_delivered(&mut self, now: SimTime, end: u64, m: &SegMeta, prior_fack: u64) {
         let retransmitted = m.tx_count > 1;
         if !retransmitted && end < prior_fack {
             self.reordering_seen = true;
         }
         self.fack = self.fack.max(end);
         let rtt = now - m.xmit_time;
-        if retransmitted && (ts_ambiguous || self.min_rtt.is_some_and(|min| rtt < min)) {
+        // A retransmission's sample is ambiguous if it is shorter than the minimum RTT. RFC 8985
+        // step 2 also skips it when the ACK's TSecr predates the retransmission; Linux
+        // (`tcp_rack_advance`) does not, and rightly for a probe above a hole: its SACK echoes
+        // TS.Recent of the last in-order segment (RFC 7323 §4.3), always older.
+        if retransmitted && self.min_rtt.is_some_and(|min| rtt < min) {
             return;
         }
         self.min_rtt = Some(self.min_rtt.map_or(rtt, |min| min.min(rtt)));
@@ -117,14 +112,8 @@ impl Rack {
 
 impl TcpSender {
     /// RACK's part of an ACK, before the scoreboard changes: the entries the cumulative ACK
-    /// `ack` delivers. `ecr`: the ACK's TSecr.
-    pub(super) fn rack_on_cum_ack(
-        &mut self,
-        now: SimTime,
-        ack: u64,
-        ecr: Option<u32>,
-        prior_fack: u64,
-    ) {
+    /// `ack` delivers.
+    pub(super) fn rack_on_cum_ack(&mut self, now: SimTime, ack: u64, prior_fack: u64) {
         let Some(rack) = self.rack.as_mut() else {
             return;
         };
@@ -135,28 +124,18 @@ impl TcpSender {
             if m.sacked {
                 continue;
             }
-            let amb = ts_ambiguous(&self.cfg, ecr, m);
-            rack.on_delivered(now, seq + m.len as u64, m, amb, prior_fack);
+            rack.on_delivered(now, seq + m.len as u64, m, prior_fack);
         }
     }
 
     /// Marks `[s, e)` SACKed, feeding RACK with the newly SACKed entries; returns the newly
     /// SACKed bytes. `prior_fack`: `RACK.fack` before this ACK.
-    pub(super) fn mark_sacked(
-        &mut self,
-        now: SimTime,
-        s: u64,
-        e: u64,
-        ecr: Option<u32>,
-        prior_fack: u64,
-    ) -> u64 {
+    pub(super) fn mark_sacked(&mut self, now: SimTime, s: u64, e: u64, prior_fack: u64) -> u64 {
         let Some(rack) = self.rack.as_mut() else {
             return self.board.mark_sacked(s, e);
         };
-        let cfg = &self.cfg;
         self.board.mark_sacked_visit(s, e, |seq, m| {
-            let amb = ts_ambiguous(cfg, ecr, m);
-            rack.on_delivered(now, seq + m.len as u64, m, amb, prior_fack);
+            rack.on_delivered(now, seq + m.len as u64, m, prior_fack);
         })
     }
 
@@ -296,18 +275,5 @@ impl TcpSender {
             // Linux calls tcp_cwnd_reduction(sk, 1, newly_lost, 0): one segment "delivered".
             self.prr_on_ack(self.mss, false, true);
         }
-    }
-}
-
-/// RFC 8985 §6.2 step 2: the ACK's TSecr is older than the segment's latest transmission, so
-/// it echoes an earlier one.
-fn ts_ambiguous(cfg: &TcpConfig, ecr: Option<u32>, m: &SegMeta) -> bool {
-    match (cfg.timestamps, ecr) {
-        (true, Some(ecr)) => {
-            let tick = cfg.ts_tick.as_nanos().max(1);
-            let sent = (m.xmit_time.as_nanos() / tick) as u32;
-            (ecr.wrapping_sub(sent) as i32) < 0
-        }
-        _ => false,
     }
 }
