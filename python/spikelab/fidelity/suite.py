@@ -200,7 +200,7 @@ def _first_rto_s(result: Any, event_s: float | None) -> float | None:
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    event_ns = int(round((event_s or 0.0) * 1e9))
+    event_ns = round((event_s or 0.0) * 1e9)
     ts = result.timeseries
     if ts is None or ts.num_rows == 0 or "var" not in ts.column_names:
         return None
@@ -238,7 +238,7 @@ def measure(result: Any, event_s: float | None, *, emulated: bool) -> dict[str, 
 
 def agrees(metric: str, sim: float | None, kern: float | None) -> bool | None:
     """Whether one judged metric agrees (None for a metric that is shown, not judged)."""
-    judged = dict((k, j) for k, _, j in METRICS)[metric]
+    judged = {k: j for k, _, j in METRICS}[metric]
     if not judged:
         return None
     if sim is None or kern is None:
@@ -495,9 +495,9 @@ def report(outcomes: Sequence[Outcome], meta: dict[str, Any], *,
     lines = [
         f"# Kernel fidelity: spikelab's `linux` profile against Linux {meta['kernel_release']}",
         "",
-        f"**{summary_line(outcomes)}** (goodput within {100 * GOODPUT_TOLERANCE:g} % and the "
-        "same counts of RTOs, fast retransmits and undos; TLPs and the first RTO's time are "
-        "shown, not judged).",
+        (f"**{summary_line(outcomes)}** (goodput within {100 * GOODPUT_TOLERANCE:g} % and the "
+         "same counts of RTOs, fast retransmits and undos; TLPs and the first RTO's time are "
+         "shown, not judged)."),
         "",
         f"spikelab {meta['spikelab']}, kernel {meta['kernel_release']}, {meta['cpus']} CPUs, "
         f"{meta['created']}; the suite took {meta['wall_s'] / 60:.1f} min"
@@ -505,11 +505,11 @@ def report(outcomes: Sequence[Outcome], meta: dict[str, Any], *,
            f" and was **{meta.get('status')}** after {len(outcomes)} of {len(planned)} "
            "scenarios") + ".",
         "",
-        "Emulator timing error: actual minus intended departure of every frame the emulator "
-        "sent (median / p99 / max, share within 1 ms).",
+        ("Emulator timing error: actual minus intended departure of every frame the emulator "
+         "sent (median / p99 / max, share within 1 ms)."),
         "",
-        "| scenario | verdict | goodput sim / kernel, Mbit/s | RTOs | fast retx | TLPs | undos "
-        "| misses | emulator timing error |",
+        ("| scenario | verdict | goodput sim / kernel, Mbit/s | RTOs | fast retx | TLPs | undos "
+         "| misses | emulator timing error |"),
         "|---|---|---|---|---|---|---|---|---|",
     ]
     for o in outcomes:
