@@ -13,6 +13,12 @@ EXIT_SCENARIOS_FAILED = 3
 def cmd_fidelity(args: argparse.Namespace) -> int:
     from .. import fidelity
 
+    if args.rewrite:
+        result = fidelity.rewrite(args.out)
+        print(f"{result.summary_line()}; kernel {result.manifest['kernel_release']} "
+              "(rewritten from the runs in place)")
+        print(f"report: {result.dir / 'report.md'} (table: {result.dir / 'fidelity.parquet'})")
+        return 0
     scenarios = fidelity.select(args.only)
     if args.list:
         fidelity.check(scenarios)
@@ -70,6 +76,9 @@ def register(sub) -> None:
                    help="run only these scenarios (repeatable)")
     p.add_argument("--list", action="store_true",
                    help="list the suite's scenarios and exit (needs no root)")
+    p.add_argument("--rewrite", action="store_true",
+                   help="rewrite the tables and report.md of DIR from the runs it holds (e.g. "
+                        "after editing the suite's why notes); runs nothing, needs no root")
     p.add_argument("--plots", action="store_true",
                    help="draw each run's figures too (slower; spikelab compare works either way)")
     p.add_argument("--force", action="store_true",

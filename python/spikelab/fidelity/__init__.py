@@ -22,10 +22,11 @@ from .suite import (
     parse_suite,
     preflight,
     report,
+    rewrite,
     run,
     select,
     table,
 )
 
 __all__ = ["METRICS", "FidelityError", "Outcome", "Scenario", "SuiteResult", "check",
-           "parse_suite", "preflight", "report", "run", "select", "table"]
+           "parse_suite", "preflight", "report", "rewrite", "run", "select", "table"]

@@ -375,6 +375,39 @@ def run(out: str | os.PathLike[str], *, only: Iterable[str] | None = None,
     return SuiteResult(outcomes=outcomes, dir=outdir, manifest=manifest)
 
 
+def rewrite(out: str | os.PathLike[str]) -> SuiteResult:
+    """Rewrite the tables and report of a suite's directory from the runs it holds (after the
+    suite's ``why`` notes changed, say), without running anything or needing root."""
+    import spikelab
+
+    from ..store import results
+
+    outdir = Path(out)
+    if results.kind_of(outdir) != KIND:
+        raise FidelityError(f"{out}: holds no fidelity suite's results")
+    manifest = results.read_manifest(outdir)
+    by_name = {s.name: s for s in parse_suite()}
+    outcomes = []
+    for name in manifest.get("scenarios", []):
+        sc = by_name.get(name) or Scenario(name=name, path=SCENARIO_DIR / f"{name}.toml")
+        failed = {f["scenario"]: f["error"] for f in manifest.get("failed", [])}
+        if name in failed:
+            outcomes.append(Outcome(scenario=sc, error=failed[name]))
+            continue
+        sim = spikelab.load(outdir / name / "sim")
+        kern = spikelab.load(outdir / name / "kernel")
+        em = kern.manifest.get("emulation") or {}
+        outcomes.append(Outcome(scenario=sc, sim=measure(sim, sc.event_s, emulated=False),
+                                kernel=measure(kern, sc.event_s, emulated=True),
+                                timing=dict(em.get("timing") or {}),
+                                unmapped=list(em.get("kernel", {}).get("unmapped", []))))
+    meta = write(outdir, outcomes, wall_s=float(manifest.get("wall_s", 0.0)),
+                 status=str(manifest.get("status", "complete")),
+                 planned=manifest.get("planned", []),
+                 created=manifest.get("created"), release=manifest.get("kernel_release"))
+    return SuiteResult(outcomes=outcomes, dir=outdir, manifest=meta)
+
+
 # ------------------------------------------------------------------------------- writing
 
 
@@ -382,7 +415,7 @@ def kernel_release() -> str:
     return platform.release()
 
 
-def table(outcomes: Sequence[Outcome]) -> Any:
+def table(outcomes: Sequence[Outcome], release: str | None = None) -> Any:
     """The long table: one row per scenario and metric."""
     import pyarrow as pa
 
@@ -390,7 +423,7 @@ def table(outcomes: Sequence[Outcome]) -> Any:
         "scenario", "metric", "label", "judged", "sim", "kernel", "diff", "agree", "why",
         "scenario_agrees", "error", "timing_p50_ms", "timing_p99_ms", "timing_max_ms",
         "timing_within_1ms", "kernel_release")}
-    release = kernel_release()
+    release = release or kernel_release()
     for o in outcomes:
         t = o.timing or {}
         for key, label, judged in METRICS:
@@ -421,20 +454,21 @@ def table(outcomes: Sequence[Outcome]) -> Any:
 
 
 def write(outdir: Path, outcomes: Sequence[Outcome], *, wall_s: float, status: str,
-          planned: Sequence[str]) -> dict[str, Any]:
+          planned: Sequence[str], created: str | None = None,
+          release: str | None = None) -> dict[str, Any]:
     """fidelity.parquet, fidelity.csv, report.md, then manifest.json (last)."""
     import pyarrow.csv as pacsv
 
     from .. import _core
     from ..store import results
 
-    tab = table(outcomes)
+    tab = table(outcomes, release)
     results.write_parquet(tab, outdir / TABLE)
     results.atomic_write(outdir / "fidelity.csv", lambda tmp: pacsv.write_csv(tab, tmp))
     meta = {
-        "kernel_release": kernel_release(),
+        "kernel_release": release or kernel_release(),
         "spikelab": _core.__version__,
-        "created": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+        "created": created or datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
         "cpus": os.cpu_count(),
         "wall_s": wall_s,
         "status": status,
