@@ -153,6 +153,12 @@ def test_cli_refuses_when_the_emulator_cannot_run(tmp_path, capsys, monkeypatch)
                    "emulator's network namespaces")
 
 
+def test_rewrite_refuses_a_directory_without_a_suite(tmp_path, capsys):
+    assert cli.main(["fidelity", "--rewrite", "-o", str(tmp_path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == f"spikelab: error: {tmp_path}: holds no fidelity suite's results"
+
+
 # ---------------------------------------------------------------------- as root
 
 
@@ -204,3 +210,9 @@ def test_three_scenarios_through_the_kernel(tmp_path, capsys):
     tail = {m: get[("tail-loss", m)] for m in suite.METRIC_KEYS}
     assert tail["tlp_count"]["kernel"] >= 1  # the kernel probes the lost tail
     assert tail["goodput_mbps"]["kernel"] > 1 and tail["goodput_mbps"]["sim"] > 1
+
+    # --rewrite rebuilds the same table from the runs in the directory (no emulation).
+    before = tab.drop(["why"])
+    assert cli.main(["fidelity", "--rewrite", "-o", str(out)]) == 0
+    assert pq.read_table(out / "fidelity.parquet").drop(["why"]).equals(before)
+    assert (out / "report.md").read_text().startswith(report.splitlines()[0])
