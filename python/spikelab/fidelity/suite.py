@@ -11,7 +11,7 @@ departure of every frame it sent, ``emulation.timing`` of the emulated run).
 Where each number comes from (docs/fidelity.md):
 
 - simulator: ``runs.parquet`` (``goodput_bps``, ``rto_count``, ``fast_retx_count``,
-  ``undo_count``, ``tlp_count`` when the simulator has it, else n/a) and the ``rto_expiry``
+  ``undo_count``, ``tlp_count``; n/a where a simulator without the column wrote them) and the ``rto_expiry``
   markers of ``timeseries.parquet``;
 - kernel: the emulated run's ``runs.parquet`` (``rto_count`` is ``tcpi_total_rto``,
   ``fast_retx_count`` the entries into Recovery, ``undo_count`` TCPLossUndo + TCPFullUndo +
@@ -225,7 +225,7 @@ def measure(result: Any, event_s: float | None, *, emulated: bool) -> dict[str, 
         counters = (result.manifest.get("emulation") or {}).get("counters", {}).get("sender", {})
         tlp = _num(counters.get("TcpExtTCPLossProbes"))
     else:
-        tlp = _num(row.get("tlp_count"))  # n/a until the simulator counts TLPs
+        tlp = _num(row.get("tlp_count"))  # n/a: results of a simulator without TLPs
     return {
         "goodput_mbps": None if goodput is None else goodput / 1e6,
         "rto_count": _num(row.get("rto_count")),
