@@ -442,6 +442,9 @@ def parser() -> argparse.ArgumentParser:
     from .emulate import register as register_emulation  # emulate, compare
 
     register_emulation(sub, _override, _zoom)
+    from .fidelity import register as register_fidelity
+
+    register_fidelity(sub)
     return top
 
 

@@ -14,8 +14,8 @@ a process that was killed (SIGKILL) is removed by the next write into that direc
 that this module did not write are never touched. The same tables always give byte-identical
 Parquet.
 
-A directory knows what it holds: the manifest's ``kind`` is ``run``, ``sweep``, ``study`` or
-``emulate``, and its ``status`` is ``complete`` or ``interrupted``. Writing one kind onto
+A directory knows what it holds: the manifest's ``kind`` is ``run``, ``sweep``, ``study``,
+``emulate`` or ``fidelity``, and its ``status`` is ``complete`` or ``interrupted``. Writing one kind onto
 another is refused unless forced (:func:`claim`).
 """
 
@@ -43,7 +43,7 @@ MANIFEST = "manifest.json"
 FIGURES = "figures"
 TABLES = ("runs", "timeseries", "packets")
 FORMAT = 1
-KINDS = ("run", "sweep", "study", "emulate")
+KINDS = ("run", "sweep", "study", "emulate", "fidelity")
 COMPLETE, INTERRUPTED = "complete", "interrupted"
 # Temporaries are ".NAME.PID-HEX.tmp" (see atomic_write).
 _TEMP = re.compile(r"^\..+\.(\d+)-[0-9a-f]{8}\.tmp$")
@@ -109,7 +109,7 @@ def sweep_temporaries(directory: str | os.PathLike[str], depth: int = 3) -> list
 
 
 def kind_of(outdir: str | os.PathLike[str]) -> str | None:
-    """What a directory holds: ``run``, ``sweep``, ``study``, ``emulate``, or None (absent or
+    """What a directory holds: ``run``, ``sweep``, ``study``, ``emulate``, ``fidelity``, or None (absent or
     holding no spikelab result)."""
     outdir = Path(outdir)
     manifest = outdir / MANIFEST
@@ -133,7 +133,7 @@ def kind_of(outdir: str | os.PathLike[str]) -> str | None:
 
 
 _HOLDS = {"run": "a run's results", "sweep": "a sweep's results", "study": "a study's results",
-          "emulate": "an emulated run's results"}
+          "emulate": "an emulated run's results", "fidelity": "a fidelity suite's results"}
 
 
 def claim(outdir: str | os.PathLike[str], kind: str, *, force: bool = False) -> Path:

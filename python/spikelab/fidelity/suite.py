@@ -1,0 +1,586 @@
+"""The kernel-fidelity suite: each scenario simulated (``[flow.tcp] profile = "linux"``) and
+emulated against the Linux TCP stack (``spikelab emulate``), one at a time, and compared.
+
+Per scenario, six metrics side by side (simulator, kernel): goodput, RTOs, fast retransmits,
+tail loss probes, undos, and the time of the first RTO after the scenario's event (the spike's
+or the delay step's start). A scenario *agrees* when goodput is within 5 % and the counts of
+RTOs, fast retransmits and undos are equal; TLPs and the first RTO's time are shown, not
+judged. Beside each scenario, the emulator's own timing error (actual minus intended
+departure of every frame it sent, ``emulation.timing`` of the emulated run).
+
+Where each number comes from (docs/fidelity.md):
+
+- simulator: ``runs.parquet`` (``goodput_bps``, ``rto_count``, ``fast_retx_count``,
+  ``undo_count``, ``tlp_count``; n/a where a simulator without the column wrote them) and the ``rto_expiry``
+  markers of ``timeseries.parquet``;
+- kernel: the emulated run's ``runs.parquet`` (``rto_count`` is ``tcpi_total_rto``,
+  ``fast_retx_count`` the entries into Recovery, ``undo_count`` TCPLossUndo + TCPFullUndo +
+  TCPPartialUndo + TCPDSACKUndo), the sender's ``TcpExtTCPLossProbes`` counter for TLPs, and
+  its ``rto_expiry`` markers (the TCP_INFO sample, 1 ms apart, in which ``tcpi_total_rto``
+  grew) for the first RTO.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime
+import math
+import os
+import platform
+import re
+import sys
+import time
+import tomllib
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+SCENARIO_DIR = HERE / "scenarios"
+SUITE_FILE = HERE / "suite.toml"
+GOODPUT_TOLERANCE = 0.05
+# (key, label, judged): the rows of each scenario's table, in order.
+METRICS = (
+    ("goodput_mbps", "goodput, Mbit/s", True),
+    ("rto_count", "RTOs", True),
+    ("fast_retx_count", "fast retransmits", True),
+    ("tlp_count", "TLPs", False),
+    ("undo_count", "undos", True),
+    ("first_rto_s", "first RTO after the event, s", False),
+)
+METRIC_KEYS = tuple(m[0] for m in METRICS)
+SCENARIO_KEYS = ("event", "sysctls", "why")
+TABLE = "fidelity.parquet"
+REPORT = "report.md"
+KIND = "fidelity"
+
+_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "min": 60.0}
+
+
+class FidelityError(ValueError):
+    """A suite definition or a selection that cannot run (the message says why)."""
+
+
+@dataclass
+class Scenario:
+    """One scenario of the suite: its file and the suite's notes on it."""
+
+    name: str
+    path: Path
+    description: str = ""
+    event_s: float | None = None
+    sysctls: list[str] = field(default_factory=list)
+    why: dict[str, str] = field(default_factory=dict)
+    duration_s: float = math.nan
+
+
+def _seconds(value: Any, where: str) -> float:
+    if isinstance(value, bool):
+        raise FidelityError(f"{where}: expected a duration such as \"10s\", got {value!r}")
+    if isinstance(value, (int, float)):
+        seconds = float(value)
+    else:
+        m = re.fullmatch(r"\s*([0-9.]+(?:[eE][+-]?[0-9]+)?)\s*([a-zµ]*)\s*", str(value))
+        if not m or m.group(2) not in _UNITS or m.group(1).count(".") > 1:
+            raise FidelityError(f"{where}: expected a duration such as \"10s\", got {value!r}")
+        seconds = float(m.group(1)) * _UNITS[m.group(2)]
+    if not math.isfinite(seconds) or seconds < 0:
+        raise FidelityError(f"{where}: must be a duration >= 0, got {value!r}")
+    return seconds
+
+
+def parse_suite(suite_file: Path = SUITE_FILE, scenario_dir: Path = SCENARIO_DIR
+                ) -> list[Scenario]:
+    """The suite's scenarios in order, from ``suite.toml`` and ``scenarios/NAME.toml``."""
+    try:
+        doc = tomllib.loads(suite_file.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as exc:
+        raise FidelityError(f"{suite_file}: {exc}") from None
+    out = []
+    for name, entry in doc.items():
+        where = f"{suite_file.name}: [{name}]"
+        if not isinstance(entry, dict):
+            raise FidelityError(f"{where}: expected a table")
+        unknown = sorted(set(entry) - set(SCENARIO_KEYS))
+        if unknown:
+            raise FidelityError(f"{where}: unknown key {unknown[0]!r} "
+                                f"(known: {', '.join(SCENARIO_KEYS)})")
+        path = scenario_dir / f"{name}.toml"
+        if not path.is_file():
+            raise FidelityError(f"{where}: no scenario file {path}")
+        sc = Scenario(name=name, path=path)
+        if "event" in entry:
+            sc.event_s = _seconds(entry["event"], f"{where}.event")
+        sysctls = entry.get("sysctls", [])
+        if not isinstance(sysctls, list) or not all(isinstance(s, str) for s in sysctls):
+            raise FidelityError(f"{where}.sysctls: expected a list of \"net.KEY=VALUE\" strings")
+        sc.sysctls = list(sysctls)
+        why = entry.get("why", {})
+        if not isinstance(why, dict):
+            raise FidelityError(f"{where}.why: expected a table of metric = \"cause\"")
+        for key, text in why.items():
+            if key not in METRIC_KEYS:
+                raise FidelityError(f"{where}.why.{key}: unknown metric "
+                                    f"(known: {', '.join(METRIC_KEYS)})")
+            if not isinstance(text, str):
+                raise FidelityError(f"{where}.why.{key}: expected a string")
+        sc.why = dict(why)
+        try:
+            scenario = tomllib.loads(path.read_text(encoding="utf-8"))
+        except tomllib.TOMLDecodeError as exc:
+            raise FidelityError(f"{path}: {exc}") from None
+        sc.description = str(scenario.get("description", ""))
+        out.append(sc)
+    return out
+
+
+def select(only: Iterable[str] | None = None, suite: Sequence[Scenario] | None = None
+           ) -> list[Scenario]:
+    """The suite's scenarios, or those named in ``only`` (in the suite's order)."""
+    suite = list(suite if suite is not None else parse_suite())
+    if not only:
+        return suite
+    names = {s.name for s in suite}
+    wanted = list(dict.fromkeys(only))
+    unknown = [n for n in wanted if n not in names]
+    if unknown:
+        raise FidelityError(f"unknown scenario {unknown[0]!r} (known: "
+                            f"{', '.join(s.name for s in suite)}; spikelab fidelity --list)")
+    return [s for s in suite if s.name in wanted]
+
+
+def check(scenarios: Sequence[Scenario]) -> None:
+    """Each scenario is valid for the simulator and accepted by the emulator's kernel mapping
+    (needs no root). Fills ``duration_s``. Raises :class:`FidelityError` naming the
+    scenario."""
+    import json
+
+    from .. import _core
+    from ..emulate import kernel
+    from ..emulate.run import _parse_sysctls, resolve
+
+    for sc in scenarios:
+        text = sc.path.read_text(encoding="utf-8")
+        try:
+            resolved, view, _, ccs = resolve(text, [], str(sc.path.parent))
+            kernel.plan(view, resolved, ccs, _parse_sysctls(sc.sysctls))
+            sim = json.loads(_core.resolve(text, [], str(sc.path.parent)))
+        except ValueError as exc:  # ScenarioError, EmulationError
+            raise FidelityError(f"scenario {sc.name}: {str(exc).splitlines()[0]}") from None
+        if len(sim.get("flow") or []) != 1:
+            raise FidelityError(f"scenario {sc.name}: the suite compares one flow; it has "
+                                f"{len(sim.get('flow') or [])}")
+        sc.duration_s = int(view["duration_ns"]) / 1e9
+
+
+def preflight() -> None:
+    """Refuse at once when the emulator cannot run here: no root (or capabilities), no
+    ``ip`` command, no network namespaces. Raises PermissionError or FidelityError."""
+    import shutil
+
+    from ..emulate import kernel
+
+    if not sys.platform.startswith("linux"):
+        raise FidelityError("spikelab fidelity needs Linux (network namespaces) to run the "
+                            "kernel side")
+    kernel.require_privileges()
+    if shutil.which("ip") is None:
+        raise FidelityError("spikelab fidelity needs the ip command (iproute2) for the "
+                            "emulator's network namespaces")
+    if not Path("/proc/self/ns/net").exists():
+        raise FidelityError("this kernel has no network namespaces (/proc/self/ns/net); the "
+                            "emulator cannot run")
+
+
+# ------------------------------------------------------------------------------- measuring
+
+
+def _first_rto_s(result: Any, event_s: float | None) -> float | None:
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    event_ns = round((event_s or 0.0) * 1e9)
+    ts = result.timeseries
+    if ts is None or ts.num_rows == 0 or "var" not in ts.column_names:
+        return None
+    var = ts["var"].cast(pa.string())
+    mask = pc.and_(pc.equal(var, "rto_expiry"), pc.greater_equal(ts["t_ns"], event_ns))
+    first = pc.min(ts.filter(mask)["t_ns"]).as_py()
+    return None if first is None else (first - event_ns) / 1e9
+
+
+def _num(value: Any) -> float | None:
+    if value is None:
+        return None
+    value = float(value)
+    return None if math.isnan(value) else value
+
+
+def measure(result: Any, event_s: float | None, *, emulated: bool) -> dict[str, float | None]:
+    """The suite's metrics of one run (flow 0) from its RunResult."""
+    row = result.runs.slice(0, 1).to_pylist()[0]
+    goodput = _num(row.get("goodput_bps"))
+    if emulated:
+        counters = (result.manifest.get("emulation") or {}).get("counters", {}).get("sender", {})
+        tlp = _num(counters.get("TcpExtTCPLossProbes"))
+    else:
+        tlp = _num(row.get("tlp_count"))  # n/a: results of a simulator without TLPs
+    return {
+        "goodput_mbps": None if goodput is None else goodput / 1e6,
+        "rto_count": _num(row.get("rto_count")),
+        "fast_retx_count": _num(row.get("fast_retx_count")),
+        "tlp_count": tlp,
+        "undo_count": _num(row.get("undo_count")),
+        "first_rto_s": _first_rto_s(result, event_s),
+    }
+
+
+def agrees(metric: str, sim: float | None, kern: float | None) -> bool | None:
+    """Whether one judged metric agrees (None for a metric that is shown, not judged)."""
+    judged = {k: j for k, _, j in METRICS}[metric]
+    if not judged:
+        return None
+    if sim is None or kern is None:
+        return False
+    if metric == "goodput_mbps":
+        if sim == 0:
+            return kern == 0
+        return abs(kern - sim) / sim <= GOODPUT_TOLERANCE
+    return sim == kern
+
+
+def _diff(metric: str, sim: float | None, kern: float | None) -> float | None:
+    if sim is None or kern is None:
+        return None
+    if metric == "goodput_mbps":
+        return (kern - sim) / sim if sim else None
+    return kern - sim
+
+
+# ------------------------------------------------------------------------------- running
+
+
+@dataclass
+class Outcome:
+    """One scenario's comparison (``error`` set when it could not run)."""
+
+    scenario: Scenario
+    sim: dict[str, float | None] = field(default_factory=dict)
+    kernel: dict[str, float | None] = field(default_factory=dict)
+    timing: dict[str, Any] = field(default_factory=dict)
+    unmapped: list[str] = field(default_factory=list)
+    error: str | None = None
+    wall_s: float = 0.0
+
+    @property
+    def agrees(self) -> bool:
+        if self.error:
+            return False
+        return all(agrees(k, self.sim.get(k), self.kernel.get(k)) for k, _, j in METRICS if j)
+
+    def misses(self) -> list[str]:
+        return [k for k, _, j in METRICS
+                if j and not agrees(k, self.sim.get(k), self.kernel.get(k))]
+
+
+def run_scenario(sc: Scenario, outdir: Path, *, plots: bool = False,
+                 progress: bool | None = None) -> Outcome:
+    """Simulate and emulate one scenario into ``outdir/sim`` and ``outdir/kernel``."""
+    import spikelab
+
+    from ..emulate import emulate
+
+    started = time.monotonic()
+    sim = spikelab.run(str(sc.path), out=outdir / "sim", trace="packets", plots=plots,
+                       progress=False, force=True)
+    kern = emulate(str(sc.path), out=outdir / "kernel", sysctls=sc.sysctls, plots=plots,
+                   progress=progress, force=True)
+    em = kern.manifest["emulation"]
+    return Outcome(scenario=sc, sim=measure(sim, sc.event_s, emulated=False),
+                   kernel=measure(kern, sc.event_s, emulated=True),
+                   timing=dict(em.get("timing") or {}),
+                   unmapped=list(em.get("kernel", {}).get("unmapped", [])),
+                   wall_s=time.monotonic() - started)
+
+
+@dataclass
+class SuiteResult:
+    outcomes: list[Outcome]
+    dir: Path
+    manifest: dict[str, Any]
+
+    @property
+    def agree(self) -> int:
+        return sum(o.agrees for o in self.outcomes)
+
+    @property
+    def failed(self) -> int:
+        return sum(o.error is not None for o in self.outcomes)
+
+    def summary_line(self) -> str:
+        return summary_line(self.outcomes)
+
+
+def summary_line(outcomes: Sequence[Outcome]) -> str:
+    n = sum(o.agrees for o in outcomes)
+    text = f"{n} of {len(outcomes)} scenarios agree"
+    failed = sum(o.error is not None for o in outcomes)
+    return text + (f" ({failed} could not run)" if failed else "")
+
+
+def run(out: str | os.PathLike[str], *, only: Iterable[str] | None = None,
+        plots: bool = False, progress: bool | None = None, force: bool = False,
+        on_start: Callable[[int, int, Scenario], None] | None = None,
+        on_done: Callable[[int, int, Outcome], None] | None = None) -> SuiteResult:
+    """Run the suite (or the scenarios named in ``only``) into ``out``: per scenario
+    ``NAME/sim`` and ``NAME/kernel`` results directories, then ``fidelity.parquet``,
+    ``fidelity.csv``, ``report.md`` and ``manifest.json``. Needs root. A scenario that fails
+    to run is recorded with its error and the others still run. ``on_start`` and ``on_done``
+    are called around each scenario (the CLI prints its lines there)."""
+    from ..store import results
+
+    scenarios = select(only)
+    check(scenarios)
+    preflight()
+    outdir = results.claim(out, KIND, force=force)
+    with contextlib.suppress(FileNotFoundError):
+        (outdir / results.MANIFEST).unlink()
+    started = time.monotonic()
+    outcomes: list[Outcome] = []
+    status = "interrupted"
+    try:
+        for i, sc in enumerate(scenarios, 1):
+            if on_start is not None:
+                on_start(i, len(scenarios), sc)
+            t = time.monotonic()
+            try:
+                outcome = run_scenario(sc, outdir / sc.name, plots=plots, progress=progress)
+            except (ValueError, OSError) as exc:  # EmulationError, a core error, a failed host
+                text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+                outcome = Outcome(scenario=sc, error=text, wall_s=time.monotonic() - t)
+            except Exception as exc:  # noqa: BLE001 - e.g. SimulationError: recorded, go on
+                text = str(exc).splitlines()[0] if str(exc) else "unexpected failure"
+                outcome = Outcome(scenario=sc, error=text, wall_s=time.monotonic() - t)
+            outcomes.append(outcome)
+            if on_done is not None:
+                on_done(i, len(scenarios), outcome)
+        status = "complete"
+    finally:
+        from .._interrupts import interrupts_deferred
+
+        with interrupts_deferred():
+            manifest = write(outdir, outcomes, wall_s=time.monotonic() - started,
+                             status=status, planned=[s.name for s in scenarios])
+    return SuiteResult(outcomes=outcomes, dir=outdir, manifest=manifest)
+
+
+def rewrite(out: str | os.PathLike[str]) -> SuiteResult:
+    """Rewrite the tables and report of a suite's directory from the runs it holds (after the
+    suite's ``why`` notes changed, say), without running anything or needing root."""
+    import spikelab
+
+    from ..store import results
+
+    outdir = Path(out)
+    if results.kind_of(outdir) != KIND:
+        raise FidelityError(f"{out}: holds no fidelity suite's results")
+    manifest = results.read_manifest(outdir)
+    by_name = {s.name: s for s in parse_suite()}
+    outcomes = []
+    for name in manifest.get("scenarios", []):
+        sc = by_name.get(name) or Scenario(name=name, path=SCENARIO_DIR / f"{name}.toml")
+        failed = {f["scenario"]: f["error"] for f in manifest.get("failed", [])}
+        if name in failed:
+            outcomes.append(Outcome(scenario=sc, error=failed[name]))
+            continue
+        sim = spikelab.load(outdir / name / "sim")
+        kern = spikelab.load(outdir / name / "kernel")
+        em = kern.manifest.get("emulation") or {}
+        outcomes.append(Outcome(scenario=sc, sim=measure(sim, sc.event_s, emulated=False),
+                                kernel=measure(kern, sc.event_s, emulated=True),
+                                timing=dict(em.get("timing") or {}),
+                                unmapped=list(em.get("kernel", {}).get("unmapped", []))))
+    meta = write(outdir, outcomes, wall_s=float(manifest.get("wall_s", 0.0)),
+                 status=str(manifest.get("status", "complete")),
+                 planned=manifest.get("planned", []),
+                 created=manifest.get("created"), release=manifest.get("kernel_release"))
+    return SuiteResult(outcomes=outcomes, dir=outdir, manifest=meta)
+
+
+# ------------------------------------------------------------------------------- writing
+
+
+def kernel_release() -> str:
+    return platform.release()
+
+
+def table(outcomes: Sequence[Outcome], release: str | None = None) -> Any:
+    """The long table: one row per scenario and metric."""
+    import pyarrow as pa
+
+    cols: dict[str, list] = {k: [] for k in (
+        "scenario", "metric", "label", "judged", "sim", "kernel", "diff", "agree", "why",
+        "scenario_agrees", "error", "timing_p50_ms", "timing_p99_ms", "timing_max_ms",
+        "timing_within_1ms", "kernel_release")}
+    release = release or kernel_release()
+    for o in outcomes:
+        t = o.timing or {}
+        for key, label, judged in METRICS:
+            s, k = o.sim.get(key), o.kernel.get(key)
+            ok = agrees(key, s, k) if not o.error else (False if judged else None)
+            cols["scenario"].append(o.scenario.name)
+            cols["metric"].append(key)
+            cols["label"].append(label)
+            cols["judged"].append(judged)
+            cols["sim"].append(s)
+            cols["kernel"].append(k)
+            cols["diff"].append(_diff(key, s, k))
+            cols["agree"].append(ok)
+            cols["why"].append(o.scenario.why.get(key) if ok is False else None)
+            cols["scenario_agrees"].append(o.agrees)
+            cols["error"].append(o.error)
+            for col, name in (("timing_p50_ms", "p50_ns"), ("timing_p99_ms", "p99_ns"),
+                              ("timing_max_ms", "max_ns")):
+                v = t.get(name)
+                cols[col].append(None if v is None else v / 1e6)
+            cols["timing_within_1ms"].append(t.get("within_1ms"))
+            cols["kernel_release"].append(release)
+    types = {"judged": pa.bool_(), "agree": pa.bool_(), "scenario_agrees": pa.bool_(),
+             "sim": pa.float64(), "kernel": pa.float64(), "diff": pa.float64(),
+             "timing_p50_ms": pa.float64(), "timing_p99_ms": pa.float64(),
+             "timing_max_ms": pa.float64(), "timing_within_1ms": pa.float64()}
+    return pa.table({k: pa.array(v, types.get(k, pa.string())) for k, v in cols.items()})
+
+
+def write(outdir: Path, outcomes: Sequence[Outcome], *, wall_s: float, status: str,
+          planned: Sequence[str], created: str | None = None,
+          release: str | None = None) -> dict[str, Any]:
+    """fidelity.parquet, fidelity.csv, report.md, then manifest.json (last)."""
+    import pyarrow.csv as pacsv
+
+    from .. import _core
+    from ..store import results
+
+    tab = table(outcomes, release)
+    results.write_parquet(tab, outdir / TABLE)
+    results.atomic_write(outdir / "fidelity.csv", lambda tmp: pacsv.write_csv(tab, tmp))
+    meta = {
+        "kernel_release": release or kernel_release(),
+        "spikelab": _core.__version__,
+        "created": created or datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+        "cpus": os.cpu_count(),
+        "wall_s": wall_s,
+        "status": status,
+    }
+    text = report(outcomes, meta, planned=planned)
+    results.atomic_write(outdir / REPORT, lambda tmp: tmp.write_text(text, encoding="utf-8"))
+    manifest = {
+        "format": results.FORMAT,
+        "kind": KIND,
+        **meta,
+        "scenarios": [o.scenario.name for o in outcomes],
+        "planned": list(planned),
+        "agree": sum(o.agrees for o in outcomes),
+        "total": len(outcomes),
+        "failed": [{"scenario": o.scenario.name, "error": o.error}
+                   for o in outcomes if o.error],
+        "summary": summary_line(outcomes),
+        "files": [TABLE, "fidelity.csv", REPORT],
+    }
+    results.write_json(manifest, outdir / results.MANIFEST)
+    return manifest
+
+
+def _fmt(metric: str, v: float | None) -> str:
+    if v is None:
+        return "n/a"
+    if metric == "goodput_mbps":
+        return f"{v:.3f}"
+    if metric == "first_rto_s":
+        return f"{v:.3f}"
+    return f"{v:.0f}"
+
+
+def _fmt_diff(metric: str, d: float | None) -> str:
+    if d is None:
+        return ""
+    if metric == "goodput_mbps":
+        return f"{100 * d:+.1f} %"
+    if metric == "first_rto_s":
+        return f"{d:+.3f}"
+    return f"{d:+.0f}"
+
+
+def timing_text(t: dict[str, Any]) -> str:
+    if not t or not t.get("departures"):
+        return "n/a"
+    return (f"{t['p50_ns'] / 1e6:.3f} / {t['p99_ns'] / 1e6:.3f} / {t['max_ns'] / 1e6:.3f} ms, "
+            f"{100 * t['within_1ms']:.2f} % ≤ 1 ms")
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def report(outcomes: Sequence[Outcome], meta: dict[str, Any], *,
+           planned: Sequence[str] = ()) -> str:
+    """report.md: the summary line, one summary row per scenario, one table per scenario."""
+    lines = [
+        f"# Kernel fidelity: spikelab's `linux` profile against Linux {meta['kernel_release']}",
+        "",
+        (f"**{summary_line(outcomes)}** (goodput within {100 * GOODPUT_TOLERANCE:g} % and the "
+         "same counts of RTOs, fast retransmits and undos; TLPs and the first RTO's time are "
+         "shown, not judged)."),
+        "",
+        f"spikelab {meta['spikelab']}, kernel {meta['kernel_release']}, {meta['cpus']} CPUs, "
+        f"{meta['created']}; the suite took {meta['wall_s'] / 60:.1f} min"
+        + ("" if meta.get("status") == "complete" else
+           f" and was **{meta.get('status')}** after {len(outcomes)} of {len(planned)} "
+           "scenarios") + ".",
+        "",
+        ("Emulator timing error: actual minus intended departure of every frame the emulator "
+         "sent (median / p99 / max, share within 1 ms)."),
+        "",
+        ("| scenario | verdict | goodput sim / kernel, Mbit/s | RTOs | fast retx | TLPs | undos "
+         "| misses | emulator timing error |"),
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for o in outcomes:
+        name = o.scenario.name
+        if o.error:
+            lines.append(f"| {name} | ERROR | | | | | | {_cell(o.error)} | |")
+            continue
+        pair = {k: f"{_fmt(k, o.sim.get(k))} / {_fmt(k, o.kernel.get(k))}" for k in METRIC_KEYS}
+        lines.append(
+            f"| {name} | {'agrees' if o.agrees else 'differs'} | {pair['goodput_mbps']} | "
+            f"{pair['rto_count']} | {pair['fast_retx_count']} | {pair['tlp_count']} | "
+            f"{pair['undo_count']} | {', '.join(o.misses())} | {timing_text(o.timing)} |")
+    for o in outcomes:
+        sc = o.scenario
+        lines += ["", f"## {sc.name}", ""]
+        if sc.description:
+            lines += [sc.description + ".", ""]
+        lines.append(f"Scenario: `python/spikelab/fidelity/scenarios/{sc.name}.toml`"
+                     + (f"; event at {sc.event_s:g} s" if sc.event_s is not None else "")
+                     + (f"; kernel sysctls {', '.join(sc.sysctls)}" if sc.sysctls else "")
+                     + ".")
+        lines.append("")
+        if o.error:
+            lines += [f"Could not run: {o.error}"]
+            continue
+        lines += ["| metric | sim | kernel | kernel − sim | verdict | why |",
+                  "|---|---|---|---|---|---|"]
+        for key, label, judged in METRICS:
+            s, k = o.sim.get(key), o.kernel.get(key)
+            ok = agrees(key, s, k)
+            verdict = "not judged" if ok is None else ("agrees" if ok else "**misses**")
+            why = sc.why.get(key, "") if ok is False else ""
+            if key == "first_rto_s" and sc.event_s is None:
+                label = "first RTO, s"
+            lines.append(f"| {label} | {_fmt(key, s)} | {_fmt(key, k)} | "
+                         f"{_fmt_diff(key, _diff(key, s, k))} | {verdict} | {_cell(why)} |")
+        lines += ["", f"Emulator timing error: {timing_text(o.timing)}."]
+        if o.unmapped:
+            lines += ["", "Not mapped to the kernel: " + "; ".join(o.unmapped) + "."]
+    return "\n".join(lines) + "\n"
