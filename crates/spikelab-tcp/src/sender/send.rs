@@ -86,15 +86,31 @@ impl TcpSender {
                     return None;
                 }
                 let mut allowance = self.cwnd;
-                let limited = self.state == CaState::Disorder && self.cfg.limited_transmit;
+                // With RACK the SACKed segments free the room (below); RFC 3042's allowance
+                // would count them twice.
+                let limited =
+                    self.state == CaState::Disorder && self.cfg.limited_transmit && !self.cfg.rack;
                 if limited {
                     allowance += self.dupacks.min(2) as u64 * self.mss;
                 }
                 let end = seq + len - self.snd_una;
-                if end > allowance.min(self.rwnd) {
+                if end > self.rwnd {
                     return None;
                 }
-                if limited && end > self.cwnd {
+                // With RACK (the kernel's loss detection) the window counts what Linux's
+                // `tcp_packets_in_flight` does: SACKed segments have left the network, so each
+                // SACK frees room for new data (the kernel needs no RFC 3042 limit).
+                let used = if self.cfg.rack {
+                    end - self.board.sacked_bytes()
+                } else {
+                    end
+                };
+                if used > allowance {
+                    return None;
+                }
+                // Beyond cwnd in Disorder: RFC 3042 transmissions, left out of FlightSize.
+                let beyond = self.state == CaState::Disorder && (limited || self.cfg.rack);
+                if beyond && end > self.cwnd {
                     self.limited_sent += len;
                 }
                 Some(self.transmit(now, seq, TxKind::Retransmit))
