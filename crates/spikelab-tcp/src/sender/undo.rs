@@ -19,7 +19,9 @@ impl TcpSender {
                 prior_cwnd: self.cwnd,
                 prior_ssthresh: self.ssthresh.max(self.cwnd / 2 + self.cwnd / 4),
                 undo_marker: Some(self.snd_una),
-                undo_retrans: 0,
+                // Linux `tcp_init_undo`: the retransmissions still in flight (`retrans_out`)
+                // must be DSACKed too before this episode may be undone on DSACKs.
+                undo_retrans: self.board.retransmitted_in_flight() as u32,
                 cc: self.cc.save_state(),
                 retrans_stamp: None,
                 linux_frto: false,
