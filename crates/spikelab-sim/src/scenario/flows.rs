@@ -91,6 +91,7 @@ pub const PROFILES: &[&str] = &["linux", "rfc"];
 const LINUX_PROFILE: &str = r#"
 variant = "sack"
 initial_window = 10
+limited_transmit = true
 abc = true
 abc_limit = 1000
 timestamps = true
