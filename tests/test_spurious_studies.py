@@ -115,16 +115,19 @@ def test_kato_claims_as_paper_000_states_them(study_claims):
     assert 0.02 < n["gain_eifel"] < 0.05 and n["gain_eifel_without_tlp"] > 0.25
     n = _verdict(study_claims, "tlp-removes-the-tail-loss-timeout", "holds")
     assert n["min_genuine_rtos_no_tlp"] >= 1 and n["max_genuine_rtos_tlp"] == 0
-    # Under loss Eifel and F-RTO tie (no FR block after the undo any more): the paper's order
-    # is not reproduced, and DSACK (no undo) is behind, with the longer stall.
+    # Under loss F-RTO is not ahead of Eifel in any seed (no FR block after the undo any more;
+    # Eifel also undoes the spurious fast retransmits of the spike's burst, which F-RTO does
+    # not judge): the paper's order is not reproduced, and DSACK (no undo) is behind, with the
+    # longer stall.
     n = _verdict(study_claims, "frto-beats-eifel-under-loss", "fails")
-    assert n["ci_low_bytes"] < 0 < n["ci_high_bytes"] and abs(n["mean_gain_bytes"]) < 50_000
-    assert n["eifel_stall_s"] == pytest.approx(n["frto_stall_s"])
+    assert n["ci_low_bytes"] < 0 < n["ci_high_bytes"] and n["mean_gain_bytes"] <= 0
+    assert n["seeds_frto_ahead"] == 0
+    assert n["eifel_stall_s"] <= n["frto_stall_s"]
     n = _verdict(study_claims, "dsack-beats-eifel-under-loss", "fails")
     assert n["mean_gain_bytes"] < -1e6 and n["dsack_stall_s"] > n["eifel_stall_s"] + 0.5
     # Fig. 9: Eifel+F-RTO behaves like F-RTO (it was -16% while the undo kept the FR block).
     n = _verdict(study_claims, "pairs-do-not-help", "holds")
-    assert n["ef_over_frto"] == pytest.approx(1.0, abs=0.005)
+    assert n["ef_over_frto"] == pytest.approx(1.0, abs=0.03)
     assert n["ed_over_eifel"] == pytest.approx(1.0, abs=0.005)
     _verdict(study_claims, "one-response-per-episode", "holds")
 
