@@ -244,7 +244,7 @@ struct EpisodeRec {
     /// When the next episode started (the end of this one's judging).
     end: Option<SimTime>,
     /// Each detector's first verdict: (time, spurious).
-    verdicts: [Option<(SimTime, bool)>; 4],
+    verdicts: [Option<(SimTime, bool)>; N_DETECTORS],
     /// The response's time, if one was applied.
     undo: Option<(SimTime, u64)>,
 }
@@ -343,27 +343,19 @@ const VAR_NAMES: [&str; 19] = [
     "verdict_eifel",
     "verdict_dsack",
     "verdict_frto",
-    "undo",
     "verdict_linux",
+    "undo",
 ];
 const N_VARS: usize = 9;
 const VAR_RTT_SAMPLE: i32 = 9;
 const VAR_RCV_NXT: i32 = 10;
 const VAR_RTO_EXPIRY: i32 = 11;
 const VAR_FAST_RETX: i32 = 12;
-/// `verdict_<detector>`: `VAR_VERDICT + DetectorKind as i32` for eifel, dsack and frto; the
-/// linux detector, added later, comes after `undo` ([`verdict_var`]).
+/// `verdict_<detector>`: `VAR_VERDICT + DetectorKind as i32`.
 const VAR_VERDICT: i32 = 14;
-const VAR_UNDO: i32 = 17;
-const VAR_VERDICT_LINUX: i32 = 18;
-
-/// The time-series variable of a detector's verdicts.
-fn verdict_var(d: DetectorKind) -> i32 {
-    match d {
-        DetectorKind::Linux => VAR_VERDICT_LINUX,
-        d => VAR_VERDICT + d as i32,
-    }
-}
+const VAR_UNDO: i32 = VAR_VERDICT + N_DETECTORS as i32;
+/// Detectors scored per flow.
+const N_DETECTORS: usize = DetectorKind::ALL.len();
 
 use crate::packet_event::{
     PacketRows, ACK as EV_ACK, DELIVER as EV_DELIVER, DROP as EV_DROP, ENTER as EV_ENTER,
@@ -1184,7 +1176,7 @@ impl World {
             // Episodes: one verdict marker per enabled detector that judges the episode's kind
             // (value 1 spurious, 0 genuine, -1 undecided), and one marker per response.
             let enabled = f.snd.config().spurious.detectors;
-            let mut scores = [DetScore::default(); 4];
+            let mut scores = [DetScore::default(); N_DETECTORS];
             let (mut rto_eps, mut fr_eps, mut rto_eps_true, mut fr_eps_true) = (0, 0, 0, 0);
             let (mut rto_detected, mut fr_detected) = (0, 0);
             for ep in &f.episodes {
@@ -1230,7 +1222,7 @@ impl World {
                             }
                         }
                     };
-                    ev.push((t, verdict_var(d), value, seq, tx));
+                    ev.push((t, VAR_VERDICT + d as i32, value, seq, tx));
                 }
                 if detected {
                     if timeout {
@@ -1372,7 +1364,7 @@ impl FlowRt {
                         start: ep.start,
                         trigger: None,
                         end: None,
-                        verdicts: [None; 4],
+                        verdicts: [None; N_DETECTORS],
                         undo: None,
                     });
                 }
@@ -1515,7 +1507,7 @@ struct RunRow {
     tlp_count: i64,
     tlp_recoveries: i64,
     rack_loss_count: i64,
-    det: [DetScore; 4],
+    det: [DetScore; N_DETECTORS],
 }
 
 #[derive(Default)]

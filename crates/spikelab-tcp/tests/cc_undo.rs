@@ -4,37 +4,26 @@
 //!
 //! Same conventions as `spurious.rs`: MSS 1000 bytes, explicit times, ACKs written by hand.
 
-use spikelab_core::SimDuration;
 use spikelab_tcp::cc::{BicParams, CcConfig, CcVars, CubicParams, HyblaParams};
-use spikelab_tcp::spurious::{DetectorKind, DetectorSet, FrtoVariant, Response, SpuriousConfig};
-use spikelab_tcp::{CaState, RtoConfig, SpuriousEvent, TcpConfig, TxKind, Variant};
+use spikelab_tcp::spurious::{DetectorKind, Response};
+use spikelab_tcp::{CaState, SpuriousEvent, TcpConfig, TxKind, Variant};
 
 mod common;
 use common::*;
 
 fn cfg(cc: CcConfig) -> TcpConfig {
     TcpConfig {
-        variant: Variant::NewReno,
-        mss: MSS as u32,
-        initial_window: 4,
         initial_ssthresh: Some(6 * MSS),
-        rwnd: RWND,
-        timestamps: false,
-        sack: false,
-        dsack: false,
-        delayed_ack: false,
         abc: true,
-        rto: RtoConfig {
-            min: SimDuration::from_millis(200),
-            ..RtoConfig::rfc6298()
-        },
-        spurious: SpuriousConfig {
-            detectors: DetectorSet::EMPTY.with(DetectorKind::Frto),
-            frto: FrtoVariant::Basic,
-            response: Response::Undo,
-        },
         cc,
-        ..TcpConfig::default()
+        ..detector_cfg(
+            Variant::NewReno,
+            4,
+            false,
+            false,
+            &[DetectorKind::Frto],
+            Response::Undo,
+        )
     }
 }
 

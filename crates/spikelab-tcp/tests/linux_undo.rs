@@ -7,13 +7,8 @@
 //! times, hand-written ACKs, timestamps in 1 ms ticks (TSval = ms since start). Data is first
 //! sent at 10 ms so that echoed timestamps are non-zero (the kernel ignores a zero TSecr).
 
-use spikelab_core::SimDuration;
-use spikelab_tcp::spurious::{
-    DetectorKind, DetectorSet, Evidence, FrtoVariant, LinuxRule, Response, SpuriousConfig, Verdict,
-};
-use spikelab_tcp::{
-    CaState, RtoConfig, Segment, SpuriousEvent, TcpConfig, Timestamps, TxKind, Variant,
-};
+use spikelab_tcp::spurious::{DetectorKind, Evidence, LinuxRule, Response, Verdict};
+use spikelab_tcp::{CaState, Segment, SpuriousEvent, TcpConfig, TxKind, Variant};
 
 mod common;
 use common::*;
@@ -22,39 +17,22 @@ use common::*;
 fn cfg(variant: Variant, iw: u32, timestamps: bool, response: Response) -> TcpConfig {
     let sack = variant == Variant::Sack;
     TcpConfig {
-        variant,
-        mss: MSS as u32,
-        initial_window: iw,
         initial_ssthresh: Some(3000),
-        rwnd: RWND,
-        timestamps,
-        sack,
-        dsack: sack,
-        delayed_ack: false,
         block_fr_after_rto: true,
-        rto: RtoConfig {
-            min: SimDuration::from_millis(200),
-            ..RtoConfig::rfc6298()
-        },
-        spurious: SpuriousConfig {
-            detectors: DetectorSet::EMPTY.with(DetectorKind::Linux),
-            frto: if sack {
-                FrtoVariant::SackEnhanced
-            } else {
-                FrtoVariant::Basic
-            },
+        ..detector_cfg(
+            variant,
+            iw,
+            timestamps,
+            sack,
+            &[DetectorKind::Linux],
             response,
-        },
-        ..TcpConfig::default()
+        )
     }
 }
 
 /// An ACK echoing TSecr `ecr`.
 fn ts(seg: Segment, ecr: u32) -> Segment {
-    Segment {
-        ts: Some(Timestamps { val: 0, ecr }),
-        ..seg
-    }
+    echo(seg, ecr)
 }
 
 fn linux_verdicts(s: &Snd) -> Vec<LinuxRule> {

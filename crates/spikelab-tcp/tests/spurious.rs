@@ -6,19 +6,13 @@
 //! response), RFC 3708 (DSACK), RFC 5682 §2/§3 (F-RTO), Linux `tcp_undo_cwnd_reduction`.
 
 use spikelab_core::SimDuration;
-use spikelab_tcp::spurious::{
-    DetectorKind, DetectorSet, Evidence, FrtoStep, FrtoVariant, Response, SpuriousConfig, Verdict,
-};
+use spikelab_tcp::spurious::{DetectorKind, Evidence, FrtoStep, Response, Verdict};
 use spikelab_tcp::{
-    CaState, RtoConfig, Segment, SpuriousEvent, TcpConfig, Timestamps, Transmit, TxKind, Variant,
+    CaState, Segment, SpuriousEvent, TcpConfig, Timestamps, Transmit, TxKind, Variant,
 };
 
 mod common;
 use common::*;
-
-fn set(ds: &[DetectorKind]) -> DetectorSet {
-    ds.iter().fold(DetectorSet::EMPTY, |s, d| s.with(*d))
-}
 
 /// MSS 1000, RTO min 200 ms, no delayed ACK; timestamps and SACK as asked.
 fn cfg(
@@ -29,38 +23,12 @@ fn cfg(
     detectors: &[DetectorKind],
     response: Response,
 ) -> TcpConfig {
-    TcpConfig {
-        variant,
-        mss: MSS as u32,
-        initial_window: iw,
-        rwnd: RWND,
-        timestamps,
-        sack,
-        dsack: sack,
-        delayed_ack: false,
-        rto: RtoConfig {
-            min: SimDuration::from_millis(200),
-            ..RtoConfig::rfc6298()
-        },
-        spurious: SpuriousConfig {
-            detectors: set(detectors),
-            frto: if sack {
-                FrtoVariant::SackEnhanced
-            } else {
-                FrtoVariant::Basic
-            },
-            response,
-        },
-        ..TcpConfig::default()
-    }
+    detector_cfg(variant, iw, timestamps, sack, detectors, response)
 }
 
 /// An ACK echoing TSecr `ecr`.
 fn ack_ts(n: u64, ecr: u32) -> Segment {
-    Segment {
-        ts: Some(Timestamps { val: 0, ecr }),
-        ..ack(n)
-    }
+    echo(ack(n), ecr)
 }
 
 impl Snd {

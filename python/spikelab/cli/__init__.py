@@ -139,18 +139,16 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
     with _scenario_file(args.file) as path:
         scenario = spikelab.validate(path, overrides=args.set)
-        from spikelab.scenario import sweepspec
+        from spikelab.scenario import format_profile_notes, profile_notes, sweepspec
 
         text = Path(path).read_text(encoding="utf-8")
         sweep = ""
         if sweepspec.sweep_table(text) is not None:  # every parameter path, before any run
             sweep = f"; [sweep]: {_plural(sweepspec.check_file(path, args.set), 'run')}"
+        notes = format_profile_notes(profile_notes(path, args.set))
     print(f"{args.file}: ok ({describe(scenario)}{sweep})")
-    from spikelab.scenario import format_profile_notes, profile_notes
-
-    with _scenario_file(args.file) as path:
-        for line in format_profile_notes(profile_notes(path, args.set)):
-            print(line)
+    for line in notes:
+        print(line)
     return 0
 
 

@@ -158,10 +158,7 @@ impl Default for Duration {
 /// Parses `text`, applies `overrides` (`key=value`), validates and fills defaults.
 /// `base_dir` resolves relative trace-file paths.
 pub fn parse(text: &str, overrides: &[String], base_dir: &Path) -> Result<Scenario> {
-    let mut value: toml::Value = toml::from_str(text).map_err(|e| toml_error(&e))?;
-    for o in overrides {
-        apply_override(&mut value, o)?;
-    }
+    let mut value = overridden(text, overrides)?;
     apply_profiles(&mut value)?;
     let mut sc: Scenario = serde_path_to_error::deserialize(value).map_err(|e| {
         let field = e.path().to_string();
@@ -189,11 +186,16 @@ pub fn parse(text: &str, overrides: &[String], base_dir: &Path) -> Result<Scenar
 /// What each flow's profile resolved to, key by key (after `overrides`): the values `parse`
 /// fills in, and the keys the file sets itself, which win. Empty without profiles.
 pub fn profile_notes(text: &str, overrides: &[String]) -> Result<Vec<ProfileNote>> {
+    apply_profiles(&mut overridden(text, overrides)?)
+}
+
+/// The scenario's TOML with `overrides` (`key=value`) applied.
+fn overridden(text: &str, overrides: &[String]) -> Result<toml::Value> {
     let mut value: toml::Value = toml::from_str(text).map_err(|e| toml_error(&e))?;
     for o in overrides {
         apply_override(&mut value, o)?;
     }
-    apply_profiles(&mut value)
+    Ok(value)
 }
 
 /// The names a field of a named kind accepts, by the field's last path segment.

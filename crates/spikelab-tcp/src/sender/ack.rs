@@ -187,11 +187,7 @@ impl TcpSender {
             } else {
                 self.rtt.on_sample(r, self.snd_una, self.snd_nxt);
             }
-            let s = r.as_secs_f64();
-            self.stats.rtt_samples += 1;
-            self.stats.rtt_sum_s += s;
-            self.stats.rtt_sumsq_s += s * s;
-            self.last_rtt_sample = Some(r);
+            self.note_rtt_sample(r);
         }
         if acked > 0 || is_dupack {
             self.cc_pkts_acked(now, acked, is_dupack);

@@ -85,11 +85,7 @@ impl TcpSender {
         if retries == 0 {
             let r = now - first_sent;
             self.rtt.on_sample(r, 0, 0);
-            let s = r.as_secs_f64();
-            self.stats.rtt_samples += 1;
-            self.stats.rtt_sum_s += s;
-            self.stats.rtt_sumsq_s += s * s;
-            self.last_rtt_sample = Some(r);
+            self.note_rtt_sample(r);
         } else {
             self.cwnd = self.mss;
         }

@@ -564,6 +564,15 @@ impl TcpSender {
         self.ssthresh = w.ssthresh;
     }
 
+    /// Counts an RTT sample the estimator has taken (stats, `last_rtt_sample`).
+    pub(super) fn note_rtt_sample(&mut self, r: SimDuration) {
+        let s = r.as_secs_f64();
+        self.stats.rtt_samples += 1;
+        self.stats.rtt_sum_s += s;
+        self.stats.rtt_sumsq_s += s * s;
+        self.last_rtt_sample = Some(r);
+    }
+
     /// The bytes ssthresh is computed from on a loss (`ssthresh_basis`).
     pub(super) fn ssthresh_basis(&self, flight: u64) -> u64 {
         match self.cfg.ssthresh_basis {

@@ -1,4 +1,4 @@
-//! The harness shared by the scripted packet tests (`scripted.rs`, `spurious.rs`): MSS 1000
+//! The harness shared by the scripted packet tests (`scripted.rs`, `spurious.rs`, ...): MSS 1000
 //! bytes (segment `i` starts at byte `1000·i`), hand-written ACKs, and a sender under script.
 #![allow(dead_code)] // each test binary uses a different part
 
@@ -6,7 +6,10 @@ use std::ops::Deref;
 
 use spikelab_core::{SimDuration, SimTime};
 use spikelab_tcp::cc::CongestionControl;
-use spikelab_tcp::{SackBlocks, Segment, TcpConfig, TcpSender, Transmit, TxKind};
+use spikelab_tcp::spurious::{DetectorKind, DetectorSet, FrtoVariant, Response, SpuriousConfig};
+use spikelab_tcp::{
+    RtoConfig, SackBlocks, Segment, TcpConfig, TcpSender, Timestamps, Transmit, TxKind, Variant,
+};
 
 pub const MSS: u64 = 1000;
 /// The receive window every scripted ACK advertises (the default `rwnd`).
@@ -34,6 +37,51 @@ pub fn sack(n: u64, blocks: &[(u64, u64)]) -> Segment {
     Segment {
         sack: SackBlocks::from_slice(blocks),
         ..ack(n)
+    }
+}
+
+/// `seg` with a timestamps option echoing TSecr `ecr`.
+pub fn echo(seg: Segment, ecr: u32) -> Segment {
+    Segment {
+        ts: Some(Timestamps { val: 0, ecr }),
+        ..seg
+    }
+}
+
+/// The detector tests' sender: MSS 1000, RTO min 200 ms, no delayed ACK; timestamps and SACK
+/// (with DSACK) as asked; these detectors and this response, F-RTO SACK-enhanced with SACK and
+/// basic without.
+pub fn detector_cfg(
+    variant: Variant,
+    iw: u32,
+    timestamps: bool,
+    sack: bool,
+    detectors: &[DetectorKind],
+    response: Response,
+) -> TcpConfig {
+    TcpConfig {
+        variant,
+        mss: MSS as u32,
+        initial_window: iw,
+        rwnd: RWND,
+        timestamps,
+        sack,
+        dsack: sack,
+        delayed_ack: false,
+        rto: RtoConfig {
+            min: SimDuration::from_millis(200),
+            ..RtoConfig::rfc6298()
+        },
+        spurious: SpuriousConfig {
+            detectors: detectors.iter().fold(DetectorSet::EMPTY, |s, d| s.with(*d)),
+            frto: if sack {
+                FrtoVariant::SackEnhanced
+            } else {
+                FrtoVariant::Basic
+            },
+            response,
+        },
+        ..TcpConfig::default()
     }
 }
 
