@@ -2,9 +2,9 @@
 //!
 //! The tie key is chosen by the caller from what the event *is* (its class, the path or flow it
 //! belongs to, a packet's place in its path), never from when it was pushed, so two engines
-//! that push different sets of internal events (per-stage hops or not) still pop the events
-//! that matter in the same order. [`EventQueue::push`] keeps the old rule for callers that
-//! want it: ties in insertion order.
+//! that push different sets of internal events (a traced run's stage-hop rows or not) still pop
+//! the events that matter in the same order. There is no insertion-order rule: the order in
+//! which events were pushed never decides anything.
 
 use crate::SimTime;
 use std::cmp::Ordering;
@@ -40,7 +40,6 @@ impl<E> Ord for Entry<E> {
 /// Pending events, popped in (time, key) order.
 pub struct EventQueue<E> {
     heap: BinaryHeap<Entry<E>>,
-    next_seq: u64,
 }
 
 impl<E> Default for EventQueue<E> {
@@ -56,14 +55,7 @@ impl<E> EventQueue<E> {
     pub fn with_capacity(cap: usize) -> Self {
         EventQueue {
             heap: BinaryHeap::with_capacity(cap),
-            next_seq: 0,
         }
-    }
-    /// Pushes an event whose ties with other events at `time` break in insertion order.
-    pub fn push(&mut self, time: SimTime, event: E) {
-        let key = self.next_seq as u128;
-        self.next_seq += 1;
-        self.heap.push(Entry { time, key, event });
     }
     /// Pushes an event whose ties at `time` break by `key` (smallest first). Events with equal
     /// time and key pop in an unspecified order: give them equal keys only if they are
@@ -88,18 +80,6 @@ impl<E> EventQueue<E> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn ties_pop_in_insertion_order() {
-        let mut q = EventQueue::new();
-        q.push(SimTime(10), "b1");
-        q.push(SimTime(5), "a");
-        q.push(SimTime(10), "b2");
-        q.push(SimTime(10), "b3");
-        q.push(SimTime(7), "x");
-        let order: Vec<_> = std::iter::from_fn(|| q.pop().map(|(_, e)| e)).collect();
-        assert_eq!(order, vec!["a", "x", "b1", "b2", "b3"]);
-    }
 
     #[test]
     fn keyed_ties_pop_by_key_whatever_the_insertion_order() {

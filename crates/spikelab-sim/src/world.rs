@@ -177,10 +177,14 @@ struct Pkt {
 
 enum Ev {
     Start(u32),
-    /// Per-stage engine: the packet leaves stage `stage` of its path.
-    Exit {
+    /// The packet leaves stages `from..=to` of its path at this instant (their passage was
+    /// computed when it entered them): their rows in the packets trace, and, when `cont`, the
+    /// packet goes on through the stages after `to` (which does not keep order) from now.
+    Hop {
         pkt: ArenaId,
-        stage: u16,
+        from: u16,
+        to: u16,
+        cont: bool,
     },
     DropAt {
         pkt: ArenaId,
@@ -196,9 +200,9 @@ enum Ev {
 // ---- tie keys --------------------------------------------------------------------------------
 //
 // Events at one instant pop in the order of a key that says what they are, never when they were
-// pushed, so the per-stage engine (packets traced) and the folded engine (one computation per
-// packet and path) pop every event an endpoint sees in the same order, and a run's summary is
-// the same at every trace level. At one instant:
+// pushed: a traced run has events (stage-hop rows) that an untraced one does not, and the key
+// keeps every event an endpoint sees in the same order whatever else is queued, so a run's
+// summary is the same at every trace level. At one instant:
 //   1. flow starts, by flow index;
 //   2. packet events, by path index, then the packet's place in its path's entry order, then
 //      the stage (a packet's stage hops before its leaving the path);
@@ -220,9 +224,6 @@ struct PathRt {
     stage_code: Vec<i32>,
     /// Index of the path's first stage in the flat list of all stages.
     first_global: usize,
-    /// Folded: a packet's passage through every stage is computed when it enters the path (no
-    /// stage needs to see it at its own time: packets are not traced and no stage reorders).
-    fold: bool,
     /// Entry counter: the next packet's `pseq`.
     next_pseq: u64,
     /// The path a packet enters when it leaves this one (`None`: it is delivered).
@@ -523,12 +524,10 @@ impl World {
                 stage_code.push(code as i32);
                 global_stages.push((name.clone(), sname));
             }
-            let fold = level < TraceLevel::Packets && stages.iter().all(Stage::keeps_order);
             paths.push(PathRt {
                 stages,
                 stage_code,
                 first_global,
-                fold,
                 next_pseq: 0,
                 next: None,
                 exits: VecDeque::new(),
@@ -621,15 +620,6 @@ impl World {
         self.finish()
     }
 
-    /// Gives every packet one event per stage even where the path could be folded (the engine
-    /// the packets trace uses); for tests that hold the folded engine against it.
-    pub fn with_per_stage_events(mut self) -> World {
-        for p in &mut self.paths {
-            p.fold = false;
-        }
-        self
-    }
-
     /// Runs to the scenario's end. `ctl`, if given, receives progress and may cancel the run.
     ///
     /// A panic inside the core is caught and returned as a [`RunError`] carrying the simulated
@@ -712,10 +702,12 @@ impl World {
                     self.flows[f as usize].last_progress = t;
                     self.pump_sender(f);
                 }
-                Ev::Exit { pkt, stage } => {
-                    self.trace_pkt(pkt, EV_EXIT, stage as i32, -1);
-                    self.advance(pkt, stage as usize + 1);
-                }
+                Ev::Hop {
+                    pkt,
+                    from,
+                    to,
+                    cont,
+                } => self.on_hop(pkt, from as usize, to as usize, cont),
                 Ev::DropAt { pkt, stage, cause } => self.drop_pkt(pkt, stage as usize, cause),
                 Ev::PathHead(path) => {
                     let exits = &mut self.paths[path as usize].exits;
@@ -855,43 +847,116 @@ impl World {
     /// The packet enters `path` now: the flow's first path when it is sent, or the path its
     /// path continues into (`next`) when it left that one. Its place in the path's entry order
     /// is taken at this instant, so a path shared by several access paths sees its arrivals in
-    /// time order and either engine applies.
+    /// time order.
     fn enter_path(&mut self, id: ArenaId, path: u16) {
         let p = &mut self.paths[path as usize];
         let pseq = p.next_pseq;
         p.next_pseq += 1;
-        let fold = p.fold;
         let pkt = self.packets.get_mut(id);
         pkt.path = path;
         pkt.pseq = pseq;
-        if fold {
-            self.fold_through(id);
-        } else {
-            self.advance(id, 0);
-        }
+        self.fold_from(id, 0);
     }
 
-    /// Folded engine: computes the packet's passage through every stage of its path now, in
-    /// entry order (which, on a path whose stages keep order, is the order in which each stage
-    /// sees its arrivals), and queues its exit or its drop.
-    fn fold_through(&mut self, id: ArenaId) {
+    /// Computes the packet's passage through the stages of its path from stage `from` on, which
+    /// it enters now, as far as the first stage that does not keep order (or the path's end): in
+    /// entry order, which on stages that keep order is the order in which each stage sees its
+    /// arrivals, so every stage is handed its packets in time order. Queues the packet's leaving
+    /// of the path or its drop; a stage that reorders hands the packet on by an event at its own
+    /// time. With packets traced, the rows of each stage hop are emitted at their own times (a
+    /// `Hop` event per distinct time, keyed like the stage's own exit).
+    fn fold_from(&mut self, id: ArenaId, from: usize) {
+        let traced = self.level >= TraceLevel::Packets;
         let p = self.packets.get(id);
         let (path, pseq) = (p.path as usize, p.pseq);
         let info = PacketInfo {
             wire_size: p.size,
             data_seq: (p.dir == Dir::Data && !p.seg.syn).then_some(p.seg.seq),
         };
-        let mut t = self.now;
-        for (k, stage) in self.paths[path].stages.iter_mut().enumerate() {
+        let n = self.paths[path].stages.len();
+        let now = self.now;
+        if traced && from < n {
+            self.trace_pkt(id, EV_ENTER, from as i32, -1);
+        }
+        let mut t = now;
+        // Rows not yet emitted: the hops from stage `.1` on, at time `.0`.
+        let mut group: Option<(SimTime, usize)> = None;
+        let hop = |queue: &mut EventQueue<Ev>, at: SimTime, from: usize, to: usize, cont: bool| {
+            queue.push_keyed(
+                at,
+                tie_key(KEY_PKT, path as u32, pseq, from as u32),
+                Ev::Hop {
+                    pkt: id,
+                    from: from as u16,
+                    to: to as u16,
+                    cont,
+                },
+            );
+        };
+        for k in from..n {
+            let stage = &mut self.paths[path].stages[k];
+            let keeps_order = stage.keeps_order();
             match stage.on_arrival(t, &info) {
-                Outcome::Pass(leave) => t = leave,
+                Outcome::Pass(leave) if leave == now => {
+                    if traced {
+                        self.trace_pkt(id, EV_EXIT, k as i32, -1);
+                        if k + 1 < n {
+                            self.trace_pkt(id, EV_ENTER, k as i32 + 1, -1);
+                        }
+                    }
+                }
+                Outcome::Pass(leave) => {
+                    if traced || !keeps_order {
+                        match group {
+                            Some((gt, _)) if gt == leave => {}
+                            Some((gt, gs)) => {
+                                hop(&mut self.queue, gt, gs, k - 1, false);
+                                group = Some((leave, k));
+                            }
+                            None => group = Some((leave, k)),
+                        }
+                        if !keeps_order {
+                            let gs = group.map_or(k, |g| g.1);
+                            hop(&mut self.queue, leave, gs, k, true);
+                            return;
+                        }
+                    }
+                    t = leave;
+                }
                 Outcome::Drop(at, cause) => {
-                    schedule_drop(&mut self.queue, at, path, pseq, k, id, cause);
+                    if let Some((gt, gs)) = group {
+                        hop(&mut self.queue, gt, gs, k - 1, false);
+                    }
+                    if at == now {
+                        self.drop_pkt(id, k, cause);
+                    } else {
+                        schedule_drop(&mut self.queue, at, path, pseq, k, id, cause);
+                    }
                     return;
                 }
             }
         }
+        if let Some((gt, gs)) = group {
+            hop(&mut self.queue, gt, gs, n - 1, false);
+        }
         self.exit_at(path, t, id);
+    }
+
+    /// The rows of the stage hops `from..=to` of a packet, at their time; then, when `cont`,
+    /// its way on through the rest of its path.
+    fn on_hop(&mut self, id: ArenaId, from: usize, to: usize, cont: bool) {
+        if self.level >= TraceLevel::Packets {
+            let n = self.paths[self.packets.get(id).path as usize].stages.len();
+            for k in from..=to {
+                self.trace_pkt(id, EV_EXIT, k as i32, -1);
+                if k + 1 < n && (k < to || !cont) {
+                    self.trace_pkt(id, EV_ENTER, k as i32 + 1, -1);
+                }
+            }
+        }
+        if cont {
+            self.fold_from(id, to + 1);
+        }
     }
 
     /// Queues the packet's leaving of its path at `t` (>= every exit already queued).
@@ -906,53 +971,6 @@ impl World {
                 tie_key(KEY_PKT, path as u32, pseq, KEY_PATH_EXIT),
                 Ev::PathHead(path as u16),
             );
-        }
-    }
-
-    /// Moves a packet into stage `stage` of its path at `now` (or delivers it past the end).
-    fn advance(&mut self, id: ArenaId, mut stage: usize) {
-        loop {
-            let (path, pseq, info) = {
-                let p = self.packets.get(id);
-                (
-                    p.path as usize,
-                    p.pseq,
-                    PacketInfo {
-                        wire_size: p.size,
-                        data_seq: (p.dir == Dir::Data && !p.seg.syn).then_some(p.seg.seq),
-                    },
-                )
-            };
-            if stage == self.paths[path].stages.len() {
-                self.exit_at(path, self.now, id);
-                return;
-            }
-            self.trace_pkt(id, EV_ENTER, stage as i32, -1);
-            match self.paths[path].stages[stage].on_arrival(self.now, &info) {
-                Outcome::Pass(t) if t == self.now => {
-                    self.trace_pkt(id, EV_EXIT, stage as i32, -1);
-                    stage += 1;
-                }
-                Outcome::Pass(t) => {
-                    self.queue.push_keyed(
-                        t,
-                        tie_key(KEY_PKT, path as u32, pseq, stage as u32),
-                        Ev::Exit {
-                            pkt: id,
-                            stage: stage as u16,
-                        },
-                    );
-                    return;
-                }
-                Outcome::Drop(t, cause) if t == self.now => {
-                    self.drop_pkt(id, stage, cause);
-                    return;
-                }
-                Outcome::Drop(t, cause) => {
-                    schedule_drop(&mut self.queue, t, path, pseq, stage, id, cause);
-                    return;
-                }
-            }
         }
     }
 

@@ -1,6 +1,7 @@
-//! The folded engine (one computation per packet and path) against the per-stage engine (one
-//! event per stage hop, as the packets trace needs): the same scenario and seed must give the
-//! same summary at every trace level and with either engine.
+//! The engine computes a packet's passage through a path's stages when it enters them (one
+//! computation per packet and path, or per stretch between stages that reorder); a traced run
+//! adds events for the stage-hop rows. The same scenario and seed must give the same summary at
+//! every trace level.
 
 use spikelab_sim::{parse, ColumnData, Scenario, Table, TraceLevel, World};
 use std::path::Path;
@@ -14,12 +15,8 @@ fn repo(file: &str) -> String {
     .unwrap()
 }
 
-fn summary(sc: &Scenario, level: TraceLevel, per_stage: bool) -> (Table, u64) {
-    let mut w = World::new(sc, sc.sim.seed, level);
-    if per_stage {
-        w = w.with_per_stage_events();
-    }
-    let r = w.run(None).unwrap();
+fn summary(sc: &Scenario, level: TraceLevel) -> (Table, u64) {
+    let r = World::new(sc, sc.sim.seed, level).run(None).unwrap();
     (r.runs, r.events)
 }
 
@@ -33,23 +30,19 @@ fn same(a: &ColumnData, b: &ColumnData) -> bool {
     }
 }
 
-/// Checks the summaries; returns the events of the per-stage and of the folded engine.
+/// Checks the summaries at every trace level against the summary-only run; returns the events
+/// of the summary-only and of the packets-traced run.
 fn assert_same_everywhere(name: &str, text: &str, overrides: &[&str]) -> (u64, u64) {
     let o: Vec<String> = overrides.iter().map(|s| s.to_string()).collect();
     let sc = parse(text, &o, Path::new(".")).unwrap();
-    let (reference, ref_events) = summary(&sc, TraceLevel::Summary, true);
-    let mut folded_events = 0;
-    for (level, per_stage) in [
-        (TraceLevel::Summary, false),
-        (TraceLevel::Timeseries, false),
-        (TraceLevel::Timeseries, true),
-        (TraceLevel::Packets, true),
-    ] {
-        let (runs, events) = summary(&sc, level, per_stage);
+    let (reference, summary_events) = summary(&sc, TraceLevel::Summary);
+    let mut traced_events = 0;
+    for level in [TraceLevel::Timeseries, TraceLevel::Packets] {
+        let (runs, events) = summary(&sc, level);
         for (a, b) in runs.columns.iter().zip(&reference.columns) {
             assert!(
                 same(&a.data, &b.data),
-                "{name}: {} at {level:?} (per-stage {per_stage}): {:?}, reference {:?}",
+                "{name}: {} at {level:?}: {:?}, summary-only {:?}",
                 a.name,
                 a.data,
                 b.data
@@ -57,37 +50,33 @@ fn assert_same_everywhere(name: &str, text: &str, overrides: &[&str]) -> (u64, u
         }
         assert!(
             runs.columns.len() == reference.columns.len(),
-            "{name}: summary at {level:?} (per-stage {per_stage}) differs from the reference"
+            "{name}: summary at {level:?} differs from the summary-only run"
         );
-        if level == TraceLevel::Summary {
-            folded_events = events;
-        }
+        traced_events = events;
     }
-    (ref_events, folded_events)
+    (summary_events, traced_events)
 }
 
 #[test]
-fn folded_and_per_stage_engines_agree_on_the_examples_and_the_dumbbell() {
+fn every_trace_level_agrees_on_the_examples_and_the_dumbbell() {
     let _ = assert_same_everywhere("lte-handover", &repo("examples/lte-handover.toml"), &[]);
     let _ = assert_same_everywhere(
         "lte-handover-lossless",
         &repo("examples/lte-handover-lossless.toml"),
         &[],
     );
-    let (per_stage, folded) = assert_same_everywhere(
+    let (folded, traced) = assert_same_everywhere(
         "dumbbell",
         &repo("benches/ns3-dumbbell.toml"),
         &["sim.duration=60s"],
     );
-    // Four stages a path: one event carries a packet through all of them.
-    assert!(
-        folded * 3 < per_stage,
-        "{folded} events folded vs {per_stage}"
-    );
+    // Four stages a path: untraced, one event carries a packet through all of them; traced,
+    // each stage hop at its own time has an event for its rows.
+    assert!(folded * 3 < traced, "{folded} events untraced vs {traced}");
 }
 
 #[test]
-fn folded_and_per_stage_engines_agree_on_random_shared_bottlenecks() {
+fn every_trace_level_agrees_on_random_shared_bottlenecks() {
     let template = r#"
 [sim]
 duration = "30s"
@@ -189,10 +178,10 @@ fn a_waiting_consumer_takes_every_chunk_as_it_comes() {
 }
 
 /// A rate stage behind a delay stage sees a folded packet's arrival ahead of simulated time;
-/// its utilisation (and every other column) must still be the same in both engines, with
+/// its utilisation (and every other column) must still be the same at every trace level, with
 /// every congestion control.
 #[test]
-fn engines_agree_with_a_rate_stage_after_a_delay_and_every_congestion_control() {
+fn trace_levels_agree_with_a_rate_stage_after_a_delay_and_every_congestion_control() {
     let text = r#"
 [sim]
 duration = "8s"
