@@ -12,6 +12,7 @@ mod delay;
 mod loss;
 mod profile;
 mod rate;
+pub mod walkaway;
 
 pub use delay::DelayStage;
 pub use loss::{LossModel, LossStage};

@@ -466,7 +466,8 @@ pub fn build_stage(path: &str, index: usize, spec: &StageSpec, seed: u64) -> Sta
                     .profile
                     .as_ref()
                     .or(spec.trace_rows.as_ref())
-                    .expect("validated: a profile or a trace that was read");
+                    .or(spec.preset_rows.as_ref())
+                    .expect("validated: a profile, a trace that was read or a preset");
                 let p = crate::scenario::delay_profile(rows, "profile").expect("validated");
                 Stage::Delay(DelayStage::profile(p, reorder, rng))
             }
@@ -485,7 +486,10 @@ pub fn build_stage(path: &str, index: usize, spec: &StageSpec, seed: u64) -> Sta
                 },
                 LossKind::Profile => LossModel::Profile(
                     crate::scenario::loss_profile(
-                        spec.profile.as_ref().expect("validated"),
+                        spec.profile
+                            .as_ref()
+                            .or(spec.preset_rows.as_ref())
+                            .expect("validated"),
                         "profile",
                     )
                     .expect("validated"),

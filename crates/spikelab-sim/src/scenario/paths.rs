@@ -3,8 +3,170 @@
 use super::*;
 use crate::units::{Bytes, Rate};
 use spikelab_core::SimTime;
-use spikelab_net::{Profile, ProfileRow};
+use spikelab_net::{walkaway, Profile, ProfileRow};
 use std::path::PathBuf;
+
+/// A stage's `preset`: a measured behaviour turned into the stage's profile, given by name
+/// (`preset = "wlan-walkaway"`) or as a table with knobs (`preset = { name = "wlan-walkaway",
+/// noise = 0.2 }`). Written back the way it came.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PresetTable {
+    pub name: String,
+    /// Delay: sigma of the log-normal factor on each sample (0: the deterministic skeleton).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub noise: Option<f64>,
+    /// Delay: the seed of the noise (independent of the run's seed, so that every run of a
+    /// sweep sees the same walk unless the file varies this).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seed: Option<u64>,
+    /// Delay: the fraction of the measured RTT this stage adds (1: all of it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub share: Option<f64>,
+    /// Loss: the loss curve's maximum probability.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub p_max: Option<f64>,
+    /// Loss: the loss curve's time constant.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tau: Option<Duration>,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct PresetSpec {
+    pub table: PresetTable,
+    /// Given as a bare name.
+    pub named: bool,
+}
+
+impl Serialize for PresetSpec {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        if self.named {
+            s.serialize_str(&self.table.name)
+        } else {
+            self.table.serialize(s)
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for PresetSpec {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        use serde::de::{self, MapAccess, Visitor};
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = PresetSpec;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a preset name or a table with `name`")
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> std::result::Result<PresetSpec, E> {
+                Ok(PresetSpec {
+                    table: PresetTable {
+                        name: v.to_string(),
+                        ..PresetTable::default()
+                    },
+                    named: true,
+                })
+            }
+            fn visit_map<A: MapAccess<'de>>(
+                self,
+                map: A,
+            ) -> std::result::Result<PresetSpec, A::Error> {
+                let table = PresetTable::deserialize(de::value::MapAccessDeserializer::new(map))?;
+                Ok(PresetSpec {
+                    table,
+                    named: false,
+                })
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+/// Names accepted in a stage's `preset`.
+pub const PRESETS: &[&str] = &["wlan-walkaway"];
+
+/// How many seconds of a walk a preset profile covers (its last value holds after that).
+pub const WALKAWAY_SECONDS: u32 = 300;
+
+impl PresetSpec {
+    /// The stage's profile rows (`[time_ms, delay_ms, loss]` for a delay stage, `[time_ms,
+    /// loss]` for a loss stage), after checking the knobs.
+    fn rows(&self, at: &str, kind: StageKind) -> Result<Vec<Vec<f64>>> {
+        let t = &self.table;
+        let field = |f: &str| {
+            if self.named {
+                format!("{at}.preset")
+            } else {
+                format!("{at}.preset.{f}")
+            }
+        };
+        check(
+            PRESETS.contains(&t.name.as_str()),
+            field("name"),
+            format!(
+                "unknown preset {:?} (known: {})",
+                t.name,
+                PRESETS.join(", ")
+            ),
+        )?;
+        let (allowed, present): (&[&str], Vec<(&str, bool)>) = (
+            match kind {
+                StageKind::Delay => &["noise", "seed", "share"],
+                StageKind::Loss => &["p_max", "tau"],
+                StageKind::Rate => &[],
+            },
+            vec![
+                ("noise", t.noise.is_some()),
+                ("seed", t.seed.is_some()),
+                ("share", t.share.is_some()),
+                ("p_max", t.p_max.is_some()),
+                ("tau", t.tau.is_some()),
+            ],
+        );
+        for (name, set) in present {
+            check(
+                !set || allowed.contains(&name),
+                field(name),
+                format!(
+                    "not a knob of the {} preset on a {} stage (allowed: {})",
+                    t.name,
+                    format!("{kind:?}").to_lowercase(),
+                    allowed.join(", ")
+                ),
+            )?;
+        }
+        let secs = WALKAWAY_SECONDS;
+        Ok(match kind {
+            StageKind::Delay => {
+                let noise = t.noise.unwrap_or(0.0);
+                check(
+                    noise.is_finite() && (0.0..=2.0).contains(&noise),
+                    field("noise"),
+                    format!("must be in [0, 2] (a log-normal sigma), got {noise}"),
+                )?;
+                let share = t.share.unwrap_or(1.0);
+                check(
+                    share.is_finite() && share > 0.0 && share <= 1.0,
+                    field("share"),
+                    format!("must be in (0, 1], got {share}"),
+                )?;
+                walkaway::rtt_trace_ms(secs, noise, t.seed.unwrap_or(1))
+                    .iter()
+                    .enumerate()
+                    .map(|(i, r)| vec![i as f64 * 1000.0, r * share, 0.0])
+                    .collect()
+            }
+            _ => {
+                let p_max = t.p_max.unwrap_or(walkaway::DEFAULT_P_MAX);
+                probability(p_max, &field("p_max"))?;
+                let tau = t.tau.map_or(walkaway::DEFAULT_TAU_S, |d| d.0.as_secs_f64());
+                check(tau > 0.0, field("tau"), format!("must be > 0, got {tau} s"))?;
+                (0..secs)
+                    .map(|i| vec![i as f64 * 1000.0, walkaway::loss_at(i as f64, p_max, tau)])
+                    .collect()
+            }
+        })
+    }
+}
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -50,6 +212,12 @@ pub struct StageSpec {
     pub trace_rows: Option<Vec<Vec<f64>>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reorder: Option<bool>,
+    // delay or loss
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub preset: Option<PresetSpec>,
+    /// The rows `preset` stands for, computed when the scenario is validated.
+    #[serde(skip)]
+    pub preset_rows: Option<Vec<Vec<f64>>>,
     // loss
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model: Option<LossKind>,
@@ -116,6 +284,7 @@ impl StageSpec {
             profile,
             trace,
             reorder,
+            preset,
             model,
             p,
             r,
@@ -130,8 +299,10 @@ impl StageSpec {
     pub(super) fn validate(&mut self, at: &str, base_dir: &Path) -> Result<()> {
         let allowed: &[&str] = match self.kind {
             StageKind::Rate => &["rate", "queue", "queue_bytes"],
-            StageKind::Delay => &["delay", "profile", "trace", "reorder"],
-            StageKind::Loss => &["model", "p", "r", "h", "k", "profile", "nth", "seqs"],
+            StageKind::Delay => &["delay", "profile", "trace", "preset", "reorder"],
+            StageKind::Loss => &[
+                "model", "p", "r", "h", "k", "profile", "preset", "nth", "seqs",
+            ],
         };
         for f in self.present_fields() {
             check(
@@ -184,6 +355,7 @@ impl StageSpec {
                     self.delay.is_some(),
                     self.profile.is_some(),
                     self.trace.is_some(),
+                    self.preset.is_some(),
                 ]
                 .iter()
                 .filter(|x| **x)
@@ -191,8 +363,13 @@ impl StageSpec {
                 check(
                     n == 1,
                     at.to_string(),
-                    "a delay stage needs exactly one of delay, profile, trace",
+                    "a delay stage needs exactly one of delay, profile, trace, preset",
                 )?;
+                if let Some(p) = &self.preset {
+                    let rows = p.rows(at, StageKind::Delay)?;
+                    delay_profile(&rows, &format!("{at}.preset"))?;
+                    self.preset_rows = Some(rows);
+                }
                 if let Some(rows) = &self.profile {
                     delay_profile(rows, &format!("{at}.profile"))?;
                 }
@@ -209,7 +386,7 @@ impl StageSpec {
                 let model = match self.model {
                     Some(m) => m,
                     None if self.nth.is_some() || self.seqs.is_some() => LossKind::Deterministic,
-                    None if self.profile.is_some() => LossKind::Profile,
+                    None if self.profile.is_some() || self.preset.is_some() => LossKind::Profile,
                     None if self.p.is_some() => LossKind::Bernoulli,
                     None => {
                         return Err(ScenarioError::new(
@@ -239,13 +416,24 @@ impl StageSpec {
                         need(self.k, "k")?;
                     }
                     LossKind::Profile => {
-                        let rows = self.profile.as_ref().ok_or_else(|| {
-                            ScenarioError::new(
-                                format!("{at}.profile"),
-                                "required by the profile loss model",
-                            )
-                        })?;
-                        loss_profile(rows, &format!("{at}.profile"))?;
+                        check(
+                            !(self.profile.is_some() && self.preset.is_some()),
+                            format!("{at}.preset"),
+                            "give profile or preset, not both",
+                        )?;
+                        if let Some(p) = &self.preset {
+                            let rows = p.rows(at, StageKind::Loss)?;
+                            loss_profile(&rows, &format!("{at}.preset"))?;
+                            self.preset_rows = Some(rows);
+                        } else {
+                            let rows = self.profile.as_ref().ok_or_else(|| {
+                                ScenarioError::new(
+                                    format!("{at}.profile"),
+                                    "required by the profile loss model",
+                                )
+                            })?;
+                            loss_profile(rows, &format!("{at}.profile"))?;
+                        }
                     }
                     LossKind::Deterministic => {
                         check(

@@ -561,3 +561,47 @@ fn malformed_cc_tables_are_one_line_naming_the_field() {
         "{e}"
     );
 }
+
+#[test]
+fn the_walkaway_preset_becomes_profiles_and_its_knobs_are_checked() {
+    let text = |delay: &str, loss: &str| {
+        format!(
+            "[path.fwd]\n[[path.fwd.stage]]\ntype = \"delay\"\npreset = {delay}\n\
+             [[path.fwd.stage]]\ntype = \"loss\"\npreset = {loss}\n[[flow]]\n"
+        )
+    };
+    let sc = parse(
+        &text("\"wlan-walkaway\"", "{ name = \"wlan-walkaway\", p_max = 0.1 }"),
+        &[],
+        Path::new("."),
+    )
+    .unwrap();
+    let fwd = &sc.path["fwd"].stage;
+    let d = fwd[0].preset_rows.as_ref().unwrap();
+    assert_eq!(d.len(), 300);
+    assert_eq!(d[10], vec![10_000.0, 5.0, 0.0]);
+    assert_eq!(d[100], vec![100_000.0, 7.0, 0.0]);
+    assert_eq!(d[101], vec![101_000.0, 800.0, 0.0]);
+    let l = fwd[1].preset_rows.as_ref().unwrap();
+    assert_eq!(l[59][1], 0.0);
+    assert!((l[100][1] - 0.1 * (1.0 - (-1f64).exp())).abs() < 1e-12);
+    assert_eq!(fwd[1].model, Some(LossKind::Profile));
+    assert_round_trips(&sc);
+    // A half share halves every sample.
+    let half = parse(
+        &text("{ name = \"wlan-walkaway\", share = 0.5 }", "\"wlan-walkaway\""),
+        &[],
+        Path::new("."),
+    )
+    .unwrap();
+    assert_eq!(half.path["fwd"].stage[0].preset_rows.as_ref().unwrap()[101][1], 400.0);
+
+    let e = err(&text("\"walkaway\"", "\"wlan-walkaway\""));
+    assert!(e.contains("path.fwd.stage[0].preset") && e.contains("unknown preset"), "{e}");
+    let e = err(&text("{ name = \"wlan-walkaway\", noise = -1 }", "\"wlan-walkaway\""));
+    assert!(e.contains("path.fwd.stage[0].preset.noise"), "{e}");
+    let e = err(&text("{ name = \"wlan-walkaway\", p_max = 0.2 }", "\"wlan-walkaway\""));
+    assert!(e.contains("path.fwd.stage[0].preset.p_max") && e.contains("not a knob"), "{e}");
+    let e = err(&text("\"wlan-walkaway\"", "{ name = \"wlan-walkaway\", p_max = 2 }"));
+    assert!(e.contains("path.fwd.stage[1].preset.p_max") && e.contains("probability"), "{e}");
+}
