@@ -237,6 +237,8 @@ pub struct Endpoint {
     pub(crate) t1: Option<SimTime>,
     pub(crate) init_tries: u32,
     pub(crate) hs_sent_at: SimTime,
+    pub(crate) hs_dest: usize,
+    pub(crate) hs_rto: SimDuration,
     pub(crate) hs_retransmitted: bool,
     pub(crate) connect_at: Option<SimTime>,
     pub(crate) control: VecDeque<(usize, Packet)>,
@@ -304,6 +306,8 @@ impl Endpoint {
             t1: None,
             init_tries: 0,
             hs_sent_at: SimTime::ZERO,
+            hs_dest: 0,
+            hs_rto: SimDuration::ZERO,
             hs_retransmitted: false,
             connect_at: None,
             control: VecDeque::new(),
@@ -406,8 +410,10 @@ impl Endpoint {
         std::mem::take(&mut self.events)
     }
     /// Adds `bytes` to a finite bulk source (no effect on an unlimited one).
+    /// An application write is a send opportunity (resets the Max.Burst budget).
     pub fn send_more(&mut self, bytes: u64) {
         self.has_source = true;
+        self.new_send_opportunity();
         if let Some(t) = self.app_total.as_mut() {
             *t += bytes;
         }
@@ -434,38 +440,47 @@ impl Endpoint {
         self.connect_at = Some(now);
         self.state = AssocState::CookieWait;
         self.init_tries = 0;
+        self.hs_rto = self.paths[self.primary].rto.rto();
         self.send_init(now, false);
     }
 
+    /// Destination of an INIT or COOKIE-ECHO: the primary first, then (on T1 expiry) the
+    /// next destination index in turn (§6.4: a timed-out chunk to another address).
+    fn handshake_dest(&self) -> usize {
+        (self.primary + self.init_tries as usize) % self.paths.len()
+    }
+
     fn send_init(&mut self, now: SimTime, retransmission: bool) {
-        let d = self.primary;
+        let d = self.handshake_dest();
         self.stats.init_sent += 1;
         if retransmission {
             self.stats.init_retransmits += 1;
         }
         self.hs_sent_at = now;
+        self.hs_dest = d;
         self.hs_retransmitted = retransmission;
         let c = Chunk::Init {
             n_addrs: self.paths.len() as u32,
             extra: self.cfg.init_extra_params,
         };
         self.control.push_back((d, Packet::single(c)));
-        self.t1 = Some(now + self.paths[d].rto.rto());
+        self.t1 = Some(now + self.hs_rto);
     }
 
     fn send_cookie_echo(&mut self, now: SimTime, retransmission: bool) {
-        let d = self.primary;
+        let d = self.handshake_dest();
         self.stats.cookie_echo_sent += 1;
         if retransmission {
             self.stats.cookie_echo_retransmits += 1;
         }
         self.hs_sent_at = now;
+        self.hs_dest = d;
         self.hs_retransmitted = retransmission;
         let c = Chunk::CookieEcho {
             cookie_len: self.cfg.cookie_len,
         };
         self.control.push_back((d, Packet::single(c)));
-        self.t1 = Some(now + self.paths[d].rto.rto());
+        self.t1 = Some(now + self.hs_rto);
     }
 
     /// T1-init / T1-cookie expiry: back off, resend, or fail after Max.Init.Retransmits.
@@ -476,8 +491,8 @@ impl Endpoint {
             self.fail(now);
             return;
         }
-        let d = self.primary;
-        self.paths[d].rto.backoff();
+        // T1 backs off like E2, across whichever destinations the retries use.
+        self.hs_rto = (self.hs_rto.saturating_mul(2)).min(self.cfg.rto_max);
         match self.state {
             AssocState::CookieWait => self.send_init(now, true),
             AssocState::CookieEchoed => self.send_cookie_echo(now, true),
@@ -546,6 +561,7 @@ impl Endpoint {
                         self.handshake_sample(now);
                         self.state = AssocState::CookieEchoed;
                         self.init_tries = 0;
+                        self.hs_rto = self.paths[self.primary].rto.rto();
                         self.send_cookie_echo(now, false);
                     }
                 }
@@ -593,7 +609,7 @@ impl Endpoint {
 
     fn handshake_sample(&mut self, now: SimTime) {
         if self.cfg.handshake_rtt_samples && !self.hs_retransmitted {
-            let d = self.primary;
+            let d = self.hs_dest;
             self.paths[d].rto.sample(now - self.hs_sent_at);
             self.stats.per_dest[d].rtt_samples += 1;
         }
