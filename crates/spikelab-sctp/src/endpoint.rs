@@ -536,6 +536,7 @@ impl Endpoint {
 
     /// A packet arrived on the reverse path of destination index `idx`.
     pub fn on_packet(&mut self, now: SimTime, idx: usize, pkt: &Packet) {
+        assert!(idx < self.paths.len(), "arrival index {idx} out of range");
         if self.state == AssocState::Failed {
             return;
         }
