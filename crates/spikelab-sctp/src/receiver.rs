@@ -38,7 +38,6 @@ pub(crate) struct Receiver {
     /// Where the next SACK goes: the arrival index of the latest DATA (§6.4).
     pub(crate) sack_dest: usize,
     pub(crate) stats: ReceiverStats,
-    max_tsn_seen: u64,
 }
 
 impl Receiver {
@@ -53,7 +52,6 @@ impl Receiver {
             sack_now: false,
             sack_dest: 0,
             stats: ReceiverStats::default(),
-            max_tsn_seen: 0,
         }
     }
 
@@ -87,7 +85,6 @@ impl Receiver {
                 }
                 continue;
             }
-            self.max_tsn_seen = self.max_tsn_seen.max(d.tsn);
             if d.tsn == self.cum + 1 {
                 self.deliver(d.offset, d.payload_len as u64);
                 self.cum += 1;
