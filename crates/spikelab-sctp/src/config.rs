@@ -1,0 +1,429 @@
+//! Every knob of the SCTP model, with the defaults of RFC 4960 §15 or RFC 9260 §16.
+
+use crate::packet::{COMMON_HEADER, DATA_HEADER, IPV4_HEADER};
+use crate::rto::RtoParams;
+use spikelab_core::SimDuration;
+
+/// Which RFC supplies the defaults.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Profile {
+    /// RFC 4960: RTO.Initial 3 s; congestion control in units of the MTU (IW floor 4380 B);
+    /// Max.Burst applied by clamping cwnd (§6.1 D).
+    Rfc4960,
+    /// RFC 9260: RTO.Initial 1 s; congestion control in units of the PMDCS (IW floor 4404 B
+    /// for IPv4, §7.2.1); Max.Burst applied by limiting the packets of one send opportunity.
+    Rfc9260,
+}
+
+/// The unit of cwnd arithmetic (IW, increase, ssthresh floor, cwnd after T3-rtx).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum CcUnit {
+    /// The IP MTU (RFC 4960 §7.2).
+    Mtu,
+    /// The Path Maximum DATA Chunk Size: MTU - IPv4 - common header (RFC 9260 §3 and §7.2).
+    Pmdcs,
+}
+
+/// How Max.Burst is enforced (RFC 9260 §6.1 D offers both).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum MaxBurstMode {
+    /// At most Max.Burst packets of new data per destination per send opportunity (an incoming
+    /// packet, a timer or `connect`); cwnd is not changed.
+    LimitPackets,
+    /// `if flightsize + Max.Burst·unit < cwnd { cwnd = flightsize + Max.Burst·unit }` on each
+    /// incoming SACK, changing cwnd permanently as RFC 4960 §6.1 D reads.
+    ClampCwnd,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct SctpConfig {
+    pub profile: Profile,
+    /// Number of destination indices of the association (paths to the peer); at least 1.
+    pub n_destinations: usize,
+    /// The initial primary destination index.
+    pub primary: usize,
+    pub rto_initial: SimDuration,
+    pub rto_min: SimDuration,
+    pub rto_max: SimDuration,
+    /// RTO.Alpha, any real in [0, 1].
+    pub rto_alpha: f64,
+    /// RTO.Beta, any real in [0, 1].
+    pub rto_beta: f64,
+    /// Clock granularity G: RTTVAR == 0 is replaced by G (RFC 9260 §6.3.1 C6). `None`: no
+    /// adjustment.
+    pub clock_granularity: Option<SimDuration>,
+    /// Cap the E2 doubling at RTO.Max (RFC 9260 §6.3.3 E2 says MAY; 004's arithmetic uses it).
+    pub rto_max_cap_on_backoff: bool,
+    /// Max.Burst (`None`: unlimited).
+    pub max_burst: Option<u32>,
+    pub max_burst_mode: MaxBurstMode,
+    pub assoc_max_retrans: u32,
+    pub path_max_retrans: u32,
+    pub max_init_retransmits: u32,
+    pub heartbeats: bool,
+    pub hb_interval: SimDuration,
+    /// SACK.Delay (RFC 9260 §6.2: at most 500 ms).
+    pub sack_delay: SimDuration,
+    /// Acknowledge at least every `sack_freq`-th packet carrying DATA (§6.2: 2).
+    pub sack_freq: u32,
+    /// IP MTU in bytes (the PMTU of every destination).
+    pub mtu: u32,
+    pub cc_unit: CcUnit,
+    /// The constant in IW = min(4·unit, max(2·unit, floor)): 4380 (RFC 4960), 4404 (RFC 9260, IPv4).
+    pub iw_floor: u32,
+    /// Receive buffer in payload bytes; a_rwnd = buffer - payload held out of order (the
+    /// application drains in-order data at once).
+    pub recv_buffer: u32,
+    /// Most gap ack blocks per SACK (`None`: as many as fit the MTU, RFC 9260 §6.2).
+    pub max_gap_blocks: Option<u32>,
+    /// Most duplicate TSNs per SACK.
+    pub max_dup_tsns: u32,
+    /// RFC 7829 PotentiallyFailed.Max.Retrans; `None`: no PF state.
+    pub pf_max_retrans: Option<u32>,
+    /// RFC 7829 §5 Primary.Switchover.Max.Retrans; `None`: no permanent switchover.
+    pub psmr: Option<u32>,
+    /// Payload bytes per DATA chunk (user message size); `None`: fill the MTU.
+    pub message_size: Option<u32>,
+    /// RFC 9260 §7.2.1/§7.2.2: halve an idle destination's cwnd (floor 4 units) once per RTO.
+    pub cwnd_validation: bool,
+    /// Take RTT samples from INIT/INIT-ACK and COOKIE-ECHO/COOKIE-ACK when not retransmitted
+    /// (RFC 9260 §8.3 counts INIT and COOKIE ECHO as chunks that can update the path RTT).
+    pub handshake_rtt_samples: bool,
+    /// State cookie length in bytes (INIT-ACK parameter and COOKIE-ECHO body).
+    pub cookie_len: u32,
+    /// Heartbeat Info parameter body length in bytes.
+    pub hb_info_len: u32,
+    /// Extra optional-parameter bytes in INIT and INIT-ACK beyond the IPv4 address parameters.
+    pub init_extra_params: u32,
+}
+
+impl SctpConfig {
+    /// The defaults of `profile` with `n_destinations` paths, primary 0.
+    pub fn new(profile: Profile, n_destinations: usize) -> SctpConfig {
+        let (rto_initial, cc_unit, iw_floor, max_burst_mode) = match profile {
+            // RFC 4960 §15; §7.2.1 IW = min(4·MTU, max(2·MTU, 4380)); §6.1 D.
+            Profile::Rfc4960 => (3, CcUnit::Mtu, 4380, MaxBurstMode::ClampCwnd),
+            // RFC 9260 §16; §7.2.1 IW = min(4·PMDCS, max(2·PMDCS, 4404)) for IPv4; §6.1 D.
+            Profile::Rfc9260 => (1, CcUnit::Pmdcs, 4404, MaxBurstMode::LimitPackets),
+        };
+        SctpConfig {
+            profile,
+            n_destinations,
+            primary: 0,
+            rto_initial: SimDuration::from_secs(rto_initial),
+            rto_min: SimDuration::from_secs(1),
+            rto_max: SimDuration::from_secs(60),
+            rto_alpha: 0.125,
+            rto_beta: 0.25,
+            clock_granularity: None,
+            rto_max_cap_on_backoff: true,
+            max_burst: Some(4),
+            max_burst_mode,
+            assoc_max_retrans: 10,
+            path_max_retrans: 5,
+            max_init_retransmits: 8,
+            heartbeats: true,
+            hb_interval: SimDuration::from_secs(30),
+            sack_delay: SimDuration::from_millis(200),
+            sack_freq: 2,
+            mtu: 1500,
+            cc_unit,
+            iw_floor,
+            recv_buffer: 128 * 1024,
+            max_gap_blocks: None,
+            max_dup_tsns: 16,
+            pf_max_retrans: None,
+            psmr: None,
+            message_size: None,
+            cwnd_validation: true,
+            handshake_rtt_samples: true,
+            cookie_len: 256,
+            hb_info_len: 32,
+            init_extra_params: 8,
+        }
+    }
+
+    pub fn rfc4960(n_destinations: usize) -> SctpConfig {
+        SctpConfig::new(Profile::Rfc4960, n_destinations)
+    }
+
+    pub fn rfc9260(n_destinations: usize) -> SctpConfig {
+        SctpConfig::new(Profile::Rfc9260, n_destinations)
+    }
+
+    /// Largest DATA payload in one packet: MTU - IPv4 20 - common header 12 - DATA header 16.
+    pub fn max_payload(&self) -> u32 {
+        self.mtu
+            .saturating_sub((IPV4_HEADER + COMMON_HEADER + DATA_HEADER) as u32)
+    }
+
+    /// Path Maximum DATA Chunk Size (RFC 9260 §3): MTU - IPv4 - common header.
+    pub fn pmdcs(&self) -> u32 {
+        self.mtu
+            .saturating_sub((IPV4_HEADER + COMMON_HEADER) as u32)
+    }
+
+    /// Payload bytes per DATA chunk.
+    pub fn chunk_payload(&self) -> u32 {
+        self.message_size
+            .unwrap_or(self.max_payload())
+            .min(self.max_payload())
+    }
+
+    /// The cwnd unit in bytes.
+    pub fn unit(&self) -> u64 {
+        match self.cc_unit {
+            CcUnit::Mtu => self.mtu as u64,
+            CcUnit::Pmdcs => self.pmdcs() as u64,
+        }
+    }
+
+    /// Initial cwnd (RFC 9260/4960 §7.2.1).
+    pub fn initial_cwnd(&self) -> u64 {
+        let u = self.unit();
+        (4 * u).min((2 * u).max(self.iw_floor as u64))
+    }
+
+    /// Gap ack blocks that fit one SACK in the MTU (none when `max_gap_blocks` caps lower).
+    pub fn gap_block_limit(&self) -> u32 {
+        let fit = self
+            .mtu
+            .saturating_sub((IPV4_HEADER + COMMON_HEADER + 16) as u32)
+            / 4;
+        self.max_gap_blocks.map_or(fit, |m| m.min(fit))
+    }
+
+    pub fn rto_params(&self) -> RtoParams {
+        RtoParams {
+            initial: self.rto_initial,
+            min: self.rto_min,
+            max: self.rto_max,
+            alpha: self.rto_alpha,
+            beta: self.rto_beta,
+            granularity: self.clock_granularity,
+            cap_backoff: self.rto_max_cap_on_backoff,
+        }
+    }
+
+    /// Checks every knob; the error names the field.
+    pub fn validate(&self) -> Result<(), (&'static str, String)> {
+        let unit = |x: f64| x.is_finite() && (0.0..=1.0).contains(&x);
+        if !unit(self.rto_alpha) {
+            return Err((
+                "rto_alpha",
+                format!("must be a real in [0, 1], got {}", self.rto_alpha),
+            ));
+        }
+        if !unit(self.rto_beta) {
+            return Err((
+                "rto_beta",
+                format!("must be a real in [0, 1], got {}", self.rto_beta),
+            ));
+        }
+        if self.n_destinations == 0 {
+            return Err((
+                "n_destinations",
+                "an association needs at least one destination".into(),
+            ));
+        }
+        if self.primary >= self.n_destinations {
+            return Err((
+                "primary",
+                format!(
+                    "index {} out of range for {} destinations",
+                    self.primary, self.n_destinations
+                ),
+            ));
+        }
+        if self.rto_min == SimDuration::ZERO {
+            return Err(("rto_min", "must be positive".into()));
+        }
+        if self.rto_min > self.rto_max {
+            return Err((
+                "rto_min",
+                format!("{} exceeds rto_max {}", self.rto_min, self.rto_max),
+            ));
+        }
+        if self.rto_initial == SimDuration::ZERO {
+            return Err(("rto_initial", "must be positive".into()));
+        }
+        if self.max_burst == Some(0) {
+            return Err((
+                "max_burst",
+                "0 would forbid sending; use None for no limit".into(),
+            ));
+        }
+        if self.sack_delay > SimDuration::from_millis(500) {
+            return Err(("sack_delay", "RFC 9260 §6.2: MUST NOT exceed 500 ms".into()));
+        }
+        if self.sack_freq == 0 {
+            return Err(("sack_freq", "must be at least 1".into()));
+        }
+        let min_mtu = (IPV4_HEADER + COMMON_HEADER + DATA_HEADER) as u32 + 4;
+        if self.mtu < min_mtu.max(68) {
+            return Err((
+                "mtu",
+                format!("{} too small (at least {})", self.mtu, min_mtu.max(68)),
+            ));
+        }
+        if self.iw_floor == 0 {
+            return Err(("iw_floor", "must be positive".into()));
+        }
+        if self.recv_buffer < self.chunk_payload() {
+            return Err((
+                "recv_buffer",
+                "must hold at least one DATA chunk payload".into(),
+            ));
+        }
+        if self.message_size == Some(0) {
+            return Err(("message_size", "must be positive".into()));
+        }
+        if let Some(pf) = self.pf_max_retrans {
+            if pf > self.path_max_retrans {
+                return Err((
+                    "pf_max_retrans",
+                    format!(
+                        "{pf} exceeds path_max_retrans {} (RFC 7829 §3)",
+                        self.path_max_retrans
+                    ),
+                ));
+            }
+        }
+        if self.heartbeats && self.hb_interval == SimDuration::ZERO {
+            // Allowed by the RFC, but a zero interval with jitter is a busy loop in a simulator.
+            return Err((
+                "hb_interval",
+                "must be positive when heartbeats are on".into(),
+            ));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn profiles_differ_where_the_rfcs_differ() {
+        let a = SctpConfig::rfc4960(2);
+        let b = SctpConfig::rfc9260(2);
+        assert_eq!(a.rto_initial, SimDuration::from_secs(3));
+        assert_eq!(b.rto_initial, SimDuration::from_secs(1));
+        assert_eq!(a.initial_cwnd(), 4380);
+        assert_eq!(b.initial_cwnd(), 4404);
+        assert_eq!(a.unit(), 1500);
+        assert_eq!(b.unit(), 1468);
+        assert_eq!(a.max_payload(), 1452);
+        for c in [&a, &b] {
+            assert_eq!(c.rto_min, SimDuration::from_secs(1));
+            assert_eq!(c.rto_max, SimDuration::from_secs(60));
+            assert_eq!((c.rto_alpha, c.rto_beta), (0.125, 0.25));
+            assert_eq!(c.max_burst, Some(4));
+            assert_eq!(
+                (
+                    c.assoc_max_retrans,
+                    c.path_max_retrans,
+                    c.max_init_retransmits
+                ),
+                (10, 5, 8)
+            );
+            assert_eq!(c.hb_interval, SimDuration::from_secs(30));
+            assert_eq!(c.sack_delay, SimDuration::from_millis(200));
+            assert_eq!(c.sack_freq, 2);
+            assert!(c.validate().is_ok());
+        }
+    }
+
+    #[test]
+    fn validation_names_the_field() {
+        let base = SctpConfig::rfc9260(2);
+        let field = |c: SctpConfig| c.validate().unwrap_err().0;
+        assert_eq!(
+            field(SctpConfig {
+                rto_alpha: 1.5,
+                ..base.clone()
+            }),
+            "rto_alpha"
+        );
+        assert_eq!(
+            field(SctpConfig {
+                rto_alpha: f64::NAN,
+                ..base.clone()
+            }),
+            "rto_alpha"
+        );
+        assert_eq!(
+            field(SctpConfig {
+                rto_beta: -0.1,
+                ..base.clone()
+            }),
+            "rto_beta"
+        );
+        assert_eq!(
+            field(SctpConfig {
+                n_destinations: 0,
+                primary: 0,
+                ..base.clone()
+            }),
+            "n_destinations"
+        );
+        assert_eq!(
+            field(SctpConfig {
+                primary: 2,
+                ..base.clone()
+            }),
+            "primary"
+        );
+        assert_eq!(
+            field(SctpConfig {
+                rto_min: SimDuration::from_secs(61),
+                ..base.clone()
+            }),
+            "rto_min"
+        );
+        assert_eq!(
+            field(SctpConfig {
+                mtu: 40,
+                ..base.clone()
+            }),
+            "mtu"
+        );
+        assert_eq!(
+            field(SctpConfig {
+                sack_delay: SimDuration::from_millis(600),
+                ..base.clone()
+            }),
+            "sack_delay"
+        );
+        assert_eq!(
+            field(SctpConfig {
+                pf_max_retrans: Some(6),
+                ..base.clone()
+            }),
+            "pf_max_retrans"
+        );
+        assert_eq!(
+            field(SctpConfig {
+                max_burst: Some(0),
+                ..base.clone()
+            }),
+            "max_burst"
+        );
+        // Any real in [0, 1] is fine.
+        assert!(SctpConfig {
+            rto_alpha: 0.37,
+            rto_beta: 1.0,
+            ..base.clone()
+        }
+        .validate()
+        .is_ok());
+        assert!(SctpConfig {
+            rto_alpha: 0.0,
+            rto_beta: 0.0,
+            ..base
+        }
+        .validate()
+        .is_ok());
+    }
+}

@@ -1,0 +1,30 @@
+//! SCTP as a sans-IO endpoint model (RFC 9260; RFC 4960 defaults selectable; RFC 7829
+//! potentially-failed state and primary switchover as options).
+//!
+//! An [`Endpoint`] never sees a clock, a scheduler or a link: the caller hands it packets with
+//! the destination index they arrived on (`on_packet`), the current time (`on_timer`), asks what
+//! to send and where (`poll_transmit`) and when to wake it (`next_timer`). See `README.md` for
+//! the RFC clause table and what is simplified.
+//!
+//! [`rto`] (the §6.3.1 estimator with arbitrary gains) and [`rto_study`] (the alpha/beta study
+//! of Fallon et al., paper 004 §6.2) are public for analytic use.
+//!
+//! Maturity: unit-tested against the RFC rules and the paper arithmetic; not yet validated
+//! against another SCTP implementation.
+
+mod config;
+mod endpoint;
+pub mod packet;
+mod receiver;
+pub mod rto;
+pub mod rto_study;
+mod sender;
+
+pub use config::{CcUnit, MaxBurstMode, Profile, SctpConfig};
+pub use endpoint::{
+    AssocState, DataSource, DestStats, Endpoint, EndpointStats, Failover, MarkedTsn, PathState,
+    PathView, Role, SctpEvent, T3Record,
+};
+pub use packet::{Chunk, DataChunk, HeartbeatInfo, Packet, SackChunk};
+pub use receiver::ReceiverStats;
+pub use rto::{RtoEstimator, RtoParams};

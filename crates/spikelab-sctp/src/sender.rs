@@ -1,0 +1,552 @@
+//! The data-sending half: SACK processing (RFC 9260 §6.2.1), congestion control per
+//! destination (§7.2), fast retransmit and fast recovery (§7.2.4), T3-rtx (§6.3.2, §6.3.3)
+//! and the choice of what goes where (§6.1, §6.4).
+
+use crate::config::{MaxBurstMode, Profile};
+use crate::endpoint::{Endpoint, Mark, MarkedTsn, PathState, SctpEvent, T3Record, TxChunk};
+use crate::packet::{Chunk, DataChunk, Packet, SackChunk, COMMON_HEADER, IPV4_HEADER};
+use spikelab_core::SimTime;
+
+impl Endpoint {
+    fn idx_of(&self, tsn: u64) -> Option<usize> {
+        if tsn <= self.cum_ack {
+            return None;
+        }
+        let i = (tsn - self.cum_ack - 1) as usize;
+        (i < self.queue.len()).then_some(i)
+    }
+
+    /// Room for chunks in one packet: MTU - IPv4 - common header.
+    fn packet_room(&self) -> usize {
+        self.cfg.mtu as usize - IPV4_HEADER - COMMON_HEADER
+    }
+
+    pub(crate) fn on_sack(&mut self, now: SimTime, s: &SackChunk) {
+        // §6.2.1 D i): a SACK whose cumulative ack is behind the ack point is stale.
+        if s.cum_tsn_ack < self.cum_ack || s.cum_tsn_ack >= self.next_tsn {
+            return;
+        }
+        let n = self.paths.len();
+        let flight_before: Vec<u64> = self.paths.iter().map(|p| p.flight).collect();
+        let mut lowest_before: Vec<Option<u64>> = vec![None; n];
+        for c in &self.queue {
+            if c.in_flight && lowest_before[c.dest].is_none() {
+                lowest_before[c.dest] = Some(c.tsn);
+            }
+        }
+        let cum_advanced = s.cum_tsn_ack > self.cum_ack;
+        let in_fr_at_arrival = self.fast_recovery.is_some();
+        let mut acked_bytes = vec![0u64; n];
+        let mut htna: Option<u64> = None;
+        let mut newly: Vec<usize> = Vec::new();
+
+        // Newly acknowledged chunks: by the cumulative ack, then by gap blocks.
+        let upto = (s.cum_tsn_ack - self.cum_ack) as usize;
+        for i in 0..upto.min(self.queue.len()) {
+            if !self.queue[i].acked {
+                newly.push(i);
+            }
+        }
+        for t in s.gap_tsns() {
+            if let Some(i) = self.idx_of(t) {
+                if i >= upto && !self.queue[i].acked {
+                    newly.push(i);
+                }
+            }
+        }
+        for &i in &newly {
+            let c = &mut self.queue[i];
+            c.acked = true;
+            c.mark = Mark::None;
+            let (d, size, tsn, tx_count) = (c.dest, c.size(), c.tsn, c.tx_count);
+            if c.in_flight {
+                c.in_flight = false;
+                self.paths[d].flight -= size;
+                self.paths[d].flight_chunks -= 1;
+            }
+            acked_bytes[d] += size;
+            self.stats.bytes_acked += c.len as u64;
+            htna = Some(htna.map_or(tsn, |h: u64| h.max(tsn)));
+            // C4/C5: one timed chunk per round trip; Karn: never a retransmitted one (the probe
+            // is dropped when a TSN at or below it is retransmitted).
+            if let Some((pt, sent)) = self.paths[d].rtt_probe {
+                if pt == tsn && tx_count == 1 {
+                    self.paths[d].rto.sample(now - sent);
+                    self.stats.per_dest[d].rtt_samples += 1;
+                    self.paths[d].rtt_probe = None;
+                }
+            }
+        }
+        if !newly.is_empty() {
+            // §8.1: the association counter resets when DATA is acknowledged.
+            self.assoc_errors = 0;
+        }
+        // §8.2: clear the error counter of the destination each acked TSN was last sent to.
+        let mut cleared = vec![false; n];
+        for &i in &newly {
+            cleared[self.queue[i].dest] = true;
+        }
+        for (d, &c) in cleared.iter().enumerate() {
+            if c {
+                self.clear_path_errors(now, d);
+            }
+        }
+        // Drop the cumulatively acked prefix.
+        for _ in 0..upto.min(self.queue.len()) {
+            self.queue.pop_front();
+        }
+        self.cum_ack = s.cum_tsn_ack;
+        // A probe whose chunk left the queue unsampled (it was retransmitted) is stale.
+        for p in &mut self.paths {
+            if p.rtt_probe.is_some_and(|(t, _)| t <= self.cum_ack) {
+                p.rtt_probe = None;
+            }
+        }
+
+        // §6.2.1: rwnd = a_rwnd - bytes in flight.
+        let outstanding: u64 = self
+            .queue
+            .iter()
+            .filter(|c| c.in_flight)
+            .map(|c| c.len as u64)
+            .sum();
+        self.peer_rwnd = (s.a_rwnd as u64).saturating_sub(outstanding);
+
+        // §7.2.1 / §7.2.2: per-destination window growth.
+        let unit = self.cfg.unit();
+        let needs_cum = self.cfg.profile == Profile::Rfc4960;
+        for d in 0..n {
+            let a = acked_bytes[d];
+            if a == 0 || (needs_cum && !cum_advanced) {
+                continue;
+            }
+            let p = &mut self.paths[d];
+            let full = flight_before[d] >= p.cwnd;
+            if p.cwnd <= p.ssthresh {
+                if full && !in_fr_at_arrival {
+                    p.cwnd += a.min(unit);
+                }
+            } else {
+                p.pba += a;
+                if p.pba >= p.cwnd && full {
+                    p.pba -= p.cwnd;
+                    p.cwnd += unit;
+                } else if p.pba > p.cwnd && !full {
+                    p.pba = p.cwnd;
+                }
+            }
+        }
+        if self.paths.iter().all(|p| p.flight == 0)
+            && self.queue.iter().all(|c| c.mark == Mark::None)
+        {
+            for p in &mut self.paths {
+                p.pba = 0;
+            }
+        }
+
+        // §7.2.4 Fast Recovery exit point.
+        if self.fast_recovery.is_some_and(|x| self.cum_ack >= x) {
+            self.fast_recovery = None;
+        }
+
+        // §7.2.4 miss indications (HTNA): below the highest newly acked TSN; in Fast Recovery
+        // with the cumulative ack advancing, every TSN reported missing.
+        let highest_gap = s.gap_tsns().max();
+        let limit = if in_fr_at_arrival && cum_advanced {
+            highest_gap
+        } else {
+            htna
+        };
+        let mut fast: Vec<usize> = Vec::new();
+        if let Some(lim) = limit {
+            for (i, c) in self.queue.iter_mut().enumerate() {
+                if c.tsn >= lim {
+                    break;
+                }
+                if c.acked || !c.in_flight || c.fast_rtx_done {
+                    continue;
+                }
+                c.miss += 1;
+                if c.miss >= 3 {
+                    fast.push(i);
+                }
+            }
+        }
+        if !fast.is_empty() {
+            self.fast_retransmit(now, &fast);
+        }
+
+        // §6.3.2 R2 / R3.
+        for (d, lb) in lowest_before.into_iter().enumerate() {
+            if self.paths[d].flight_chunks == 0 {
+                self.paths[d].t3 = None;
+            } else if let Some(t) = lb {
+                if t <= self.cum_ack || self.idx_of(t).is_some_and(|i| self.queue[i].acked) {
+                    self.restart_t3(now, d);
+                }
+            }
+        }
+
+        // §6.1 D, RFC 4960 reading: clamp cwnd to flightsize + Max.Burst·unit.
+        if let (Some(mb), MaxBurstMode::ClampCwnd) = (self.cfg.max_burst, self.cfg.max_burst_mode) {
+            for p in &mut self.paths {
+                let lim = p.flight + mb as u64 * unit;
+                if lim < p.cwnd {
+                    p.cwnd = lim;
+                }
+            }
+        }
+    }
+
+    fn restart_t3(&mut self, now: SimTime, d: usize) {
+        let p = &mut self.paths[d];
+        p.t3 = Some(now + p.rto.rto());
+        p.t3_armed_at = now;
+    }
+
+    /// §7.2.4 on the third miss indication of the chunks at queue indices `fast`.
+    fn fast_retransmit(&mut self, now: SimTime, fast: &[usize]) {
+        let unit = self.cfg.unit();
+        let mut dests = Vec::new();
+        let mut tsns = Vec::new();
+        for &i in fast {
+            let c = &mut self.queue[i];
+            c.mark = Mark::Fast;
+            c.fast_rtx_done = true;
+            c.in_flight = false;
+            let d = c.dest;
+            self.paths[d].flight -= c.size();
+            self.paths[d].flight_chunks -= 1;
+            tsns.push(c.tsn);
+            if !dests.contains(&d) {
+                dests.push(d);
+            }
+        }
+        let first_dest = self.queue[fast[0]].dest;
+        self.stats.fast_retransmits += 1;
+        self.events.push(SctpEvent::FastRetransmit {
+            at: now,
+            dest: first_dest,
+            tsns,
+        });
+        if self.fast_recovery.is_none() {
+            for d in dests {
+                let p = &mut self.paths[d];
+                p.ssthresh = (p.cwnd / 2).max(4 * unit);
+                p.cwnd = p.ssthresh;
+                p.pba = 0;
+            }
+            // The highest outstanding TSN is the exit point.
+            self.fast_recovery = Some(self.next_tsn - 1);
+            let target = self.fast_target(first_dest);
+            self.forced.push_back((target, Mark::Fast));
+        }
+    }
+
+    /// §6.4: fast retransmissions go where the original went, unless it is inactive.
+    fn fast_target(&self, last: usize) -> usize {
+        if self.paths[last].state == PathState::Inactive {
+            self.data_dest
+        } else {
+            last
+        }
+    }
+
+    /// §6.3.3 E1-E3 for destination `d`.
+    pub(crate) fn on_t3(&mut self, now: SimTime, d: usize) {
+        self.paths[d].t3 = None;
+        if self.paths[d].flight_chunks == 0 {
+            return;
+        }
+        let unit = self.cfg.unit();
+        let rto = self.paths[d].rto.rto();
+        let armed_at = self.paths[d].t3_armed_at;
+        self.stats.t3_expiries += 1;
+        self.stats.per_dest[d].t3_expiries += 1;
+        {
+            let p = &mut self.paths[d];
+            // E1.
+            p.ssthresh = (p.cwnd / 2).max(4 * unit);
+            p.cwnd = unit;
+            p.pba = 0;
+            // E2.
+            p.rto.backoff();
+            p.rtt_probe = None;
+        }
+        // Not in the RFC: a timeout ends Fast Recovery (as usrsctp and Linux do).
+        self.fast_recovery = None;
+        let mut marked = Vec::new();
+        for c in self.queue.iter_mut() {
+            if c.in_flight && c.dest == d {
+                c.in_flight = false;
+                c.mark = Mark::T3;
+                marked.push(MarkedTsn {
+                    tsn: c.tsn,
+                    tx_id: c.last_tx_id,
+                    sent_at: c.sent_at,
+                });
+            }
+        }
+        self.paths[d].flight = 0;
+        self.paths[d].flight_chunks = 0;
+        // §8.2 / §8.1 error counters, which may fail the path, switch the primary or end the
+        // association.
+        self.path_error(now, d, true);
+        if self.state == crate::endpoint::AssocState::Failed {
+            return;
+        }
+        // E3: the earliest chunks that fit one packet, to an alternate destination.
+        let rtx_dest = self.rtx_target(d);
+        let room = self.packet_room();
+        let mut used = 0;
+        let mut k = 0;
+        for m in &marked {
+            let sz = self.queue[self.idx_of(m.tsn).unwrap()].size() as usize;
+            if used + sz > room {
+                break;
+            }
+            used += sz;
+            k += 1;
+        }
+        self.forced.push_back((rtx_dest, Mark::T3));
+        self.events.push(SctpEvent::T3Expiry(T3Record {
+            at: now,
+            dest: d,
+            armed_at,
+            rto,
+            rtx_dest,
+            tsns: marked,
+            k,
+            errors: self.paths[d].errors,
+        }));
+    }
+
+    /// Where a chunk marked for retransmission goes.
+    fn target_of(&self, c: &TxChunk) -> usize {
+        match c.mark {
+            Mark::Fast => self.fast_target(c.dest),
+            _ => self.rtx_target(c.dest),
+        }
+    }
+
+    /// §6.1: forced retransmissions (E3, the first fast-retransmit packet) ignore cwnd; other
+    /// marked chunks go as cwnd allows; then new data to the data destination.
+    pub(crate) fn next_data_packet(&mut self, now: SimTime) -> Option<(usize, Packet)> {
+        while let Some((dest, kind)) = self.forced.pop_front() {
+            let idxs = self.collect_marked(|c| c.mark == kind, None);
+            if !idxs.is_empty() {
+                return Some((dest, self.transmit(now, dest, &idxs)));
+            }
+        }
+        // Marked chunks, as cwnd allows (rule B: one packet may overbook by < 1 chunk).
+        let mut blocked = vec![false; self.paths.len()];
+        let first = self
+            .queue
+            .iter()
+            .filter(|c| c.mark != Mark::None)
+            .map(|c| (c.tsn, self.target_of(c)))
+            .collect::<Vec<_>>();
+        for (tsn, t) in first {
+            if blocked[t] {
+                continue;
+            }
+            if self.paths[t].flight < self.paths[t].cwnd {
+                let idxs = self.collect_marked(|c| c.mark != Mark::None, Some((t, tsn)));
+                return Some((t, self.transmit(now, t, &idxs)));
+            }
+            blocked[t] = true;
+        }
+        // New data.
+        let d = self.data_dest;
+        if blocked[d] {
+            return None;
+        }
+        self.idle_cwnd_validation(now, d);
+        let p = &self.paths[d];
+        if p.flight >= p.cwnd || self.burst_left[d] == 0 {
+            return None;
+        }
+        let room = self.packet_room();
+        let payload = self.cfg.chunk_payload() as u64;
+        let total_flight: u64 = self.paths.iter().map(|p| p.flight).sum();
+        let mut used = 0usize;
+        let mut n = 0;
+        let mut rwnd = self.peer_rwnd;
+        let mut chunked = self.app_chunked;
+        loop {
+            let left = self
+                .app_total
+                .map_or(u64::MAX, |t| t.saturating_sub(chunked));
+            if left == 0 {
+                break;
+            }
+            let len = left.min(payload);
+            let sz = crate::packet::DATA_HEADER + crate::packet::pad4(len as usize);
+            if used + sz > room {
+                break;
+            }
+            // §6.1 A: within the peer's rwnd, except one chunk when nothing is in flight.
+            if len > rwnd && !(n == 0 && total_flight == 0) {
+                break;
+            }
+            rwnd = rwnd.saturating_sub(len);
+            used += sz;
+            chunked += len;
+            n += 1;
+        }
+        if n == 0 {
+            return None;
+        }
+        let mut idxs = Vec::with_capacity(n);
+        for _ in 0..n {
+            let left = self.app_total.map_or(u64::MAX, |t| t - self.app_chunked);
+            let len = left.min(payload) as u32;
+            self.queue.push_back(TxChunk {
+                tsn: self.next_tsn,
+                len,
+                offset: self.app_chunked,
+                dest: d,
+                tx_count: 0,
+                last_tx_id: 0,
+                sent_at: now,
+                acked: false,
+                in_flight: false,
+                mark: Mark::None,
+                miss: 0,
+                fast_rtx_done: false,
+            });
+            self.next_tsn += 1;
+            self.app_chunked += len as u64;
+            idxs.push(self.queue.len() - 1);
+        }
+        self.burst_left[d] -= 1;
+        Some((d, self.transmit(now, d, &idxs)))
+    }
+
+    /// Queue indices of marked chunks matching `pred` that fit one packet, ascending; with
+    /// `only = Some((dest, first_tsn))` just those targeted at `dest` from `first_tsn` on.
+    fn collect_marked(
+        &self,
+        pred: impl Fn(&TxChunk) -> bool,
+        only: Option<(usize, u64)>,
+    ) -> Vec<usize> {
+        let room = self.packet_room();
+        let mut used = 0;
+        let mut v = Vec::new();
+        for (i, c) in self.queue.iter().enumerate() {
+            if c.acked || !pred(c) {
+                continue;
+            }
+            if let Some((t, first)) = only {
+                if c.tsn < first || self.target_of(c) != t {
+                    continue;
+                }
+            }
+            let sz = c.size() as usize;
+            if used + sz > room {
+                break;
+            }
+            used += sz;
+            v.push(i);
+        }
+        v
+    }
+
+    /// §7.2.1: while a destination sends nothing, halve its cwnd (floor 4 units) once per RTO,
+    /// ssthresh = cwnd before the first halving. Applied lazily when data is next sent.
+    fn idle_cwnd_validation(&mut self, now: SimTime, d: usize) {
+        if !self.cfg.cwnd_validation {
+            return;
+        }
+        let unit = self.cfg.unit();
+        let p = &mut self.paths[d];
+        let Some(last) = p.last_data_sent else {
+            return;
+        };
+        if p.flight > 0 {
+            return;
+        }
+        let rto = p.rto.rto().as_nanos().max(1);
+        let k = (now - last).as_nanos() / rto;
+        for _ in 0..k.min(64) {
+            let floor = 4 * unit;
+            if p.cwnd <= floor {
+                break;
+            }
+            if !p.idle_adjusted {
+                p.ssthresh = p.cwnd;
+                p.idle_adjusted = true;
+            }
+            p.cwnd = (p.cwnd / 2).max(floor);
+        }
+    }
+
+    /// Sends the chunks at queue indices `idxs` to `d` in one packet.
+    fn transmit(&mut self, now: SimTime, d: usize, idxs: &[usize]) -> Packet {
+        let mut chunks = Vec::with_capacity(idxs.len());
+        let mut min_rtx: Option<u64> = None;
+        for &i in idxs {
+            let tx_id = self.next_tx_id;
+            self.next_tx_id += 1;
+            let c = &mut self.queue[i];
+            let rtx = c.tx_count > 0;
+            if rtx {
+                self.stats.retransmitted_chunks += 1;
+                self.stats.per_dest[d].retransmitted_chunks += 1;
+                match c.mark {
+                    Mark::Fast => self.stats.fast_retransmitted_chunks += 1,
+                    _ => self.stats.t3_retransmitted_chunks += 1,
+                }
+                min_rtx = Some(min_rtx.map_or(c.tsn, |m: u64| m.min(c.tsn)));
+            }
+            c.dest = d;
+            c.tx_count += 1;
+            c.last_tx_id = tx_id;
+            c.sent_at = now;
+            c.in_flight = true;
+            c.mark = Mark::None;
+            c.miss = 0;
+            let size = c.size();
+            self.stats.data_chunks_sent += 1;
+            self.stats.payload_bytes_sent += c.len as u64;
+            self.stats.per_dest[d].data_chunks_sent += 1;
+            if !rtx {
+                self.peer_rwnd = self.peer_rwnd.saturating_sub(c.len as u64);
+            }
+            chunks.push(Chunk::Data(DataChunk {
+                tsn: c.tsn,
+                stream: 0,
+                ssn: (c.tsn.wrapping_sub(1) & 0xffff) as u16,
+                ppid: 0,
+                payload_len: c.len,
+                offset: c.offset,
+                tx_id,
+                retransmission: c.tx_count - 1,
+            }));
+            let p = &mut self.paths[d];
+            p.flight += size;
+            p.flight_chunks += 1;
+            if !rtx && p.rtt_probe.is_none() {
+                p.rtt_probe = Some((self.queue[i].tsn, now));
+            }
+        }
+        // C5 (second sentence): no sample from a TSN at or above a retransmitted one.
+        if let Some(m) = min_rtx {
+            for p in &mut self.paths {
+                if p.rtt_probe.is_some_and(|(t, _)| t >= m) {
+                    p.rtt_probe = None;
+                }
+            }
+        }
+        let p = &mut self.paths[d];
+        p.last_data_sent = Some(now);
+        p.idle_adjusted = false;
+        // R1: start T3 if not running, with the (backed-off) RTO of this destination.
+        if p.t3.is_none() {
+            p.t3 = Some(now + p.rto.rto());
+            p.t3_armed_at = now;
+        }
+        self.stats.data_packets_sent += 1;
+        Packet { chunks }
+    }
+}

@@ -1,0 +1,288 @@
+//! Scripted packet tests: hand-written chunks into one endpoint, assertions on what comes out.
+
+mod common;
+use common::ms;
+
+use spikelab_core::SimTime;
+use spikelab_sctp::{
+    Chunk, DataChunk, DataSource, Endpoint, Packet, Role, SackChunk, SctpConfig, SctpEvent,
+};
+
+/// A client (bulk sender, unlimited) established by hand at 20 ms (handshake RTT 10 ms).
+fn client(cfg: SctpConfig) -> Endpoint {
+    let mut a = Endpoint::new(cfg, Role::Client, DataSource::Bulk(None), 1);
+    a.connect(ms(0));
+    let (d, p) = a.poll_transmit(ms(0)).unwrap();
+    assert!(matches!(p.chunks[0], Chunk::Init { .. }));
+    let ia = Chunk::InitAck {
+        n_addrs: 2,
+        extra: 0,
+        cookie_len: 8,
+    };
+    a.on_packet(ms(10), d, &Packet::single(ia));
+    let (d, p) = a.poll_transmit(ms(10)).unwrap();
+    assert!(matches!(p.chunks[0], Chunk::CookieEcho { .. }));
+    a.on_packet(ms(20), d, &Packet::single(Chunk::CookieAck));
+    assert_eq!(a.state(), spikelab_sctp::AssocState::Established);
+    assert_eq!(
+        a.stats().setup_time,
+        Some(spikelab_core::SimDuration::from_millis(20))
+    );
+    a
+}
+
+fn server(cfg: SctpConfig) -> Endpoint {
+    let mut b = Endpoint::new(cfg, Role::Server, DataSource::None, 2);
+    b.on_packet(
+        ms(0),
+        0,
+        &Packet::single(Chunk::CookieEcho { cookie_len: 8 }),
+    );
+    let (_, p) = b.poll_transmit(ms(0)).unwrap();
+    assert_eq!(p.chunks[0], Chunk::CookieAck);
+    assert!(b.poll_transmit(ms(0)).is_none());
+    b
+}
+
+fn data(tsn: u64) -> Packet {
+    Packet::single(Chunk::Data(DataChunk {
+        tsn,
+        stream: 0,
+        ssn: 0,
+        ppid: 0,
+        payload_len: 100,
+        offset: (tsn - 1) * 100,
+        tx_id: tsn,
+        retransmission: 0,
+    }))
+}
+
+fn sack(cum: u64, gaps: &[(u32, u32)]) -> Packet {
+    Packet::single(Chunk::Sack(SackChunk {
+        cum_tsn_ack: cum,
+        a_rwnd: 1 << 20,
+        gap_blocks: gaps.to_vec(),
+        dup_tsns: vec![],
+    }))
+}
+
+/// Feeds one DATA packet; returns the SACK sent at once, if any.
+fn feed(b: &mut Endpoint, t: SimTime, tsn: u64) -> Option<SackChunk> {
+    b.on_packet(t, 1, &data(tsn));
+    b.poll_transmit(t).map(|(d, p)| {
+        assert_eq!(d, 1, "the SACK goes back where the DATA came from");
+        p.sack().unwrap().clone()
+    })
+}
+
+#[test]
+fn receiver_reports_gap_blocks_and_duplicates() {
+    let mut b = server(SctpConfig::rfc9260(2));
+    assert!(feed(&mut b, ms(100), 1).is_none(), "delayed");
+    assert_eq!(b.next_timer(), Some(ms(300)), "within SACK.Delay 200 ms");
+    let s = feed(&mut b, ms(110), 3).expect("a gap: SACK at once");
+    assert_eq!((s.cum_tsn_ack, s.gap_blocks.clone()), (1, vec![(2, 2)]));
+    let s = feed(&mut b, ms(120), 4).unwrap();
+    assert_eq!(s.gap_blocks, vec![(2, 3)]);
+    let s = feed(&mut b, ms(130), 6).unwrap();
+    assert_eq!(s.gap_blocks, vec![(2, 3), (5, 5)]);
+    assert!(s.dup_tsns.is_empty());
+    let s = feed(&mut b, ms(140), 3).expect("a duplicate: SACK at once");
+    assert_eq!(s.gap_blocks, vec![(2, 3), (5, 5)]);
+    assert_eq!(s.dup_tsns, vec![3]);
+    let p = Packet::single(Chunk::Sack(s.clone()));
+    assert_eq!(p.wire_size(), 12 + 16 + 8 + 4);
+    assert_eq!(p.wire_size_ip(), 12 + 16 + 8 + 4 + 20);
+    let s = feed(&mut b, ms(150), 2).unwrap();
+    assert_eq!((s.cum_tsn_ack, s.gap_blocks.clone()), (4, vec![(2, 2)]));
+    assert!(s.dup_tsns.is_empty(), "reported once");
+    let s = feed(&mut b, ms(160), 5).expect("the hole closes: SACK at once");
+    assert_eq!((s.cum_tsn_ack, s.gap_blocks.len()), (6, 0));
+    assert_eq!(s.a_rwnd, b.config().recv_buffer);
+    // Back to every second packet.
+    assert!(feed(&mut b, ms(170), 7).is_none());
+    assert_eq!(feed(&mut b, ms(180), 8).unwrap().cum_tsn_ack, 8);
+    // And the timer.
+    assert!(feed(&mut b, ms(200), 9).is_none());
+    b.on_timer(ms(400));
+    let (_, p) = b.poll_transmit(ms(400)).unwrap();
+    assert_eq!(p.sack().unwrap().cum_tsn_ack, 9);
+    let r = b.receiver_stats();
+    assert_eq!(
+        (r.delivered_bytes, r.order_violations, r.duplicate_chunks),
+        (900, 0, 1)
+    );
+    assert!(b.has_received(9) && !b.has_received(10));
+}
+
+#[test]
+fn a_rwnd_shrinks_with_out_of_order_data_and_full_buffer_drops() {
+    let cfg = SctpConfig {
+        recv_buffer: 250,
+        message_size: Some(100),
+        ..SctpConfig::rfc9260(2)
+    };
+    let mut b = server(cfg);
+    let s = feed(&mut b, ms(1), 2).unwrap();
+    assert_eq!(s.a_rwnd, 150);
+    let s = feed(&mut b, ms(2), 3).unwrap();
+    assert_eq!(s.a_rwnd, 50);
+    let s = feed(&mut b, ms(3), 4).unwrap();
+    assert_eq!(s.gap_blocks, vec![(2, 3)], "TSN 4 dropped: no room");
+    assert_eq!(b.receiver_stats().dropped_chunks, 1);
+}
+
+/// Sends everything the client may send now; returns (dest, tsns, retransmission flags).
+fn drain(a: &mut Endpoint, t: SimTime) -> Vec<(usize, Vec<(u64, u32)>)> {
+    let mut v = Vec::new();
+    while let Some((d, p)) = a.poll_transmit(t) {
+        v.push((d, p.data().map(|c| (c.tsn, c.retransmission)).collect()));
+    }
+    v
+}
+
+#[test]
+fn full_data_packet_carries_1452_bytes_at_mtu_1500() {
+    let mut a = client(SctpConfig::rfc9260(1));
+    let (_, p) = a.poll_transmit(ms(20)).unwrap();
+    assert_eq!(p.data().next().unwrap().payload_len, 1500 - 20 - 12 - 16);
+    assert_eq!(p.wire_size_ip(), 1500);
+    // IW (RFC 9260 §7.2.1) = min(4·1468, max(2·1468, 4404)) = 4404: three full chunks.
+    assert_eq!(a.path(0).cwnd, 4404);
+    assert_eq!(drain(&mut a, ms(20)).len(), 2);
+}
+
+#[test]
+fn fast_retransmit_on_the_third_miss_indication_not_the_second() {
+    let cfg = SctpConfig {
+        iw_floor: 100_000, // IW = 4 PMDCS: four packets out
+        max_burst: None,
+        ..SctpConfig::rfc9260(2)
+    };
+    let mut a = client(cfg);
+    let out = drain(&mut a, ms(20));
+    assert_eq!(out.len(), 4);
+    assert!(out.iter().all(|(d, _)| *d == 0));
+    let cwnd0 = a.path(0).cwnd;
+    let unit = 1468;
+    for (k, gaps) in [vec![(2, 2)], vec![(2, 3)]].into_iter().enumerate() {
+        a.on_packet(ms(40 + k as u64), 0, &sack(0, &gaps));
+        let sent = drain(&mut a, ms(40 + k as u64));
+        assert!(
+            sent.iter().all(|(_, c)| c.iter().all(|x| x.1 == 0)),
+            "no retransmission after {} miss indications",
+            k + 1
+        );
+        assert!(!a.in_fast_recovery());
+    }
+    a.on_packet(ms(50), 0, &sack(0, &[(2, 4)]));
+    let sent = drain(&mut a, ms(50));
+    assert_eq!(
+        sent[0],
+        (0, vec![(1, 1)]),
+        "TSN 1 again, to the same destination"
+    );
+    assert_eq!(a.stats().fast_retransmits, 1);
+    assert!(a.in_fast_recovery());
+    assert_eq!(a.path(0).ssthresh, (cwnd0 / 2).max(4 * unit));
+    assert_eq!(a.path(0).cwnd, a.path(0).ssthresh);
+    assert!(a
+        .events()
+        .iter()
+        .any(|e| matches!(e, SctpEvent::FastRetransmit { dest: 0, tsns, .. } if tsns == &vec![1])));
+    // One reduction per window: a further loss inside Fast Recovery does not cut again.
+    let ss = a.path(0).ssthresh;
+    a.on_packet(ms(60), 0, &sack(0, &[(2, 4), (6, 6)]));
+    a.on_packet(ms(61), 0, &sack(0, &[(2, 4), (6, 7)]));
+    a.on_packet(ms(62), 0, &sack(0, &[(2, 4), (6, 8)]));
+    assert_eq!(a.path(0).ssthresh, ss);
+}
+
+#[test]
+fn t3_rtx_sets_ssthresh_cwnd_backs_off_and_retransmits_to_the_alternate() {
+    let cfg = SctpConfig {
+        max_burst: None,
+        ..SctpConfig::rfc9260(2)
+    };
+    let unit = 1468u64;
+    let mut a = client(cfg);
+    // Grow cwnd in slow start until it exceeds 8 units so the halving shows.
+    let mut t = 20;
+    loop {
+        drain(&mut a, ms(t));
+        if a.path(0).cwnd > 8 * unit {
+            break;
+        }
+        t += 30;
+        let top = a.stats().data_chunks_sent;
+        a.on_packet(ms(t), 0, &sack(top, &[]));
+    }
+    let cwnd = a.path(0).cwnd;
+    let rto = a.path(0).rto;
+    let t3 = a.path(0).t3.unwrap();
+    a.on_timer(t3);
+    let p = a.path(0);
+    assert_eq!(p.ssthresh, (cwnd / 2).max(4 * unit), "E1");
+    assert_eq!(p.cwnd, unit, "E1: one PMDCS");
+    assert_eq!(p.rto, rto.saturating_mul(2), "E2");
+    assert_eq!(p.errors, 1);
+    let first = a.cum_ack() + 1;
+    let sent = drain(&mut a, t3);
+    assert_eq!(
+        sent[0],
+        (1, vec![(first, 1)]),
+        "E3: earliest TSN to the alternate"
+    );
+    assert!(a.path(1).t3.is_some(), "R1 on the alternate");
+    let rec = a
+        .events()
+        .iter()
+        .find_map(|e| match e {
+            SctpEvent::T3Expiry(r) => Some(r.clone()),
+            _ => None,
+        })
+        .unwrap();
+    assert_eq!((rec.dest, rec.rtx_dest, rec.k, rec.rto), (0, 1, 1, rto));
+    assert_eq!(rec.tsns[0].tsn, first);
+    assert!(rec.tsns.windows(2).all(|w| w[0].tsn < w[1].tsn));
+    // The new transmission of TSN `first` carries a new transmission number.
+    assert_eq!(
+        a.stats().t3_retransmitted_chunks as usize,
+        sent.iter()
+            .filter(|(d, _)| *d == 1)
+            .map(|(_, c)| c.len())
+            .sum::<usize>()
+    );
+    // New data stays on the primary (still active after one error), one PMDCS.
+    assert!(sent
+        .iter()
+        .any(|(d, c)| *d == 0 && c.iter().all(|x| x.1 == 0)));
+}
+
+#[test]
+fn rfc4960_profile_uses_mtu_units() {
+    let mut a = client(SctpConfig::rfc4960(2));
+    assert_eq!(a.path(0).cwnd, 4380);
+    drain(&mut a, ms(20));
+    let t3 = a.path(0).t3.unwrap();
+    a.on_timer(t3);
+    assert_eq!(a.path(0).cwnd, 1500);
+    assert_eq!(a.path(0).ssthresh, 6000);
+}
+
+#[test]
+fn karn_no_rtt_sample_from_a_retransmitted_chunk() {
+    let mut a = client(SctpConfig::rfc9260(2));
+    drain(&mut a, ms(20));
+    let samples = a.stats().per_dest[0].rtt_samples;
+    let t3 = a.path(0).t3.unwrap();
+    a.on_timer(t3);
+    drain(&mut a, t3);
+    a.on_packet(
+        t3 + spikelab_core::SimDuration::from_millis(5),
+        1,
+        &sack(3, &[]),
+    );
+    assert_eq!(a.stats().per_dest[0].rtt_samples, samples);
+    assert_eq!(a.stats().per_dest[1].rtt_samples, 0);
+}
