@@ -182,6 +182,12 @@ pub enum SctpEvent {
     AssociationFailed {
         at: SimTime,
     },
+    /// An RTT measurement on `dest` (DATA, HEARTBEAT or handshake), after Karn's rule.
+    RttSample {
+        at: SimTime,
+        dest: usize,
+        rtt: SimDuration,
+    },
 }
 
 /// A read-only view of one destination.
@@ -611,9 +617,15 @@ impl Endpoint {
     fn handshake_sample(&mut self, now: SimTime) {
         if self.cfg.handshake_rtt_samples && !self.hs_retransmitted {
             let d = self.hs_dest;
-            self.paths[d].rto.sample(now - self.hs_sent_at);
-            self.stats.per_dest[d].rtt_samples += 1;
+            self.rtt_sample(now, d, now - self.hs_sent_at);
         }
+    }
+
+    /// Feeds one RTT measurement to destination `d`'s estimator and records it.
+    pub(crate) fn rtt_sample(&mut self, now: SimTime, d: usize, rtt: SimDuration) {
+        self.paths[d].rto.sample(rtt);
+        self.stats.per_dest[d].rtt_samples += 1;
+        self.events.push(SctpEvent::RttSample { at: now, dest: d, rtt });
     }
 
     pub(crate) fn new_send_opportunity(&mut self) {
@@ -733,9 +745,7 @@ impl Endpoint {
             return;
         }
         // §8.3: RTT sample from the carried time; clear the counters; mark active.
-        let rtt = now.since(SimTime(h.sent_ns));
-        self.paths[d].rto.sample(rtt);
-        self.stats.per_dest[d].rtt_samples += 1;
+        self.rtt_sample(now, d, now.since(SimTime(h.sent_ns)));
         self.stats.heartbeats_acked += 1;
         self.stats.per_dest[d].heartbeats_acked += 1;
         if self.paths[d].hb_out.is_some_and(|(n, _)| n == h.nonce) {

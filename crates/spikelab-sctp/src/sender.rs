@@ -71,8 +71,7 @@ impl Endpoint {
             // is dropped when a TSN at or below it is retransmitted).
             if let Some((pt, sent)) = self.paths[d].rtt_probe {
                 if pt == tsn && tx_count == 1 {
-                    self.paths[d].rto.sample(now - sent);
-                    self.stats.per_dest[d].rtt_samples += 1;
+                    self.rtt_sample(now, d, now - sent);
                     self.paths[d].rtt_probe = None;
                 }
             }

@@ -545,6 +545,16 @@ pub struct FlowSpec {
     pub cc: CcSpec,
     #[serde(default)]
     pub tcp: TcpSpec,
+    /// `"tcp"` (default) or `"sctp"`.
+    #[serde(default, skip_serializing_if = "Protocol::is_tcp")]
+    pub protocol: Protocol,
+    /// SCTP: the association's destinations, each a forward and a reverse path (default: one,
+    /// `fwd`/`rev`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub paths: Vec<DestPaths>,
+    /// SCTP: `[flow.sctp]`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sctp: Option<SctpSpec>,
 }
 
 /// Congestion controls the simulator knows.
@@ -723,7 +733,74 @@ impl FlowSpec {
         }
     }
 
+    /// The forward and reverse path of each destination: `paths`, or the flow's `fwd`/`rev`.
+    pub fn destinations(&self) -> Vec<DestPaths> {
+        if self.paths.is_empty() {
+            vec![DestPaths {
+                fwd: self.fwd.clone(),
+                rev: self.rev.clone(),
+            }]
+        } else {
+            self.paths.clone()
+        }
+    }
+
+    /// The SCTP endpoint configuration of an SCTP flow (validated).
+    pub fn sctp_config(&self) -> Option<spikelab_sctp::SctpConfig> {
+        (self.protocol == Protocol::Sctp).then(|| {
+            self.sctp
+                .clone()
+                .unwrap_or_default()
+                .config("", self.destinations().len())
+                .expect("validated")
+        })
+    }
+
+    /// Checks what depends on the protocol: SCTP keys on a TCP flow and TCP keys on an SCTP
+    /// flow are errors, not silently ignored.
+    fn validate_protocol(&self, at: &str) -> Result<()> {
+        match self.protocol {
+            Protocol::Tcp => {
+                check(
+                    self.paths.is_empty(),
+                    format!("{at}.paths"),
+                    "destinations are for SCTP flows (protocol = \"sctp\"); a TCP flow takes fwd and rev",
+                )?;
+                check(
+                    self.sctp.is_none(),
+                    format!("{at}.sctp"),
+                    "[flow.sctp] is for SCTP flows: set protocol = \"sctp\"",
+                )
+            }
+            Protocol::Sctp => {
+                check(
+                    self.cc == CcSpec::default(),
+                    format!("{at}.cc"),
+                    "an SCTP flow has the congestion control of RFC 9260 §7.2; cc is for TCP flows",
+                )?;
+                let given = serde_json::to_value(&self.tcp).ok();
+                check(
+                    given == serde_json::to_value(TcpSpec::default()).ok(),
+                    format!("{at}.tcp"),
+                    "[flow.tcp] is for TCP flows; an SCTP flow's knobs are in [flow.sctp]",
+                )?;
+                check(
+                    self.paths.len() <= 64,
+                    format!("{at}.paths"),
+                    format!("at most 64 destinations, got {}", self.paths.len()),
+                )?;
+                let n = self.destinations().len();
+                self.sctp
+                    .clone()
+                    .unwrap_or_default()
+                    .config(&format!("{at}.sctp"), n)
+                    .map(|_| ())
+            }
+        }
+    }
+
     pub(super) fn validate(&mut self, at: &str) -> Result<()> {
+        self.validate_protocol(at)?;
         self.validate_cc(at)?;
         match self.app.kind {
             AppKind::Bulk => check(

@@ -9,12 +9,14 @@
 mod flows;
 mod overrides;
 mod paths;
+mod sctp;
 #[cfg(test)]
 mod tests;
 
 pub use flows::*;
 pub use overrides::apply_override;
 pub use paths::*;
+pub use sctp::*;
 
 use crate::units::Duration;
 use serde::{Deserialize, Serialize};
@@ -318,9 +320,11 @@ impl Scenario {
         )?;
         // The default path names may be left out: they get the default link.
         for f in &self.flow {
-            for (which, p) in [("fwd", &f.fwd), ("rev", &f.rev)] {
-                if p == which && !self.path.contains_key(p) {
-                    self.path.insert(p.clone(), default_path(which));
+            for d in f.destinations() {
+                for (which, p) in [("fwd", &d.fwd), ("rev", &d.rev)] {
+                    if *p == which && !self.path.contains_key(p) {
+                        self.path.insert(p.clone(), default_path(which));
+                    }
                 }
             }
         }
@@ -405,11 +409,19 @@ impl Scenario {
             }
         }
         for (i, f) in self.flow.iter_mut().enumerate() {
-            for (which, p) in [("fwd", &f.fwd), ("rev", &f.rev)] {
+            let mut ends: Vec<(String, &String)> =
+                vec![(format!("flow[{i}].fwd"), &f.fwd), (format!("flow[{i}].rev"), &f.rev)];
+            if f.protocol == Protocol::Sctp {
+                for (k, d) in f.paths.iter().enumerate() {
+                    ends.push((format!("flow[{i}].paths[{k}].fwd"), &d.fwd));
+                    ends.push((format!("flow[{i}].paths[{k}].rev"), &d.rev));
+                }
+            }
+            for (field, p) in ends {
                 if !self.path.contains_key(p) {
                     let known: Vec<&str> = self.path.keys().map(|s| s.as_str()).collect();
                     return Err(ScenarioError::new(
-                        format!("flow[{i}].{which}"),
+                        field,
                         format!("no path named {p:?} (defined: {})", known.join(", ")),
                     ));
                 }
