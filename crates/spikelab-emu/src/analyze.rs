@@ -197,6 +197,7 @@ impl Rows {
         r.size.push(c.size);
         r.tx.push(c.tx);
         r.cause.push(cause);
+        r.dest.push(-1);
     }
 }
 

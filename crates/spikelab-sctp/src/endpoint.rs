@@ -625,7 +625,11 @@ impl Endpoint {
     pub(crate) fn rtt_sample(&mut self, now: SimTime, d: usize, rtt: SimDuration) {
         self.paths[d].rto.sample(rtt);
         self.stats.per_dest[d].rtt_samples += 1;
-        self.events.push(SctpEvent::RttSample { at: now, dest: d, rtt });
+        self.events.push(SctpEvent::RttSample {
+            at: now,
+            dest: d,
+            rtt,
+        });
     }
 
     pub(crate) fn new_send_opportunity(&mut self) {

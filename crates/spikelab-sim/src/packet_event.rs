@@ -1,7 +1,7 @@
 //! The `event` column of the packets table: its names and their dictionary codes, shared by
 //! the simulator and the emulator's capture analysis so both tables read the same.
 
-pub const NAMES: [&str; 8] = [
+pub const NAMES: [&str; 10] = [
     "send",
     "retransmit",
     "ack",
@@ -10,6 +10,8 @@ pub const NAMES: [&str; 8] = [
     "drop",
     "deliver",
     "tlp",
+    "heartbeat",
+    "control",
 ];
 pub const SEND: i32 = 0;
 pub const RETX: i32 = 1;
@@ -20,6 +22,10 @@ pub const DROP: i32 = 5;
 pub const DELIVER: i32 = 6;
 /// A tail loss probe (RFC 8985 §7.3): new data (`tx` = 0) or a retransmission.
 pub const TLP: i32 = 7;
+/// An SCTP HEARTBEAT or HEARTBEAT-ACK.
+pub const HEARTBEAT: i32 = 8;
+/// An SCTP association set-up chunk (INIT, INIT-ACK, COOKIE-ECHO, COOKIE-ACK) or ABORT.
+pub const CONTROL: i32 = 9;
 
 use crate::table::{ColumnData, Table};
 
@@ -41,6 +47,8 @@ pub struct PacketRows {
     pub size: Vec<i32>,
     pub tx: Vec<i32>,
     pub cause: Vec<i32>,
+    /// SCTP: the destination index of the path pair (-1 for TCP).
+    pub dest: Vec<i32>,
 }
 
 /// Grows a trace column by an eighth (at least 4096 rows) instead of doubling, so a long
@@ -69,6 +77,7 @@ impl PacketRows {
             self.size.reserve_exact(n);
             self.tx.reserve_exact(n);
             self.cause.reserve_exact(n);
+            self.dest.reserve_exact(n);
         }
     }
 
@@ -99,6 +108,7 @@ impl PacketRows {
             size: pick(&self.size, idx),
             tx: pick(&self.tx, idx),
             cause: pick(&self.cause, idx),
+            dest: pick(&self.dest, idx),
         }
     }
 
@@ -122,6 +132,7 @@ impl PacketRows {
         t.push("size", ColumnData::I32(self.size));
         t.push("tx", ColumnData::I32(self.tx));
         t.push("cause", ColumnData::Dict(self.cause, causes));
+        t.push("dest", ColumnData::I32(self.dest));
         t
     }
 }

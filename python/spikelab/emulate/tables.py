@@ -469,6 +469,8 @@ def _timeseries_table(ts: dict[str, list], markers: dict[str, list],
         "value": pa.array(value[order], pa.float64()),
         "seq": pa.array(seq[order], pa.int64()),
         "tx": pa.array(tx[order], pa.int32()),
+        # The SCTP destination of a row (the kernel here runs TCP only).
+        "dest": pa.array(np.full(len(t), -1, np.int32), pa.int32()),
     })
 
 

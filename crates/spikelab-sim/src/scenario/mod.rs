@@ -409,8 +409,25 @@ impl Scenario {
             }
         }
         for (i, f) in self.flow.iter_mut().enumerate() {
-            let mut ends: Vec<(String, &String)> =
-                vec![(format!("flow[{i}].fwd"), &f.fwd), (format!("flow[{i}].rev"), &f.rev)];
+            // An SCTP flow's `paths` replace fwd/rev, which then name its first destination.
+            if f.protocol == Protocol::Sctp && !f.paths.is_empty() {
+                let first = f.paths[0].clone();
+                for (which, given, default) in [
+                    ("fwd", &mut f.fwd, &first.fwd),
+                    ("rev", &mut f.rev, &first.rev),
+                ] {
+                    check(
+                        given == which || given == default,
+                        format!("flow[{i}].{which}"),
+                        "an SCTP flow with paths names its destinations there; leave fwd and rev out",
+                    )?;
+                    *given = default.clone();
+                }
+            }
+            let mut ends: Vec<(String, &String)> = vec![
+                (format!("flow[{i}].fwd"), &f.fwd),
+                (format!("flow[{i}].rev"), &f.rev),
+            ];
             if f.protocol == Protocol::Sctp {
                 for (k, d) in f.paths.iter().enumerate() {
                     ends.push((format!("flow[{i}].paths[{k}].fwd"), &d.fwd));

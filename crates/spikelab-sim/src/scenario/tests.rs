@@ -571,7 +571,10 @@ fn the_walkaway_preset_becomes_profiles_and_its_knobs_are_checked() {
         )
     };
     let sc = parse(
-        &text("\"wlan-walkaway\"", "{ name = \"wlan-walkaway\", p_max = 0.1 }"),
+        &text(
+            "\"wlan-walkaway\"",
+            "{ name = \"wlan-walkaway\", p_max = 0.1 }",
+        ),
         &[],
         Path::new("."),
     )
@@ -589,19 +592,43 @@ fn the_walkaway_preset_becomes_profiles_and_its_knobs_are_checked() {
     assert_round_trips(&sc);
     // A half share halves every sample.
     let half = parse(
-        &text("{ name = \"wlan-walkaway\", share = 0.5 }", "\"wlan-walkaway\""),
+        &text(
+            "{ name = \"wlan-walkaway\", share = 0.5 }",
+            "\"wlan-walkaway\"",
+        ),
         &[],
         Path::new("."),
     )
     .unwrap();
-    assert_eq!(half.path["fwd"].stage[0].preset_rows.as_ref().unwrap()[101][1], 400.0);
+    assert_eq!(
+        half.path["fwd"].stage[0].preset_rows.as_ref().unwrap()[101][1],
+        400.0
+    );
 
     let e = err(&text("\"walkaway\"", "\"wlan-walkaway\""));
-    assert!(e.contains("path.fwd.stage[0].preset") && e.contains("unknown preset"), "{e}");
-    let e = err(&text("{ name = \"wlan-walkaway\", noise = -1 }", "\"wlan-walkaway\""));
+    assert!(
+        e.contains("path.fwd.stage[0].preset") && e.contains("unknown preset"),
+        "{e}"
+    );
+    let e = err(&text(
+        "{ name = \"wlan-walkaway\", noise = -1 }",
+        "\"wlan-walkaway\"",
+    ));
     assert!(e.contains("path.fwd.stage[0].preset.noise"), "{e}");
-    let e = err(&text("{ name = \"wlan-walkaway\", p_max = 0.2 }", "\"wlan-walkaway\""));
-    assert!(e.contains("path.fwd.stage[0].preset.p_max") && e.contains("not a knob"), "{e}");
-    let e = err(&text("\"wlan-walkaway\"", "{ name = \"wlan-walkaway\", p_max = 2 }"));
-    assert!(e.contains("path.fwd.stage[1].preset.p_max") && e.contains("probability"), "{e}");
+    let e = err(&text(
+        "{ name = \"wlan-walkaway\", p_max = 0.2 }",
+        "\"wlan-walkaway\"",
+    ));
+    assert!(
+        e.contains("path.fwd.stage[0].preset.p_max") && e.contains("not a knob"),
+        "{e}"
+    );
+    let e = err(&text(
+        "\"wlan-walkaway\"",
+        "{ name = \"wlan-walkaway\", p_max = 2 }",
+    ));
+    assert!(
+        e.contains("path.fwd.stage[1].preset.p_max") && e.contains("probability"),
+        "{e}"
+    );
 }

@@ -1,6 +1,6 @@
 //! The simulated world: paths, flows, the event loop, ground truth, metrics and traces.
 
-use crate::scenario::{AppKind, LossKind, Scenario, StageKind, StageSpec, TraceLevel};
+use crate::scenario::{AppKind, LossKind, Protocol, Scenario, StageKind, StageSpec, TraceLevel};
 use crate::table::{ColumnData, Table};
 use crate::truth::Truth;
 use spikelab_core::{Arena, ArenaId, EventQueue, Rng, SimDuration, SimTime};
@@ -173,10 +173,18 @@ struct Pkt {
     /// Transmission number of these bytes (0 = original); -1 for ACKs.
     tx: i32,
     size: u32,
+    /// An SCTP packet (`flow` then indexes the associations): its chunks and destination.
+    sctp: Option<Box<sctp::SctpPkt>>,
 }
+
+mod sctp;
 
 enum Ev {
     Start(u32),
+    /// An SCTP association's client sends its INIT.
+    AssocStart(u32),
+    /// A timer of an association's endpoint A (`false`) or B (`true`).
+    AssocTimer(u32, bool),
     /// The packet leaves stages `from..=to` of its path at this instant (their passage was
     /// computed when it entered them): their rows in the packets trace, and, when `cont`, the
     /// packet goes on through the stages after `to` (which does not keep order) from now.
@@ -251,6 +259,8 @@ struct EpisodeRec {
 }
 
 struct FlowRt {
+    /// The flow's index in the scenario.
+    id: u32,
     fwd: u16,
     rev: u16,
     start: SimTime,
@@ -326,7 +336,7 @@ impl RttHist {
     }
 }
 
-const VAR_NAMES: [&str; 19] = [
+const VAR_NAMES: [&str; 28] = [
     "cwnd",
     "ssthresh",
     "srtt",
@@ -346,6 +356,15 @@ const VAR_NAMES: [&str; 19] = [
     "verdict_frto",
     "verdict_linux",
     "undo",
+    "failover",
+    "dest_cwnd",
+    "dest_ssthresh",
+    "dest_srtt",
+    "dest_rttvar",
+    "dest_rto",
+    "dest_state",
+    "dest_errors",
+    "dest_flight",
 ];
 const N_VARS: usize = 9;
 const VAR_RTT_SAMPLE: i32 = 9;
@@ -355,6 +374,10 @@ const VAR_FAST_RETX: i32 = 12;
 /// `verdict_<detector>`: `VAR_VERDICT + DetectorKind as i32`.
 const VAR_VERDICT: i32 = 14;
 const VAR_UNDO: i32 = VAR_VERDICT + N_DETECTORS as i32;
+/// An SCTP failover: value = the new data destination, `dest` = the one left.
+const VAR_FAILOVER: i32 = VAR_UNDO + 1;
+/// The first per-destination variable (`sctp::DEST_VAR_NAMES`), `dest` = the destination.
+const VAR_DEST: i32 = VAR_FAILOVER + 1;
 /// Detectors scored per flow.
 const N_DETECTORS: usize = DetectorKind::ALL.len();
 
@@ -396,13 +419,30 @@ struct Markers {
     rows: SeriesTrace,
     seq: Vec<i64>,
     tx: Vec<i32>,
+    /// The SCTP destination a row is about (-1: none).
+    dest: Vec<i32>,
 }
 
 impl Markers {
     fn mark(&mut self, t: SimTime, flow: u32, var: i32, value: f64, seq: i64, tx: i32) {
+        self.mark_dest(t, flow, var, value, seq, tx, -1);
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn mark_dest(
+        &mut self,
+        t: SimTime,
+        flow: u32,
+        var: i32,
+        value: f64,
+        seq: i64,
+        tx: i32,
+        dest: i32,
+    ) {
         self.rows.push(t, flow, var, value);
         self.seq.push(seq);
         self.tx.push(tx);
+        self.dest.push(dest);
     }
 }
 
@@ -418,11 +458,15 @@ pub struct World {
     /// (path name, stage name) of every stage, in flat order.
     global_stages: Vec<(String, String)>,
     flows: Vec<FlowRt>,
+    /// SCTP flows.
+    assocs: Vec<sctp::AssocRt>,
     packets: Arena<Pkt>,
     next_pkt: u64,
     events: u64,
     ptrace: PacketRows,
     series: SeriesTrace,
+    /// Per-destination time series of SCTP associations (with their `dest`).
+    dest_series: Markers,
     /// Upper bound on packets-trace rows (`sim.max_packets_rows`).
     max_packets_rows: u64,
     /// Set when a bound was exceeded; ends the run with this error.
@@ -555,11 +599,34 @@ impl World {
         }
         let n_global = global_stages.len();
         let mut queue = EventQueue::with_capacity(4096);
+        let idx = |p: &str| path_names.iter().position(|n| n == p).expect("resolved") as u16;
+        let mut assocs = Vec::new();
+        for (i, f) in sc.flow.iter().enumerate() {
+            if f.protocol != Protocol::Sctp {
+                continue;
+            }
+            let start = SimTime(f.start.0.as_nanos() + start_jitter(seed, i, f));
+            queue.push_keyed(
+                start,
+                tie_key(KEY_START, i as u32, 0, 0),
+                Ev::AssocStart(assocs.len() as u32),
+            );
+            let dests = f
+                .destinations()
+                .iter()
+                .map(|d| (idx(&d.fwd), idx(&d.rev)))
+                .collect();
+            assocs.push(sctp::AssocRt::new(
+                i as u32, f, start, dests, seed, n_global,
+            ));
+        }
         let flows = sc
             .flow
             .iter()
             .enumerate()
-            .map(|(i, f)| {
+            .filter(|(_, f)| f.protocol == Protocol::Tcp)
+            .enumerate()
+            .map(|(local, (i, f))| {
                 let cfg = f.tcp_config();
                 let total = match f.app.kind {
                     AppKind::Bulk => None,
@@ -569,11 +636,10 @@ impl World {
                 queue.push_keyed(
                     start,
                     tie_key(KEY_START, i as u32, 0, 0),
-                    Ev::Start(i as u32),
+                    Ev::Start(local as u32),
                 );
-                let idx =
-                    |p: &str| path_names.iter().position(|n| n == p).expect("resolved") as u16;
                 FlowRt {
+                    id: i as u32,
                     fwd: idx(&f.fwd),
                     rev: idx(&f.rev),
                     start,
@@ -607,11 +673,13 @@ impl World {
             stage_names,
             global_stages,
             flows,
+            assocs,
             packets: Arena::with_capacity(4096),
             next_pkt: 0,
             events: 0,
             ptrace: PacketRows::default(),
             series: SeriesTrace::default(),
+            dest_series: Markers::default(),
             max_packets_rows: sc.sim.max_packets_rows,
             failure: None,
             test_panic: std::env::var_os("SPIKELAB_TEST_PANIC").is_some(),
@@ -706,6 +774,8 @@ impl World {
                     self.flows[f as usize].last_progress = t;
                     self.pump_sender(f);
                 }
+                Ev::AssocStart(a) => self.assoc_start(a),
+                Ev::AssocTimer(a, b) => self.assoc_timer(a, b),
                 Ev::Hop {
                     pkt,
                     from,
@@ -773,7 +843,11 @@ impl World {
     fn stream_chunks(&mut self, ctl: Option<&RunControl>, rows: usize) {
         let Some(ctl) = ctl else { return };
         if self.series.t.len() >= rows {
-            let data = series_table(std::mem::take(&mut self.series), Markers::default());
+            let data = series_table(
+                std::mem::take(&mut self.series),
+                Markers::default(),
+                std::mem::take(&mut self.dest_series),
+            );
             ctl.give(Chunk {
                 table: "timeseries",
                 data,
@@ -816,7 +890,12 @@ impl World {
         let tr = &mut self.ptrace;
         tr.reserve_row();
         tr.t.push(self.now.as_nanos() as i64);
-        tr.flow.push(p.flow as i32);
+        let (flow, dest) = match &p.sctp {
+            Some(s) => (self.assocs[p.flow as usize].id, s.dest as i32),
+            None => (self.flows[p.flow as usize].id, -1),
+        };
+        tr.flow.push(flow as i32);
+        tr.dest.push(dest);
         tr.pkt.push(p.id as i64);
         tr.event.push(event);
         tr.path.push(p.path as i32);
@@ -842,6 +921,7 @@ impl World {
             size: seg.wire_size(),
             seg,
             tx,
+            sctp: None,
         });
         self.next_pkt += 1;
         self.trace_pkt(id, event, -1, -1);
@@ -875,7 +955,11 @@ impl World {
         let (path, pseq) = (p.path as usize, p.pseq);
         let info = PacketInfo {
             wire_size: p.size,
-            data_seq: (p.dir == Dir::Data && !p.seg.syn).then_some(p.seg.seq),
+            // The deterministic loss model's `seqs`: TCP bytes, SCTP TSNs.
+            data_seq: match &p.sctp {
+                Some(s) => s.pkt.data().next().map(|d| d.tsn),
+                None => (p.dir == Dir::Data && !p.seg.syn).then_some(p.seg.seq),
+            },
         };
         let n = self.paths[path].stages.len();
         let now = self.now;
@@ -983,6 +1067,10 @@ impl World {
         self.trace_pkt(id, EV_DROP, stage as i32, code);
         let p = self.packets.remove(id);
         let g = self.paths[p.path as usize].first_global + stage;
+        if p.sctp.is_some() {
+            self.assocs[p.flow as usize].drops[g] += 1;
+            return;
+        }
         let f = &mut self.flows[p.flow as usize];
         f.drops[g] += 1;
         if p.dir == Dir::Data && !p.seg.syn {
@@ -994,6 +1082,10 @@ impl World {
     fn deliver(&mut self, id: ArenaId) {
         self.trace_pkt(id, EV_DELIVER, -1, -1);
         let p = self.packets.remove(id);
+        if p.sctp.is_some() {
+            self.deliver_sctp(p);
+            return;
+        }
         let now = self.now;
         let fi = p.flow;
         let f = &mut self.flows[fi as usize];
@@ -1013,7 +1105,7 @@ impl World {
                     f.longest_stall = f.longest_stall.max(now - f.last_progress);
                     f.last_progress = now;
                     if self.level >= TraceLevel::Timeseries {
-                        self.series.push(now, fi, VAR_RCV_NXT, rcv_nxt as f64);
+                        self.series.push(now, f.id, VAR_RCV_NXT, rcv_nxt as f64);
                     }
                 }
                 self.pump_receiver(fi);
@@ -1028,7 +1120,7 @@ impl World {
                 if let Some(r) = f.snd.last_rtt_sample() {
                     f.rtt_hist.add(r);
                     if self.level >= TraceLevel::Timeseries {
-                        self.series.push(now, fi, VAR_RTT_SAMPLE, r.as_secs_f64());
+                        self.series.push(now, f.id, VAR_RTT_SAMPLE, r.as_secs_f64());
                     }
                 }
                 self.pump_sender(fi);
@@ -1126,7 +1218,7 @@ impl World {
             if f.last_vars[i] != bits {
                 f.last_vars[i] = bits;
                 if !v.is_nan() {
-                    self.series.push(self.now, fi, i as i32, *v);
+                    self.series.push(self.now, f.id, i as i32, *v);
                 }
             }
         }
@@ -1139,13 +1231,19 @@ impl World {
         let mut runs = RunsBuilder::default();
         // The run's span: from the first flow's start to the end, or to the last completion
         // when every flow is a finished transfer.
-        let first = self.flows.iter().map(|f| f.start).min().unwrap_or(end);
-        let last = if self.flows.iter().all(|f| f.completed.is_some()) {
-            self.flows
-                .iter()
-                .filter_map(|f| f.completed)
-                .max()
-                .unwrap_or(end)
+        let starts = self.flows.iter().map(|f| f.start);
+        let first = starts
+            .chain(self.assocs.iter().map(|a| a.start()))
+            .min()
+            .unwrap_or(end);
+        let completions: Vec<Option<SimTime>> = self
+            .flows
+            .iter()
+            .map(|f| f.completed)
+            .chain(self.assocs.iter().map(|a| a.completed()))
+            .collect();
+        let last = if completions.iter().all(|c| c.is_some()) {
+            completions.iter().flatten().copied().max().unwrap_or(end)
         } else {
             end
         };
@@ -1166,7 +1264,7 @@ impl World {
             })
             .fold(f64::NAN, f64::max);
         let mut markers = Markers::default();
-        for (fi, f) in self.flows.iter_mut().enumerate() {
+        for f in self.flows.iter_mut() {
             let stop = f.completed.unwrap_or(end);
             if f.completed.is_none() && stop > f.last_progress {
                 f.longest_stall = f.longest_stall.max(stop - f.last_progress);
@@ -1259,7 +1357,7 @@ impl World {
             }
             ev.sort_by_key(|e| (e.0, e.1));
             for (t, var, value, seq, tx) in ev {
-                markers.mark(t, fi as u32, var, value, seq, tx);
+                markers.mark(t, f.id, var, value, seq, tx);
             }
             let st = f.snd.stats();
             let active = stop.since(f.start).as_secs_f64();
@@ -1285,7 +1383,8 @@ impl World {
             };
             let rtt_min = f.rtt_hist.min.map_or(f64::NAN, |m| m.as_secs_f64());
             runs.row(RunRow {
-                flow: fi as i32,
+                flow: f.id as i32,
+                protocol: "tcp",
                 cc: f.snd.cc().name(),
                 rtt_min_s: rtt_min,
                 // NaN without samples (f64::max would turn NaN into 0).
@@ -1332,14 +1431,28 @@ impl World {
                 tlp_recoveries: st.tlp_recoveries as i64,
                 rack_loss_count: st.rack_loss_count as i64,
                 det: scores,
+                failovers: 0,
+                time_to_failover_s: f64::NAN,
+                data_primary_bytes: 0,
+                data_other_bytes: 0,
+                heartbeats_sent: 0,
+                setup_time_s: f64::NAN,
+                assoc_failed: 0,
             });
         }
+        self.assoc_rows(&mut runs, &mut markers, end);
+        runs.rows.sort_by_key(|r| r.flow);
         runs.finish_run(span, utilisation);
         let runs = runs.build(&self.global_stages, self.seed);
         let timeseries = if self.level >= TraceLevel::Timeseries {
-            series_table(std::mem::take(&mut self.series), markers)
+            let dest = std::mem::take(&mut self.dest_series);
+            series_table(std::mem::take(&mut self.series), markers, dest)
         } else {
-            series_table(SeriesTrace::default(), Markers::default())
+            series_table(
+                SeriesTrace::default(),
+                Markers::default(),
+                Markers::default(),
+            )
         };
         RunResult {
             runs,
@@ -1466,11 +1579,20 @@ fn arm_timer(
 /// The timeseries table: the series rows (time order) followed by the marker rows (time
 /// order). Series rows have `seq` = -1 and `tx` = -1. A streamed run hands the series over in
 /// chunks as it goes and the markers come last, so both ways give the same table.
-fn series_table(a: SeriesTrace, b: Markers) -> Table {
+fn series_table(a: SeriesTrace, b: Markers, c: Markers) -> Table {
     fn cat<T: Copy>(mut a: Vec<T>, b: &[T]) -> Vec<T> {
         a.extend_from_slice(b);
         a
     }
+    // The per-destination rows follow the markers.
+    let mut b = b;
+    b.rows.t.extend_from_slice(&c.rows.t);
+    b.rows.flow.extend_from_slice(&c.rows.flow);
+    b.rows.var.extend_from_slice(&c.rows.var);
+    b.rows.value.extend_from_slice(&c.rows.value);
+    b.seq.extend_from_slice(&c.seq);
+    b.tx.extend_from_slice(&c.tx);
+    b.dest.extend_from_slice(&c.dest);
     let n = a.t.len();
     let SeriesTrace {
         t,
@@ -1486,6 +1608,7 @@ fn series_table(a: SeriesTrace, b: Markers) -> Table {
     out.push("value", ColumnData::F64(cat(value, &b.rows.value)));
     out.push("seq", ColumnData::I64(cat(vec![-1; n], &b.seq)));
     out.push("tx", ColumnData::I32(cat(vec![-1; n], &b.tx)));
+    out.push("dest", ColumnData::I32(cat(vec![-1; n], &b.dest)));
     out
 }
 
@@ -1530,6 +1653,14 @@ struct RunRow {
     tlp_recoveries: i64,
     rack_loss_count: i64,
     det: [DetScore; N_DETECTORS],
+    protocol: &'static str,
+    failovers: i64,
+    time_to_failover_s: f64,
+    data_primary_bytes: i64,
+    data_other_bytes: i64,
+    heartbeats_sent: i64,
+    setup_time_s: f64,
+    assoc_failed: i64,
 }
 
 #[derive(Default)]
@@ -1683,6 +1814,21 @@ impl RunsBuilder {
         col!(i64 tlp_count);
         col!(i64 tlp_recoveries);
         col!(i64 rack_loss_count);
+        let protocols: Vec<String> = ["tcp", "sctp"].map(String::from).to_vec();
+        t.push(
+            "protocol",
+            ColumnData::Dict(
+                rows.iter().map(|r| (r.protocol == "sctp") as i32).collect(),
+                protocols,
+            ),
+        );
+        col!(i64 failovers);
+        col!(f64 time_to_failover_s);
+        col!(i64 data_primary_bytes);
+        col!(i64 data_other_bytes);
+        col!(i64 heartbeats_sent);
+        col!(f64 setup_time_s);
+        col!(i64 assoc_failed);
         for d in DetectorKind::ALL {
             let name = d.name();
             let k = d as usize;

@@ -1,0 +1,527 @@
+//! SCTP associations in the world: two `spikelab_sctp` endpoints per flow (A sends the app's
+//! data, B receives it), each destination index mapped onto a forward path (A → B) and a
+//! reverse path (B → A); packets go through the same stages, queues and traces as TCP's.
+//!
+//! Ground truth: every DATA copy carries a `tx_id` (increasing per sender). The world records,
+//! per TSN, the smallest `tx_id` of a copy that reached B. A T3-rtx expiry is spurious when the
+//! copy that timed out (or an earlier one) of its first marked TSN reached B; a retransmitted
+//! chunk is spurious when an earlier copy of its TSN reached B; a fast retransmit likewise for
+//! the chunk it retransmitted. As for TCP, "reached" counts a copy that arrives after the
+//! retransmission was sent.
+
+use super::*;
+use spikelab_sctp::{
+    Chunk, DataSource, Endpoint, Packet as SctpPacket, PathState, Role, SctpEvent, T3Record,
+};
+
+/// An SCTP packet in flight, with the destination index its path pair belongs to.
+pub(super) struct SctpPkt {
+    pub(super) pkt: SctpPacket,
+    pub(super) dest: u16,
+}
+
+/// Per-destination variables in the time series (`dest` column = the destination index).
+pub(super) const DEST_VAR_NAMES: [&str; 8] = [
+    "dest_cwnd",
+    "dest_ssthresh",
+    "dest_srtt",
+    "dest_rttvar",
+    "dest_rto",
+    "dest_state",
+    "dest_errors",
+    "dest_flight",
+];
+const N_DEST_VARS: usize = DEST_VAR_NAMES.len();
+
+pub(super) struct AssocRt {
+    /// The flow's index in the scenario.
+    pub(super) id: u32,
+    /// (forward, reverse) path of each destination.
+    dests: Vec<(u16, u16)>,
+    start: SimTime,
+    a: Endpoint,
+    b: Endpoint,
+    /// Earliest queued timer event of A and of B.
+    timers: [Option<SimTime>; 2],
+    /// Per TSN (from 1): the smallest `tx_id` of a copy that reached B (`u64::MAX`: none).
+    reached: Vec<u64>,
+    t3: Vec<T3Record>,
+    /// TSNs marked for fast retransmission whose retransmitted copy has not left yet.
+    pending_fr: Vec<u64>,
+    /// (time, TSN, tx_id) of each fast-retransmitted chunk.
+    fr: Vec<(SimTime, u64, u64)>,
+    /// (TSN, tx_id) of each retransmitted chunk copy.
+    retx: Vec<(u64, u64)>,
+    rtt_hist: RttHist,
+    rtt_n: u64,
+    rtt_sum: f64,
+    rtt_sumsq: f64,
+    last_delivered: u64,
+    last_progress: SimTime,
+    longest_stall: SimDuration,
+    completed: Option<SimTime>,
+    pub(super) drops: Vec<u64>,
+    /// Last recorded value (bits) of each destination's variables.
+    last_dest_vars: Vec<[u64; N_DEST_VARS]>,
+    /// Last recorded value (bits) of the flow-level variables (those of the data destination).
+    last_vars: [u64; N_VARS],
+}
+
+impl AssocRt {
+    pub(super) fn new(
+        id: u32,
+        f: &crate::scenario::FlowSpec,
+        start: SimTime,
+        dests: Vec<(u16, u16)>,
+        seed: u64,
+        n_global: usize,
+    ) -> AssocRt {
+        let cfg = f.sctp_config().expect("an SCTP flow");
+        let total = match f.app.kind {
+            AppKind::Bulk => None,
+            AppKind::File => f.app.size.map(|b| b.0),
+        };
+        // Each endpoint's randomness (heartbeat jitter) from its own stream of the run's seed.
+        let stream = |side: &str| Rng::stream(seed, &format!("flow/{id}/sctp/{side}")).next_u64();
+        let n = dests.len();
+        AssocRt {
+            id,
+            dests,
+            start,
+            a: Endpoint::new(
+                cfg.clone(),
+                Role::Client,
+                DataSource::Bulk(total),
+                stream("a"),
+            ),
+            b: Endpoint::new(cfg, Role::Server, DataSource::None, stream("b")),
+            timers: [None, None],
+            reached: Vec::new(),
+            t3: Vec::new(),
+            pending_fr: Vec::new(),
+            fr: Vec::new(),
+            retx: Vec::new(),
+            rtt_hist: RttHist::default(),
+            rtt_n: 0,
+            rtt_sum: 0.0,
+            rtt_sumsq: 0.0,
+            last_delivered: 0,
+            last_progress: start,
+            longest_stall: SimDuration::ZERO,
+            completed: None,
+            drops: vec![0; n_global],
+            last_dest_vars: vec![[u64::MAX; N_DEST_VARS]; n],
+            last_vars: [u64::MAX; N_VARS],
+        }
+    }
+
+    pub(super) fn start(&self) -> SimTime {
+        self.start
+    }
+
+    /// When the transfer was wholly acknowledged.
+    pub(super) fn completed(&self) -> Option<SimTime> {
+        self.completed
+    }
+
+    fn ep(&mut self, b: bool) -> &mut Endpoint {
+        if b {
+            &mut self.b
+        } else {
+            &mut self.a
+        }
+    }
+
+    /// Whether a copy of `tsn` with `tx_id` at most `upto` reached B.
+    fn reached_by(&self, tsn: u64, upto: u64) -> bool {
+        tsn >= 1
+            && self
+                .reached
+                .get(tsn as usize - 1)
+                .is_some_and(|&m| m <= upto)
+    }
+
+    /// The payload's first TSN, for the packets trace.
+    fn first_tsn(p: &SctpPacket) -> Option<u64> {
+        p.data().next().map(|d| d.tsn)
+    }
+}
+
+/// The packets-trace event of an SCTP packet: DATA → send or retransmit (any retransmitted
+/// chunk), SACK → ack, HEARTBEAT(-ACK) → heartbeat, set-up and ABORT → control.
+fn trace_event(p: &SctpPacket) -> i32 {
+    if p.data().next().is_some() {
+        if p.data().any(|d| d.retransmission > 0) {
+            EV_RETX
+        } else {
+            EV_SEND
+        }
+    } else {
+        match p.chunks.first() {
+            Some(Chunk::Sack(_)) => EV_ACK,
+            Some(Chunk::Heartbeat(_)) | Some(Chunk::HeartbeatAck(_)) => EV_HEARTBEAT,
+            _ => EV_CONTROL,
+        }
+    }
+}
+
+impl World {
+    pub(super) fn assoc_start(&mut self, ai: u32) {
+        let now = self.now;
+        let a = &mut self.assocs[ai as usize];
+        a.last_progress = now;
+        a.a.connect(now);
+        self.pump_assoc(ai, false);
+    }
+
+    pub(super) fn assoc_timer(&mut self, ai: u32, b: bool) {
+        let now = self.now;
+        let a = &mut self.assocs[ai as usize];
+        let side = b as usize;
+        if a.timers[side] == Some(now) {
+            a.timers[side] = None;
+        }
+        if a.ep(b).next_timer().is_some_and(|t| t <= now) {
+            a.ep(b).on_timer(now);
+        }
+        self.pump_assoc(ai, b);
+    }
+
+    /// Sends what endpoint A (`b` false) or B has to send, takes its events, records its
+    /// variables and re-arms its timer.
+    fn pump_assoc(&mut self, ai: u32, b: bool) {
+        let now = self.now;
+        while let Some((dest, pkt)) = self.assocs[ai as usize].ep(b).poll_transmit(now) {
+            self.launch_sctp(ai, b, dest, pkt);
+        }
+        let events = self.assocs[ai as usize].ep(b).drain_events();
+        if !b {
+            let level = self.level;
+            let a = &mut self.assocs[ai as usize];
+            for ev in events {
+                match ev {
+                    SctpEvent::T3Expiry(r) => a.t3.push(r),
+                    SctpEvent::FastRetransmit { tsns, .. } => a.pending_fr.extend(tsns),
+                    SctpEvent::RttSample { at, rtt, .. } => {
+                        a.rtt_hist.add(rtt);
+                        let s = rtt.as_secs_f64();
+                        a.rtt_n += 1;
+                        a.rtt_sum += s;
+                        a.rtt_sumsq += s * s;
+                        if level >= TraceLevel::Timeseries {
+                            self.series.push(at, a.id, VAR_RTT_SAMPLE, s);
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            if a.completed.is_none() && a.a.is_done() {
+                a.completed = Some(now);
+            }
+            if self.level >= TraceLevel::Timeseries {
+                self.record_assoc_vars(ai);
+            }
+        }
+        let a = &mut self.assocs[ai as usize];
+        let next = a.ep(b).next_timer();
+        let key = tie_key(KEY_TIMER, a.id, 0, 2 + b as u32);
+        arm_timer(
+            &mut self.queue,
+            &mut a.timers[b as usize],
+            next,
+            key,
+            Ev::AssocTimer(ai, b),
+        );
+    }
+
+    fn launch_sctp(&mut self, ai: u32, b: bool, dest: usize, pkt: SctpPacket) {
+        let now = self.now;
+        let a = &mut self.assocs[ai as usize];
+        let (fwd, rev) = a.dests[dest];
+        let path = if b { rev } else { fwd };
+        let mut tx = -1;
+        if !b {
+            for d in pkt.data() {
+                tx = tx.max(d.retransmission as i32);
+                if d.retransmission > 0 {
+                    a.retx.push((d.tsn, d.tx_id));
+                    if let Some(k) = a.pending_fr.iter().position(|&t| t == d.tsn) {
+                        a.pending_fr.swap_remove(k);
+                        a.fr.push((now, d.tsn, d.tx_id));
+                    }
+                }
+            }
+        }
+        let seg = Segment {
+            seq: AssocRt::first_tsn(&pkt).unwrap_or(0),
+            ack: pkt
+                .chunks
+                .iter()
+                .find_map(|c| match c {
+                    Chunk::Sack(s) => Some(s.cum_tsn_ack),
+                    _ => None,
+                })
+                .unwrap_or(0),
+            len: pkt.data().map(|d| d.payload_len).sum(),
+            ..Segment::default()
+        };
+        let event = trace_event(&pkt);
+        let id = self.packets.insert(Pkt {
+            id: self.next_pkt,
+            flow: ai,
+            dir: if b { Dir::Ack } else { Dir::Data },
+            path,
+            pseq: 0,
+            size: pkt.wire_size_ip() as u32,
+            seg,
+            tx,
+            sctp: Some(Box::new(SctpPkt {
+                pkt,
+                dest: dest as u16,
+            })),
+        });
+        self.next_pkt += 1;
+        self.trace_pkt(id, event, -1, -1);
+        self.enter_path(id, path);
+    }
+
+    /// An SCTP packet reached its endpoint.
+    pub(super) fn deliver_sctp(&mut self, p: Pkt) {
+        let now = self.now;
+        let ai = p.flow;
+        let sp = p.sctp.expect("an SCTP packet");
+        let to_b = p.dir == Dir::Data;
+        let a = &mut self.assocs[ai as usize];
+        if to_b {
+            for d in sp.pkt.data() {
+                let i = d.tsn as usize - 1;
+                if a.reached.len() <= i {
+                    a.reached.resize(i + 1, u64::MAX);
+                }
+                a.reached[i] = a.reached[i].min(d.tx_id);
+            }
+            a.b.on_packet(now, sp.dest as usize, &sp.pkt);
+            let delivered = a.b.delivered_bytes();
+            if delivered > a.last_delivered {
+                a.last_delivered = delivered;
+                a.longest_stall = a.longest_stall.max(now - a.last_progress);
+                a.last_progress = now;
+                if self.level >= TraceLevel::Timeseries {
+                    self.series.push(now, a.id, VAR_RCV_NXT, delivered as f64);
+                }
+            }
+        } else {
+            a.a.on_packet(now, sp.dest as usize, &sp.pkt);
+        }
+        self.pump_assoc(ai, to_b);
+    }
+
+    /// The flow-level variables (those of the destination new data goes to) and each
+    /// destination's own.
+    fn record_assoc_vars(&mut self, ai: u32) {
+        let now = self.now;
+        let a = &mut self.assocs[ai as usize];
+        let ep = &a.a;
+        let cur = ep.path(ep.data_destination());
+        let secs = |d: Option<SimDuration>| d.map_or(f64::NAN, |d| d.as_secs_f64());
+        let acked = ep.stats().bytes_acked as f64;
+        let vals: [f64; N_VARS] = [
+            cur.cwnd as f64,
+            cur.ssthresh as f64,
+            secs(cur.srtt),
+            secs(cur.rttvar),
+            cur.rto.as_secs_f64(),
+            acked,
+            ep.stats().payload_bytes_sent as f64,
+            (0..ep.n_destinations())
+                .map(|d| ep.path(d).flight)
+                .sum::<u64>() as f64,
+            ep.in_fast_recovery() as u8 as f64,
+        ];
+        for (i, v) in vals.iter().enumerate() {
+            let bits = v.to_bits();
+            if a.last_vars[i] != bits {
+                a.last_vars[i] = bits;
+                if !v.is_nan() {
+                    self.series.push(now, a.id, i as i32, *v);
+                }
+            }
+        }
+        for d in 0..ep.n_destinations() {
+            let p = ep.path(d);
+            let state = match p.state {
+                PathState::Active => 0.0,
+                PathState::PotentiallyFailed => 1.0,
+                PathState::Inactive => 2.0,
+            };
+            let vals: [f64; N_DEST_VARS] = [
+                p.cwnd as f64,
+                p.ssthresh as f64,
+                secs(p.srtt),
+                secs(p.rttvar),
+                p.rto.as_secs_f64(),
+                state,
+                p.errors as f64,
+                p.flight as f64,
+            ];
+            for (i, v) in vals.iter().enumerate() {
+                let bits = v.to_bits();
+                if a.last_dest_vars[d][i] != bits {
+                    a.last_dest_vars[d][i] = bits;
+                    if !v.is_nan() {
+                        self.dest_series.mark_dest(
+                            now,
+                            a.id,
+                            VAR_DEST + i as i32,
+                            *v,
+                            -1,
+                            -1,
+                            d as i32,
+                        );
+                    }
+                }
+            }
+        }
+    }
+
+    /// The runs-table row of each association, and its markers (T3 expiries with their
+    /// ground truth, fast retransmits, failovers).
+    pub(super) fn assoc_rows(
+        &mut self,
+        runs: &mut RunsBuilder,
+        markers: &mut Markers,
+        end: SimTime,
+    ) {
+        for a in &mut self.assocs {
+            let stop = a.completed.unwrap_or(end);
+            if a.completed.is_none() && stop > a.last_progress {
+                a.longest_stall = a.longest_stall.max(stop - a.last_progress);
+            }
+            let st = a.a.stats().clone();
+            let spurious_t3: Vec<bool> =
+                a.t3.iter()
+                    .map(|r| r.tsns.first().is_some_and(|m| a.reached_by(m.tsn, m.tx_id)))
+                    .collect();
+            let spurious_fr: Vec<bool> =
+                a.fr.iter()
+                    .map(|&(_, tsn, tx)| a.reached_by(tsn, tx - 1))
+                    .collect();
+            let spurious_retx = a
+                .retx
+                .iter()
+                .filter(|&&(tsn, tx)| a.reached_by(tsn, tx - 1))
+                .count();
+            let mut ev: Vec<(SimTime, i32, f64, i64, i32, i32)> = Vec::new();
+            for (r, &s) in a.t3.iter().zip(&spurious_t3) {
+                let tsn = r.tsns.first().map_or(-1, |m| m.tsn as i64);
+                ev.push((r.at, VAR_RTO_EXPIRY, s as u8 as f64, tsn, -1, r.dest as i32));
+            }
+            for (&(t, tsn, _), &s) in a.fr.iter().zip(&spurious_fr) {
+                ev.push((t, VAR_FAST_RETX, s as u8 as f64, tsn as i64, -1, -1));
+            }
+            for f in &st.failovers {
+                ev.push((f.at, VAR_FAILOVER, f.to as f64, -1, -1, f.from as i32));
+            }
+            ev.sort_by_key(|e| (e.0, e.1));
+            for (t, var, value, seq, tx, dest) in ev {
+                markers.mark_dest(t, a.id, var, value, seq, tx, dest);
+            }
+            let active = stop.since(a.start).as_secs_f64();
+            let delivered = a.b.delivered_bytes();
+            let n = a.rtt_n as f64;
+            let (mean, sd) = if a.rtt_n > 0 {
+                let m = a.rtt_sum / n;
+                let var = if a.rtt_n > 1 {
+                    ((a.rtt_sumsq - n * m * m) / (n - 1.0)).max(0.0)
+                } else {
+                    0.0
+                };
+                (m, var.sqrt())
+            } else {
+                (f64::NAN, f64::NAN)
+            };
+            let sent = st.data_chunks_sent;
+            let per_pkt = |k: u64| {
+                if sent > 0 {
+                    k as f64 / sent as f64
+                } else {
+                    f64::NAN
+                }
+            };
+            let rtt_min = a.rtt_hist.min.map_or(f64::NAN, |m| m.as_secs_f64());
+            let t3_count = a.t3.len() as u64;
+            let primary = a.a.config().primary;
+            let data_primary = st.per_dest.get(primary).map_or(0, |d| d.bytes_sent);
+            let data_total: u64 = st.per_dest.iter().map(|d| d.bytes_sent).sum();
+            // Time to failover: from the start of the first timer of the run of consecutive
+            // T3 expiries on the destination that failed to the failover itself.
+            let time_to_failover = st.failovers.first().map_or(f64::NAN, |fo| {
+                let first =
+                    a.t3.iter()
+                        .filter(|r| r.dest == fo.from && r.at <= fo.at && r.errors == 1)
+                        .map(|r| r.armed_at)
+                        .next_back();
+                first.map_or(f64::NAN, |t| fo.at.since(t).as_secs_f64())
+            });
+            runs.row(RunRow {
+                flow: a.id as i32,
+                cc: "sctp",
+                protocol: "sctp",
+                rtt_min_s: rtt_min,
+                qdelay_mean_s: nonneg(mean - rtt_min),
+                qdelay_p95_s: nonneg(a.rtt_hist.quantile_s(0.95) - rtt_min),
+                rto_per_pkt: per_pkt(t3_count),
+                dupacks_per_pkt: f64::NAN,
+                spurious_retx_per_pkt: per_pkt(spurious_retx as u64),
+                retx_per_pkt: per_pkt(st.retransmitted_chunks),
+                goodput_bps: if active > 0.0 {
+                    delivered as f64 * 8.0 / active
+                } else {
+                    0.0
+                },
+                bytes_delivered: delivered as i64,
+                rto_count: t3_count as i64,
+                rto_spurious_true: spurious_t3.iter().filter(|s| **s).count() as i64,
+                fast_retx_count: st.fast_retransmits as i64,
+                fast_retx_spurious_true: spurious_fr.iter().filter(|s| **s).count() as i64,
+                retx_segments: st.retransmitted_chunks as i64,
+                spurious_retx_true: spurious_retx as i64,
+                dupacks_rcvd: 0,
+                dsacks_rcvd: 0,
+                segments_sent: sent as i64,
+                rtt_mean_s: mean,
+                rtt_sd_s: sd,
+                rtt_samples: a.rtt_n as i64,
+                longest_stall_s: a.longest_stall.as_secs_f64(),
+                completion_time_s: a
+                    .completed
+                    .map_or(f64::NAN, |c| c.since(a.start).as_secs_f64()),
+                mss: a.a.config().chunk_payload() as i64,
+                drops: a.drops.clone(),
+                spurious: String::new(),
+                response: "none",
+                rto_episodes: t3_count as i64,
+                rto_episodes_spurious_true: spurious_t3.iter().filter(|s| **s).count() as i64,
+                rto_spurious_detected: 0,
+                fr_episodes: st.fast_retransmits as i64,
+                fr_episodes_spurious_true: spurious_fr.iter().filter(|s| **s).count() as i64,
+                fr_spurious_detected: 0,
+                undo_count: 0,
+                tlp_count: 0,
+                tlp_recoveries: 0,
+                rack_loss_count: 0,
+                det: [DetScore::default(); N_DETECTORS],
+                failovers: st.failovers.len() as i64,
+                time_to_failover_s: time_to_failover,
+                data_primary_bytes: data_primary as i64,
+                data_other_bytes: (data_total - data_primary) as i64,
+                heartbeats_sent: st.heartbeats_sent as i64,
+                setup_time_s: st.setup_time.map_or(f64::NAN, |d| d.as_secs_f64()),
+                assoc_failed: st.failed_at.is_some() as i64,
+            });
+        }
+    }
+}
+
+/// Drawn from `packet_event`: the codes of the SCTP-only events.
+use crate::packet_event::{CONTROL as EV_CONTROL, HEARTBEAT as EV_HEARTBEAT};
