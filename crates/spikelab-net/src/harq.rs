@@ -57,7 +57,11 @@ fn bpsk_loss(s: f64) -> f64 {
     let f = |z: f64| {
         let x = -2.0 * s - 2.0 * s.sqrt() * z;
         // log2(1 + e^x) without overflow.
-        let l = if x > 30.0 { x + (-x).exp().ln_1p() } else { x.exp().ln_1p() };
+        let l = if x > 30.0 {
+            x + (-x).exp().ln_1p()
+        } else {
+            x.exp().ln_1p()
+        };
         l / std::f64::consts::LN_2 * (-0.5 * z * z).exp()
     };
     let mut acc = f(a) + f(b);
@@ -162,7 +166,8 @@ pub struct HarqFate {
 #[derive(Debug)]
 pub struct HarqStage {
     p: HarqParams,
-    channel: LmsChannel,
+    /// Boxed: the channel is large and a `Stage` is an enum.
+    channel: Box<LmsChannel>,
     /// Departure of the latest packet in link order (reordering buffer).
     release: SimTime,
     last_fate: Option<HarqFate>,
@@ -172,7 +177,7 @@ impl HarqStage {
     pub fn new(p: HarqParams, channel: LmsParams, rng: Rng) -> HarqStage {
         HarqStage {
             p,
-            channel: LmsChannel::new(channel, rng),
+            channel: Box::new(LmsChannel::new(channel, rng)),
             release: SimTime::ZERO,
             last_fate: None,
         }
@@ -229,9 +234,8 @@ impl HarqStage {
             }
         }
         let attempts = worst.unwrap_or(self.p.max_retx + 1);
-        let done = now
-            + self.p.first_delay
-            + SimDuration(self.p.retx_delay.0 * (attempts as u64 - 1));
+        let done =
+            now + self.p.first_delay + SimDuration(self.p.retx_delay.0 * (attempts as u64 - 1));
         self.last_fate = Some(HarqFate {
             transmissions: attempts,
             decoded: worst.is_some(),
@@ -269,7 +273,11 @@ mod tests {
             let l: f64 = a + i as f64 * h;
             let pdf = (-(l - mu).powi(2) / (2.0 * sd * sd)).exp()
                 / (sd * (2.0 * std::f64::consts::PI).sqrt());
-            let soft = if l < -30.0 { -l + l.exp().ln_1p() } else { (-l).exp().ln_1p() };
+            let soft = if l < -30.0 {
+                -l + l.exp().ln_1p()
+            } else {
+                (-l).exp().ln_1p()
+            };
             let w = if i == 0 || i == n { 0.5 } else { 1.0 };
             acc += w * pdf * soft;
         }
@@ -292,7 +300,11 @@ mod tests {
         for db in [-17.3, -7.77, -2.15, 1.01, 2.48, 3.333, 7.9, 12.5, 20.0] {
             let g = 10f64.powf(db / 10.0);
             let r = mi_reference(g);
-            assert!((qpsk_mi(g) - r).abs() < 1e-3, "{db} dB: {} vs {r}", qpsk_mi(g));
+            assert!(
+                (qpsk_mi(g) - r).abs() < 1e-3,
+                "{db} dB: {} vs {r}",
+                qpsk_mi(g)
+            );
         }
         // Limits: 2 bits at high SNR, γ/ln 2 at low SNR.
         assert!((qpsk_mi(1e4) - 2.0).abs() < 1e-9);
@@ -309,7 +321,10 @@ mod tests {
             let above = 10f64.powf((db + 0.02) / 10.0);
             let below = 10f64.powf((db - 0.02) / 10.0);
             let n = k * SYMBOLS_PER_TX as f64;
-            assert!(n * qpsk_mi(above) >= need && n * qpsk_mi(below) < need, "k={k}");
+            assert!(
+                n * qpsk_mi(above) >= need && n * qpsk_mi(below) < need,
+                "k={k}"
+            );
         }
     }
 
@@ -391,7 +406,11 @@ mod tests {
         let gap = SimDuration::from_millis(10);
         let ir = run(7.0, 20_000, gap, Combining::IncrementalRedundancy, 2);
         let cc = run(7.0, 20_000, gap, Combining::Chase, 2);
-        println!("7 dB: IR {:.3} %, chase {:.3} %", ir.loss * 100.0, cc.loss * 100.0);
+        println!(
+            "7 dB: IR {:.3} %, chase {:.3} %",
+            ir.loss * 100.0,
+            cc.loss * 100.0
+        );
         assert!(cc.loss > ir.loss);
     }
 

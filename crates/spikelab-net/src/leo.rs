@@ -35,7 +35,7 @@ use spikelab_core::Rng;
 /// Earth radius, km.
 pub const RE_KM: f64 = 6371.0;
 /// Gravitational parameter of the Earth, km³/s².
-pub const MU_KM3_S2: f64 = 398_600.4418;
+pub const MU_KM3_S2: f64 = 398_600.441_8;
 /// Speed of light, km/s.
 pub const C_KM_S: f64 = 299_792.458;
 /// Elevation mask, degrees (ns-2 `sat-iridium.tcl`).
@@ -273,7 +273,11 @@ mod tests {
                 if w[1].0 > w[0].0 {
                     let slope = (w[1].1 - w[0].1) / ((w[1].0 - w[0].0) / 1e3);
                     worst = worst.max(slope.abs());
-                    assert!(slope.abs() <= 0.03, "seed {seed}: {slope} ms/s at {}", w[0].0);
+                    assert!(
+                        slope.abs() <= 0.03,
+                        "seed {seed}: {slope} ms/s at {}",
+                        w[0].0
+                    );
                 }
             }
             let s = steps(&rows);

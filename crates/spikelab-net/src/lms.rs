@@ -92,7 +92,7 @@ fn normal_quantile(p: f64) -> f64 {
         -3.969683028665376e1,
         2.209460984245205e2,
         -2.759285104469687e2,
-        1.383577518672690e2,
+        1.383_577_518_672_69e2,
         -3.066479806614716e1,
         2.506628277459239,
     ];
@@ -163,6 +163,8 @@ pub const ITS_S_BAND: [LooParams; 3] = [
     LooParams {
         w: 0.25,
         alpha: -17.0,
+        // Perez-Fontan's value, not π.
+        #[allow(clippy::approx_constant)]
         psi: 3.14,
         mp: -10.0,
     },
@@ -245,10 +247,10 @@ pub struct LmsChannel {
     first_index: u64,
     rho: f64,
     /// Diffuse sum of sinusoids: angular frequencies and phases, in-phase then quadrature.
-    w_i: [f64; SINUSOIDS],
-    ph_i: [f64; SINUSOIDS],
-    w_q: [f64; SINUSOIDS],
-    ph_q: [f64; SINUSOIDS],
+    w_i: Vec<f64>,
+    ph_i: Vec<f64>,
+    w_q: Vec<f64>,
+    ph_q: Vec<f64>,
     /// Nothing before this time will be asked again (ns).
     horizon: u64,
 }
@@ -283,15 +285,14 @@ impl LmsChannel {
         let wd = two_pi * p.doppler();
         let theta = (sos_rng.next_f64() - 0.5) * two_pi;
         let m = SINUSOIDS as f64;
-        let mut w_i = [0.0; SINUSOIDS];
-        let mut ph_i = [0.0; SINUSOIDS];
-        let mut w_q = [0.0; SINUSOIDS];
-        let mut ph_q = [0.0; SINUSOIDS];
+        let mut w_i = vec![0.0; SINUSOIDS];
+        let mut ph_i = vec![0.0; SINUSOIDS];
+        let mut w_q = vec![0.0; SINUSOIDS];
+        let mut ph_q = vec![0.0; SINUSOIDS];
         for n in 0..SINUSOIDS {
             match p.spectrum {
                 DopplerSpectrum::Jakes => {
-                    let a =
-                        (two_pi * (n as f64 + 1.0) - std::f64::consts::PI + theta) / (4.0 * m);
+                    let a = (two_pi * (n as f64 + 1.0) - std::f64::consts::PI + theta) / (4.0 * m);
                     w_i[n] = wd * a.cos();
                     w_q[n] = wd * a.sin();
                 }
@@ -570,12 +571,21 @@ mod tests {
         for lag_ms in [1.0, 2.0, 4.0, 20.0] {
             let lag = (lag_ms * 1e6) as u64;
             let (r_j, want_j) = (corr(&ch, lag), j0(2.0 * pi * fd * lag_ms * 1e-3));
-            let (r_g, want_g) = (corr(&gauss, lag), (-(pi * fd * lag_ms * 1e-3).powi(2)).exp());
+            let (r_g, want_g) = (
+                corr(&gauss, lag),
+                (-(pi * fd * lag_ms * 1e-3).powi(2)).exp(),
+            );
             println!(
                 "lag {lag_ms} ms: Jakes {r_j:.4} vs J0 {want_j:.4}; Gaussian {r_g:.4} vs {want_g:.4}"
             );
-            assert!((r_j - want_j).abs() < 0.05, "lag {lag_ms}: {r_j} vs {want_j}");
-            assert!((r_g - want_g).abs() < 0.05, "lag {lag_ms}: {r_g} vs {want_g}");
+            assert!(
+                (r_j - want_j).abs() < 0.05,
+                "lag {lag_ms}: {r_j} vs {want_j}"
+            );
+            assert!(
+                (r_g - want_g).abs() < 0.05,
+                "lag {lag_ms}: {r_g} vs {want_g}"
+            );
         }
     }
 }
