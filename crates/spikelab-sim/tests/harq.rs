@@ -9,7 +9,7 @@ fn scenario(buffer: bool) -> String {
     format!(
         r#"
 [sim]
-duration = "30s"
+duration = "60s"
 seed = 5
 [path.fwd]
 [[path.fwd.stage]]
@@ -18,7 +18,7 @@ rate = "10Mbps"
 queue = 200
 [[path.fwd.stage]]
 type = "delay"
-leo = {{ seed = 2, duration = "60s" }}
+leo = {{ seed = 2, duration = "120s" }}
 [[path.fwd.stage]]
 type = "harq"
 snr = 10
@@ -28,7 +28,7 @@ reorder_buffer = {buffer}
 type = "delay"
 delay = "80ms"
 [[flow]]
-app = {{ type = "file", size = 2000000 }}
+app = {{ type = "file", size = 1000000 }}
 "#
     )
 }
@@ -119,15 +119,16 @@ fn a_transfer_over_harq_completes_reordered_without_the_buffer_and_in_order_with
         let sc = parse(&scenario(buffer), &[], Path::new(".")).unwrap();
         let (runs, packets) = run(&sc, TraceLevel::Packets);
         let done = f64_of(&runs, "completion_time_s");
-        assert!(done.is_finite() && done > 0.0, "buffer {buffer}: {done}");
         let (n, late, drops) = order(&packets);
+        println!("bytes {:?}", i64s(&runs, "bytes_delivered"));
         println!(
             "buffer {buffer}: completed in {done:.2} s, {n} segments through harq, {late} out of \
              order, {drops} harq drops, goodput {:.0} bit/s, dupacks {}",
             f64_of(&runs, "goodput_bps"),
             i64s(&runs, "dupacks_rcvd")[0]
         );
-        assert!(n > 1000, "{n}");
+        assert!(done.is_finite() && done > 0.0, "buffer {buffer}: {done}");
+        assert!(n > 500, "{n}");
         if buffer {
             assert_eq!(late, 0, "the buffer releases in link order");
         } else {
