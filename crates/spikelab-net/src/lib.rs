@@ -9,12 +9,17 @@
 //! when it enters the path (one event per packet instead of one per stage hop).
 
 mod delay;
+pub mod harq;
+pub mod leo;
+pub mod lms;
 mod loss;
 mod profile;
 mod rate;
 pub mod walkaway;
 
 pub use delay::DelayStage;
+pub use harq::{Combining, HarqParams, HarqStage};
+pub use lms::{LmsParams, LooParams};
 pub use loss::{LossModel, LossStage};
 pub use profile::{Profile, ProfileError, ProfileRow};
 pub use rate::{QueueLimit, RateStage};
@@ -32,14 +37,17 @@ pub enum DropCause {
     Profile,
     /// A loss listed explicitly in the scenario (packet index or sequence number).
     Deterministic,
+    /// A HARQ link could not decode the packet within its transmissions.
+    Harq,
 }
 
 impl DropCause {
-    pub const ALL: [DropCause; 4] = [
+    pub const ALL: [DropCause; 5] = [
         DropCause::QueueFull,
         DropCause::Random,
         DropCause::Profile,
         DropCause::Deterministic,
+        DropCause::Harq,
     ];
     pub fn as_str(self) -> &'static str {
         match self {
@@ -47,6 +55,7 @@ impl DropCause {
             DropCause::Random => "random",
             DropCause::Profile => "profile",
             DropCause::Deterministic => "deterministic",
+            DropCause::Harq => "harq",
         }
     }
 }
@@ -75,14 +84,17 @@ pub enum Stage {
     Rate(RateStage),
     Delay(DelayStage),
     Loss(LossStage),
+    Harq(HarqStage),
 }
 
 impl Stage {
-    /// Whether packets leave in the order they arrived (every stage but a reordering delay).
-    /// A path whose stages all keep order can be computed for a packet at once, on entry.
+    /// Whether packets leave in the order they arrived (every stage but a reordering delay and
+    /// a HARQ link without its reordering buffer). A path whose stages all keep order can be
+    /// computed for a packet at once, on entry.
     pub fn keeps_order(&self) -> bool {
         match self {
             Stage::Delay(s) => !s.reorders(),
+            Stage::Harq(s) => !s.reorders(),
             Stage::Rate(_) | Stage::Loss(_) => true,
         }
     }
@@ -109,6 +121,7 @@ impl Stage {
             Stage::Rate(s) => s.on_arrival(now, pkt),
             Stage::Delay(s) => s.on_arrival(now, pkt),
             Stage::Loss(s) => s.on_arrival(now, pkt),
+            Stage::Harq(s) => s.on_arrival(now, pkt),
         }
     }
 }

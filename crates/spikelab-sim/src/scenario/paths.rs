@@ -1,9 +1,11 @@
-//! Paths: stages (rate, delay, loss), delay and loss profiles, trace files, the default link.
+//! Paths: stages (rate, delay, loss, harq), delay and loss profiles, trace files, the default
+//! link.
 
 use super::*;
 use crate::units::{Bytes, Rate};
 use spikelab_core::SimTime;
-use spikelab_net::{walkaway, Profile, ProfileRow};
+use spikelab_net::lms::{DopplerSpectrum, LmsState, ITS_S_BAND};
+use spikelab_net::{leo, walkaway, Combining, HarqParams, LmsParams, Profile, ProfileRow};
 use std::path::PathBuf;
 
 /// A stage's `preset`: a measured behaviour turned into the stage's profile, given by name
@@ -112,7 +114,7 @@ impl PresetSpec {
             match kind {
                 StageKind::Delay => &["noise", "seed", "share"],
                 StageKind::Loss => &["p_max", "tau"],
-                StageKind::Rate => &[],
+                StageKind::Rate | StageKind::Harq => &[],
             },
             vec![
                 ("noise", t.noise.is_some()),
@@ -174,7 +176,93 @@ pub enum StageKind {
     Rate,
     Delay,
     Loss,
+    /// A hybrid-ARQ link over a land-mobile-satellite channel (paper 001).
+    Harq,
 }
+
+/// How a HARQ receiver combines transmissions.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CombiningKind {
+    /// Type II, incremental redundancy.
+    Ir,
+    /// Type I, chase combining.
+    Chase,
+}
+
+/// The Doppler spectrum of the LMS channel's diffuse part.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum DopplerKind {
+    Gaussian,
+    Jakes,
+}
+
+/// One LMS state's Loo parameters; a missing value keeps the ITS S-band default.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LooSpec {
+    /// Steady-state probability.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub w: Option<f64>,
+    /// Mean of the direct signal's level, dB.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub alpha: Option<f64>,
+    /// Standard deviation of the direct signal's level, dB.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub psi: Option<f64>,
+    /// Diffuse power relative to the unshadowed direct signal, dB.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mp: Option<f64>,
+}
+
+/// The LMS channel under a harq stage (`channel = { ... }`); every knob has a default.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ChannelSpec {
+    /// Vehicle speed, km/h (default 50).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub speed_kmh: Option<f64>,
+    /// Carrier frequency, GHz (default 2.2, S band).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub carrier_ghz: Option<f64>,
+    /// The state chain's time constant as a distance, m (default 6).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sojourn_m: Option<f64>,
+    /// Shadowing correlation length, m (default 2).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shadow_corr_m: Option<f64>,
+    /// Distance over which a state change is blended, m (default 1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub crossfade_m: Option<f64>,
+    /// Shadowing grid step (default 10 ms).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub grid: Option<Duration>,
+    /// Diffuse Doppler spectrum (default gaussian).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub doppler: Option<DopplerKind>,
+    /// Per state (`los`, `moderate`, `deep`): Loo parameters overriding the ITS set.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub states: Option<BTreeMap<String, LooSpec>>,
+}
+
+/// A LEO constellation's delay (`leo = { seed = 3 }` on a delay stage).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LeoSpec {
+    /// Seed of the trace (independent of the run's seed; default 1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seed: Option<u64>,
+    /// How long the trace runs (default 3600 s); its last delay holds after that.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub duration: Option<Duration>,
+    /// Orbit altitude, km (default 800).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub altitude_km: Option<f64>,
+}
+
+/// The longest LEO trace, s (one day: 864 000 rows).
+pub const MAX_LEO_SECONDS: f64 = 86_400.0;
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -212,6 +300,12 @@ pub struct StageSpec {
     pub trace_rows: Option<Vec<Vec<f64>>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reorder: Option<bool>,
+    /// Delay: a LEO constellation's delay trace.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub leo: Option<LeoSpec>,
+    /// The rows `leo` stands for, computed when the scenario is validated.
+    #[serde(skip)]
+    pub leo_rows: Option<Vec<Vec<f64>>>,
     // delay or loss
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub preset: Option<PresetSpec>,
@@ -233,6 +327,27 @@ pub struct StageSpec {
     pub nth: Option<Vec<u64>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub seqs: Option<Vec<u64>>,
+    // harq
+    /// Reference SNR, dB: an unshadowed, unfaded direct signal's Es/N0.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub snr: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub combining: Option<CombiningKind>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delta: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_retx: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_delay: Option<Duration>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retx_delay: Option<Duration>,
+    /// QPSK symbols per second on the link.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub symbol_rate: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reorder_buffer: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub channel: Option<ChannelSpec>,
 }
 
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
@@ -268,6 +383,7 @@ impl StageSpec {
             StageKind::Rate => "rate",
             StageKind::Delay => "delay",
             StageKind::Loss => "loss",
+            StageKind::Harq => "harq",
         }
     }
 
@@ -291,7 +407,17 @@ impl StageSpec {
             h,
             k,
             nth,
-            seqs
+            seqs,
+            leo,
+            snr,
+            combining,
+            delta,
+            max_retx,
+            first_delay,
+            retx_delay,
+            symbol_rate,
+            reorder_buffer,
+            channel
         );
         v
     }
@@ -299,11 +425,31 @@ impl StageSpec {
     pub(super) fn validate(&mut self, at: &str, base_dir: &Path) -> Result<()> {
         let allowed: &[&str] = match self.kind {
             StageKind::Rate => &["rate", "queue", "queue_bytes"],
-            StageKind::Delay => &["delay", "profile", "trace", "preset", "reorder"],
+            StageKind::Delay => &["delay", "profile", "trace", "preset", "leo", "reorder"],
             StageKind::Loss => &[
                 "model", "p", "r", "h", "k", "profile", "preset", "nth", "seqs",
             ],
+            StageKind::Harq => &[
+                "snr",
+                "combining",
+                "delta",
+                "max_retx",
+                "first_delay",
+                "retx_delay",
+                "symbol_rate",
+                "reorder_buffer",
+                "channel",
+            ],
         };
+        check(
+            self.reorder_buffer.is_none() || self.kind == StageKind::Harq,
+            format!("{at}.reorder_buffer"),
+            format!(
+                "a {} stage keeps packets in order and has no reordering buffer (only a harq \
+                 stage, whose HARQ processes run in parallel, reorders)",
+                self.kind_name()
+            ),
+        )?;
         for f in self.present_fields() {
             check(
                 allowed.contains(&f),
@@ -356,6 +502,7 @@ impl StageSpec {
                     self.profile.is_some(),
                     self.trace.is_some(),
                     self.preset.is_some(),
+                    self.leo.is_some(),
                 ]
                 .iter()
                 .filter(|x| **x)
@@ -363,8 +510,13 @@ impl StageSpec {
                 check(
                     n == 1,
                     at.to_string(),
-                    "a delay stage needs exactly one of delay, profile, trace, preset",
+                    "a delay stage needs exactly one of delay, profile, trace, preset, leo",
                 )?;
+                if let Some(l) = &self.leo {
+                    let rows = l.rows(&format!("{at}.leo"))?;
+                    delay_profile(&rows, &format!("{at}.leo"))?;
+                    self.leo_rows = Some(rows);
+                }
                 if let Some(p) = &self.preset {
                     let rows = p.rows(at, StageKind::Delay)?;
                     delay_profile(&rows, &format!("{at}.preset"))?;
@@ -451,8 +603,193 @@ impl StageSpec {
                     }
                 }
             }
+            StageKind::Harq => {
+                self.harq_params(at)?;
+                self.combining.get_or_insert(CombiningKind::Ir);
+                self.delta.get_or_insert(0.02);
+                self.max_retx.get_or_insert(3);
+                self.reorder_buffer.get_or_insert(false);
+            }
         }
         Ok(())
+    }
+
+    /// The HARQ stage's and its channel's parameters, checked (defaults for what is missing).
+    pub fn harq_params(&self, at: &str) -> Result<(HarqParams, LmsParams)> {
+        let d = HarqParams::default();
+        let snr = self.snr.ok_or_else(|| {
+            ScenarioError::new(
+                format!("{at}.snr"),
+                "a harq stage needs snr, the reference SNR in dB (paper 001: 7 to 13)",
+            )
+        })?;
+        check(
+            snr.is_finite() && (-10.0..=40.0).contains(&snr),
+            format!("{at}.snr"),
+            format!("must be a reference SNR in [-10, 40] dB, got {snr}"),
+        )?;
+        let delta = self.delta.unwrap_or(d.delta);
+        check(
+            delta.is_finite() && delta >= 0.0,
+            format!("{at}.delta"),
+            format!("must be >= 0 (the code's gap to the mutual-information bound), got {delta}"),
+        )?;
+        check(
+            delta <= 10.0,
+            format!("{at}.delta"),
+            format!("must be at most 10, got {delta}"),
+        )?;
+        let max_retx = self.max_retx.unwrap_or(d.max_retx as i64);
+        check(
+            (0..=15).contains(&max_retx),
+            format!("{at}.max_retx"),
+            format!("must be in [0, 15] retransmissions, got {max_retx}"),
+        )?;
+        let symbol_rate = self.symbol_rate.unwrap_or(d.symbol_rate);
+        check(
+            symbol_rate.is_finite() && (1e3..=1e10).contains(&symbol_rate),
+            format!("{at}.symbol_rate"),
+            format!("must be in [1e3, 1e10] symbols/s, got {symbol_rate}"),
+        )?;
+        let hp = HarqParams {
+            snr_ref: 10f64.powf(snr / 10.0),
+            combining: match self.combining.unwrap_or(CombiningKind::Ir) {
+                CombiningKind::Ir => Combining::IncrementalRedundancy,
+                CombiningKind::Chase => Combining::Chase,
+            },
+            delta,
+            max_retx: max_retx as u32,
+            first_delay: self.first_delay.map_or(d.first_delay, |x| x.0),
+            retx_delay: self.retx_delay.map_or(d.retx_delay, |x| x.0),
+            symbol_rate,
+            reorder_buffer: self.reorder_buffer.unwrap_or(false),
+        };
+        let c = self.channel.clone().unwrap_or_default();
+        let ch = |f: &str| format!("{at}.channel.{f}");
+        let mut lp = LmsParams::default();
+        let positive = |v: Option<f64>, f: &str, unit: &str, max: f64| -> Result<Option<f64>> {
+            if let Some(x) = v {
+                check(
+                    x.is_finite() && x > 0.0,
+                    ch(f),
+                    format!("must be > 0 {unit}, got {x}"),
+                )?;
+                check(
+                    x <= max,
+                    ch(f),
+                    format!("must be at most {max} {unit}, got {x}"),
+                )?;
+            }
+            Ok(v)
+        };
+        if let Some(v) = positive(c.speed_kmh, "speed_kmh", "km/h", 1000.0)? {
+            lp.speed = v / 3.6;
+        }
+        if let Some(v) = positive(c.carrier_ghz, "carrier_ghz", "GHz", 100.0)? {
+            lp.carrier = v * 1e9;
+        }
+        if let Some(v) = positive(c.sojourn_m, "sojourn_m", "m", 1e6)? {
+            lp.sojourn_m = v;
+        }
+        if let Some(v) = positive(c.shadow_corr_m, "shadow_corr_m", "m", 1e6)? {
+            lp.shadow_corr_m = v;
+        }
+        if let Some(v) = c.crossfade_m {
+            check(
+                v.is_finite() && (0.0..=1e6).contains(&v),
+                ch("crossfade_m"),
+                format!("must be in [0, 1e6] m, got {v}"),
+            )?;
+            lp.crossfade_m = v;
+        }
+        if let Some(g) = c.grid {
+            check(
+                g.0 .0 >= 1_000 && g.0 .0 <= 1_000_000_000,
+                ch("grid"),
+                format!("must be between 1us and 1s, got {g}"),
+            )?;
+            lp.grid = g.0;
+        }
+        if let Some(k) = c.doppler {
+            lp.spectrum = match k {
+                DopplerKind::Gaussian => DopplerSpectrum::Gaussian,
+                DopplerKind::Jakes => DopplerSpectrum::Jakes,
+            };
+        }
+        if let Some(states) = &c.states {
+            for (name, spec) in states {
+                let f = |x: &str| format!("{at}.channel.states.{name}.{x}");
+                let Some(st) = LmsState::ALL.iter().find(|s| s.name() == name) else {
+                    return Err(ScenarioError::new(
+                        format!("{at}.channel.states.{name}"),
+                        format!("unknown channel state {name:?} (known: los, moderate, deep)"),
+                    ));
+                };
+                let p = &mut lp.states[*st as usize];
+                if let Some(w) = spec.w {
+                    check(
+                        w.is_finite() && w > 0.0 && w < 1.0,
+                        f("w"),
+                        format!("must be a probability in (0, 1), got {w}"),
+                    )?;
+                    p.w = w;
+                }
+                for (name, v, slot) in [
+                    ("alpha", spec.alpha, &mut p.alpha),
+                    ("mp", spec.mp, &mut p.mp),
+                ] {
+                    if let Some(v) = v {
+                        check(
+                            v.is_finite() && (-60.0..=20.0).contains(&v),
+                            f(name),
+                            format!("must be in [-60, 20] dB, got {v}"),
+                        )?;
+                        *slot = v;
+                    }
+                }
+                if let Some(v) = spec.psi {
+                    check(
+                        v.is_finite() && (0.0..=20.0).contains(&v),
+                        f("psi"),
+                        format!("must be in [0, 20] dB, got {v}"),
+                    )?;
+                    p.psi = v;
+                }
+            }
+            let sum: f64 = lp.states.iter().map(|s| s.w).sum();
+            check(
+                (sum - 1.0).abs() < 1e-6,
+                format!("{at}.channel.states"),
+                format!(
+                    "the steady-state probabilities w of los, moderate and deep must sum to 1, \
+                     got {sum} (defaults {}, {}, {})",
+                    ITS_S_BAND[0].w, ITS_S_BAND[1].w, ITS_S_BAND[2].w
+                ),
+            )?;
+        }
+        Ok((hp, lp))
+    }
+}
+
+impl LeoSpec {
+    /// The trace as delay-profile rows `[time_ms, delay_ms, 0]`, after checking the knobs.
+    fn rows(&self, at: &str) -> Result<Vec<Vec<f64>>> {
+        let secs = self.duration.map_or(3600.0, |d| d.0.as_secs_f64());
+        check(
+            secs > 0.0 && secs <= MAX_LEO_SECONDS,
+            format!("{at}.duration"),
+            format!("must be in (0, {MAX_LEO_SECONDS}] s, got {secs} s"),
+        )?;
+        let alt = self.altitude_km.unwrap_or(800.0);
+        check(
+            alt.is_finite() && (500.0..=1500.0).contains(&alt),
+            format!("{at}.altitude_km"),
+            format!("must be in [500, 1500] km (a LEO orbit), got {alt}"),
+        )?;
+        Ok(leo::delay_trace(self.seed.unwrap_or(1), secs, alt)
+            .into_iter()
+            .map(|(t, d)| vec![t, d, 0.0])
+            .collect())
     }
 }
 

@@ -632,3 +632,128 @@ fn the_walkaway_preset_becomes_profiles_and_its_knobs_are_checked() {
         "{e}"
     );
 }
+
+fn harq_text(extra: &str) -> String {
+    format!("[path.fwd]\n[[path.fwd.stage]]\ntype = \"harq\"\n{extra}\n[[flow]]\n")
+}
+
+#[test]
+fn a_harq_stage_gets_its_defaults_and_round_trips() {
+    let sc = parse(
+        &harq_text("snr = 7\nchannel = { speed_kmh = 30, states = { deep = { alpha = -15 } } }"),
+        &[],
+        Path::new("."),
+    )
+    .unwrap();
+    let st = &sc.path["fwd"].stage[0];
+    assert_eq!(st.combining, Some(CombiningKind::Ir));
+    assert_eq!(st.delta, Some(0.02));
+    assert_eq!(st.max_retx, Some(3));
+    assert_eq!(st.reorder_buffer, Some(false));
+    let (h, c) = st.harq_params("x").unwrap();
+    assert!((h.snr_ref - 10f64.powf(0.7)).abs() < 1e-12);
+    assert!((c.speed - 30.0 / 3.6).abs() < 1e-12);
+    assert_eq!(c.states[2].alpha, -15.0);
+    assert_eq!(c.states[2].psi, spikelab_net::lms::ITS_S_BAND[2].psi);
+    assert_round_trips(&sc);
+    // Overrides reach it by type name.
+    let sc = parse(
+        &harq_text("snr = 7"),
+        &["path.fwd.harq.snr=13".into()],
+        Path::new("."),
+    )
+    .unwrap();
+    assert_eq!(sc.path["fwd"].stage[0].snr, Some(13.0));
+}
+
+#[test]
+fn harq_and_channel_errors_name_the_field() {
+    let e = |extra: &str| err(&harq_text(extra));
+    assert_eq!(
+        e(""),
+        "path.fwd.stage[0].snr: a harq stage needs snr, the reference SNR in dB (paper 001: 7 to 13)"
+    );
+    assert_eq!(
+        e("snr = 70"),
+        "path.fwd.stage[0].snr: must be a reference SNR in [-10, 40] dB, got 70"
+    );
+    assert_eq!(
+        e("snr = 7\ndelta = -0.1"),
+        "path.fwd.stage[0].delta: must be >= 0 (the code's gap to the mutual-information bound), got -0.1"
+    );
+    assert_eq!(
+        e("snr = 7\nmax_retx = -1"),
+        "path.fwd.stage[0].max_retx: must be in [0, 15] retransmissions, got -1"
+    );
+    assert_eq!(
+        e("snr = 7\nchannel = { speed_kmh = -5 }"),
+        "path.fwd.stage[0].channel.speed_kmh: must be > 0 km/h, got -5"
+    );
+    assert_eq!(
+        e("snr = 7\nchannel = { states = { shadowy = { w = 0.1 } } }"),
+        "path.fwd.stage[0].channel.states.shadowy: unknown channel state \"shadowy\" (known: los, moderate, deep)"
+    );
+    let m = e("snr = 7\nchannel = { states = { los = { w = 0.5 } } }");
+    assert!(
+        m.starts_with("path.fwd.stage[0].channel.states: the steady-state probabilities w"),
+        "{m}"
+    );
+    assert_eq!(
+        e("snr = 7\nchannel = { states = { deep = { psi = -1 } } }"),
+        "path.fwd.stage[0].channel.states.deep.psi: must be in [0, 20] dB, got -1"
+    );
+    let m = e("snr = 7\ncombining = \"hybrid\"");
+    assert!(
+        m.starts_with("path.fwd.stage[0].combining: unknown variant"),
+        "{m}"
+    );
+    let m = e("snr = 7\nchannel = { speed = 5 }");
+    assert!(
+        m.starts_with("path.fwd.stage[0].channel") && m.contains("unknown field `speed`"),
+        "{m}"
+    );
+    let m = e("snr = 7\ndelay = \"10ms\"");
+    assert!(
+        m.starts_with("path.fwd.stage[0].delay: not a field of a harq stage"),
+        "{m}"
+    );
+    // A reordering buffer only exists where packets can be reordered.
+    let m = err("[path.fwd]\n[[path.fwd.stage]]\ntype = \"delay\"\ndelay = \"10ms\"\nreorder_buffer = true\n[[flow]]\n");
+    assert!(
+        m.starts_with("path.fwd.stage[0].reorder_buffer: a delay stage keeps packets in order"),
+        "{m}"
+    );
+}
+
+#[test]
+fn a_leo_delay_stage_becomes_a_profile_and_its_knobs_are_checked() {
+    let leo = |v: &str| {
+        format!("[path.fwd]\n[[path.fwd.stage]]\ntype = \"delay\"\nleo = {v}\n[[flow]]\n")
+    };
+    let sc = parse(
+        &leo("{ seed = 3, duration = \"600s\" }"),
+        &[],
+        Path::new("."),
+    )
+    .unwrap();
+    let rows = sc.path["fwd"].stage[0].leo_rows.as_ref().unwrap();
+    assert!(rows.len() >= 6000);
+    assert!(rows
+        .iter()
+        .all(|r| (70.0..=90.0).contains(&r[1]) && r[2] == 0.0));
+    assert_round_trips(&sc);
+    assert_eq!(
+        err(&leo("{ seed = 3, duration = 0 }")),
+        "path.fwd.stage[0].leo.duration: must be in (0, 86400] s, got 0 s"
+    );
+    assert_eq!(
+        err(&leo("{ altitude_km = 36000 }")),
+        "path.fwd.stage[0].leo.altitude_km: must be in [500, 1500] km (a LEO orbit), got 36000"
+    );
+    let m =
+        err("[path.fwd]\n[[path.fwd.stage]]\ntype = \"delay\"\ndelay = 1\nleo = {}\n[[flow]]\n");
+    assert!(
+        m.contains("exactly one of delay, profile, trace, preset, leo"),
+        "{m}"
+    );
+}

@@ -511,7 +511,8 @@ pub fn build_stage(path: &str, index: usize, spec: &StageSpec, seed: u64) -> Sta
                     .as_ref()
                     .or(spec.trace_rows.as_ref())
                     .or(spec.preset_rows.as_ref())
-                    .expect("validated: a profile, a trace that was read or a preset");
+                    .or(spec.leo_rows.as_ref())
+                    .expect("validated: a profile, a trace that was read, a preset or leo");
                 let p = crate::scenario::delay_profile(rows, "profile").expect("validated");
                 Stage::Delay(DelayStage::profile(p, reorder, rng))
             }
@@ -544,6 +545,10 @@ pub fn build_stage(path: &str, index: usize, spec: &StageSpec, seed: u64) -> Sta
                 },
             };
             Stage::Loss(LossStage::new(model, rng))
+        }
+        StageKind::Harq => {
+            let (harq, channel) = spec.harq_params("stage").expect("validated");
+            Stage::Harq(spikelab_net::HarqStage::new(harq, channel, rng))
         }
     }
 }
