@@ -258,6 +258,11 @@ pub struct Endpoint {
     pub(crate) peer_rwnd: u64,
     pub(crate) fast_recovery: Option<u64>,
     pub(crate) forced: VecDeque<(usize, Mark)>,
+    /// Chunks in `queue` marked for retransmission (`mark != None`): lets the send path skip
+    /// the search for them when there are none.
+    pub(crate) n_marked: usize,
+    /// Payload bytes of the chunks in flight (§6.2.1's "outstanding" for the peer's rwnd).
+    pub(crate) inflight_payload: u64,
     pub(crate) assoc_errors: u32,
     pub(crate) burst_left: Vec<u32>,
     pub(crate) next_tx_id: u64,
@@ -326,6 +331,8 @@ impl Endpoint {
             peer_rwnd: cfg.recv_buffer as u64,
             fast_recovery: None,
             forced: VecDeque::new(),
+            n_marked: 0,
+            inflight_payload: 0,
             assoc_errors: 0,
             burst_left: vec![0; n],
             next_tx_id: 0,

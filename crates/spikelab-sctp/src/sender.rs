@@ -29,9 +29,14 @@ impl Endpoint {
         let n = self.paths.len();
         let flight_before: Vec<u64> = self.paths.iter().map(|p| p.flight).collect();
         let mut lowest_before: Vec<Option<u64>> = vec![None; n];
+        let mut to_find = self.paths.iter().filter(|p| p.flight_chunks > 0).count();
         for c in &self.queue {
+            if to_find == 0 {
+                break;
+            }
             if c.in_flight && lowest_before[c.dest].is_none() {
                 lowest_before[c.dest] = Some(c.tsn);
+                to_find -= 1;
             }
         }
         let cum_advanced = s.cum_tsn_ack > self.cum_ack;
@@ -57,10 +62,11 @@ impl Endpoint {
         for &i in &newly {
             let c = &mut self.queue[i];
             c.acked = true;
-            c.mark = Mark::None;
+            set_mark(&mut self.n_marked, c, Mark::None);
             let (d, size, tsn, tx_count) = (c.dest, c.size(), c.tsn, c.tx_count);
             if c.in_flight {
                 c.in_flight = false;
+                self.inflight_payload -= c.len as u64;
                 self.paths[d].flight -= size;
                 self.paths[d].flight_chunks -= 1;
             }
@@ -103,12 +109,15 @@ impl Endpoint {
         }
 
         // §6.2.1: rwnd = a_rwnd - bytes in flight.
-        let outstanding: u64 = self
-            .queue
-            .iter()
-            .filter(|c| c.in_flight)
-            .map(|c| c.len as u64)
-            .sum();
+        let outstanding = self.inflight_payload;
+        debug_assert_eq!(
+            outstanding,
+            self.queue
+                .iter()
+                .filter(|c| c.in_flight)
+                .map(|c| c.len as u64)
+                .sum::<u64>()
+        );
         self.peer_rwnd = (s.a_rwnd as u64).saturating_sub(outstanding);
 
         // §7.2.1 / §7.2.2: per-destination window growth.
@@ -210,9 +219,10 @@ impl Endpoint {
         let mut tsns = Vec::new();
         for &i in fast {
             let c = &mut self.queue[i];
-            c.mark = Mark::Fast;
+            set_mark(&mut self.n_marked, c, Mark::Fast);
             c.fast_rtx_done = true;
             c.in_flight = false;
+            self.inflight_payload -= c.len as u64;
             let d = c.dest;
             self.paths[d].flight -= c.size();
             self.paths[d].flight_chunks -= 1;
@@ -278,7 +288,8 @@ impl Endpoint {
         for c in self.queue.iter_mut() {
             if c.in_flight && c.dest == d {
                 c.in_flight = false;
-                c.mark = Mark::T3;
+                self.inflight_payload -= c.len as u64;
+                set_mark(&mut self.n_marked, c, Mark::T3);
                 marked.push(MarkedTsn {
                     tsn: c.tsn,
                     tx_id: c.last_tx_id,
@@ -338,13 +349,20 @@ impl Endpoint {
             }
         }
         // Marked chunks, as cwnd allows (rule B: one packet may overbook by < 1 chunk).
+        debug_assert_eq!(
+            self.n_marked,
+            self.queue.iter().filter(|c| c.mark != Mark::None).count()
+        );
         let mut blocked = vec![false; self.paths.len()];
-        let first = self
-            .queue
-            .iter()
-            .filter(|c| c.mark != Mark::None)
-            .map(|c| (c.tsn, self.target_of(c)))
-            .collect::<Vec<_>>();
+        let first = if self.n_marked == 0 {
+            Vec::new()
+        } else {
+            self.queue
+                .iter()
+                .filter(|c| c.mark != Mark::None)
+                .map(|c| (c.tsn, self.target_of(c)))
+                .collect::<Vec<_>>()
+        };
         for (tsn, t) in first {
             if blocked[t] {
                 continue;
@@ -503,7 +521,8 @@ impl Endpoint {
             c.last_tx_id = tx_id;
             c.sent_at = now;
             c.in_flight = true;
-            c.mark = Mark::None;
+            self.inflight_payload += c.len as u64;
+            set_mark(&mut self.n_marked, c, Mark::None);
             c.miss = 0;
             let size = c.size();
             self.stats.data_chunks_sent += 1;
@@ -548,4 +567,14 @@ impl Endpoint {
         self.stats.data_packets_sent += 1;
         Packet { chunks }
     }
+}
+
+/// Sets a chunk's retransmission mark, keeping the count of marked chunks.
+fn set_mark(n_marked: &mut usize, c: &mut TxChunk, m: Mark) {
+    match (c.mark == Mark::None, m == Mark::None) {
+        (true, false) => *n_marked += 1,
+        (false, true) => *n_marked -= 1,
+        _ => {}
+    }
+    c.mark = m;
 }

@@ -815,6 +815,10 @@ impl FlowSpec {
                 check(s.0 > 0, format!("{at}.app.size"), "must be > 0")?;
             }
         }
+        if self.protocol == Protocol::Sctp {
+            // [flow.tcp] was checked to be untouched; nothing TCP to resolve.
+            return Ok(());
+        }
         let t = &mut self.tcp;
         let at = format!("{at}.tcp");
         positive_int(t.mss, &format!("{at}.mss"), 65_495)?;

@@ -424,15 +424,15 @@ impl Scenario {
                     *given = default.clone();
                 }
             }
-            let mut ends: Vec<(String, &String)> = vec![
-                (format!("flow[{i}].fwd"), &f.fwd),
-                (format!("flow[{i}].rev"), &f.rev),
-            ];
-            if f.protocol == Protocol::Sctp {
+            let mut ends: Vec<(String, &String)> = Vec::new();
+            if f.protocol == Protocol::Sctp && !f.paths.is_empty() {
                 for (k, d) in f.paths.iter().enumerate() {
                     ends.push((format!("flow[{i}].paths[{k}].fwd"), &d.fwd));
                     ends.push((format!("flow[{i}].paths[{k}].rev"), &d.rev));
                 }
+            } else {
+                ends.push((format!("flow[{i}].fwd"), &f.fwd));
+                ends.push((format!("flow[{i}].rev"), &f.rev));
             }
             for (field, p) in ends {
                 if !self.path.contains_key(p) {

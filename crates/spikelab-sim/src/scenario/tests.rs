@@ -757,3 +757,68 @@ fn a_leo_delay_stage_becomes_a_profile_and_its_knobs_are_checked() {
         "{m}"
     );
 }
+
+#[test]
+fn sctp_flows_are_checked_with_the_field_named() {
+    let two = "[path.a]\n[[path.a.stage]]\ntype = \"delay\"\ndelay = \"10ms\"\n\
+               [path.b]\n[[path.b.stage]]\ntype = \"delay\"\ndelay = \"10ms\"\n";
+    let flow = |rest: &str| {
+        format!(
+            "{two}[[flow]]\nprotocol = \"sctp\"\n\
+             paths = [{{ fwd = \"a\", rev = \"a\" }}, {{ fwd = \"b\", rev = \"b\" }}]\n{rest}"
+        )
+    };
+    let sc = parse(
+        &flow("[flow.sctp]\nrto_alpha = 0.3\nrto_beta = 0.7\nprofile = \"rfc4960\"\n"),
+        &[],
+        Path::new("."),
+    )
+    .unwrap();
+    let cfg = sc.flow[0].sctp_config().unwrap();
+    assert_eq!(
+        (cfg.rto_alpha, cfg.rto_beta, cfg.n_destinations),
+        (0.3, 0.7, 2)
+    );
+    // RFC 4960 §15: RTO.Initial 3 s (RFC 9260: 1 s).
+    assert_eq!(cfg.rto_initial, SimDuration::from_secs(3));
+    assert_eq!(sc.flow[0].fwd, "a", "fwd/rev name the first destination");
+    assert_round_trips(&sc);
+
+    let cases = [
+        (flow("[flow.sctp]\nrto_alpha = 1.5\n"), "flow[0].sctp.rto_alpha", "[0, 1]"),
+        (flow("[flow.sctp]\nbeta = -0.1\n"), "flow[0].sctp.rto_beta", "[0, 1]"),
+        (flow("[flow.sctp]\npath_max_retrans = -1\n"), "flow[0].sctp.path_max_retrans", ">= 0"),
+        (flow("[flow.sctp]\nprimary = 2\n"), "flow[0].sctp.primary", "0 to 1"),
+        (flow("[flow.sctp]\nprofile = \"rfc2960\"\n"), "flow[0].sctp.profile", "unknown"),
+        (flow("[flow.sctp]\nrto_min = \"2s\"\nrto_max = \"1s\"\n"), "flow[0].sctp.rto_min", "exceeds"),
+        (flow("[flow.sctp]\npf_max_retrans = 9\n"), "flow[0].sctp.pf_max_retrans", "7829"),
+        (flow("cc = \"cubic\"\n"), "flow[0].cc", "TCP"),
+        (flow("[flow.tcp]\nsack = false\n"), "flow[0].tcp", "[flow.sctp]"),
+        (
+            format!("{two}[[flow]]\nprotocol = \"sctp\"\npaths = [{{ fwd = \"a\", rev = \"c\" }}]\n"),
+            "flow[0].paths[0].rev",
+            "no path named \"c\"",
+        ),
+        (
+            format!("{two}[[flow]]\nfwd = \"a\"\nrev = \"a\"\npaths = [{{ fwd = \"a\", rev = \"b\" }}]\n"),
+            "flow[0].paths",
+            "SCTP",
+        ),
+        (
+            format!("{two}[[flow]]\nfwd = \"a\"\nrev = \"a\"\n[flow.sctp]\nmtu = 1500\n"),
+            "flow[0].sctp",
+            "protocol = \"sctp\"",
+        ),
+        (
+            format!("{two}[[flow]]\nprotocol = \"sctp\"\nfwd = \"b\"\npaths = [{{ fwd = \"a\", rev = \"a\" }}]\n"),
+            "flow[0].fwd",
+            "leave fwd and rev out",
+        ),
+        (format!("{two}[[flow]]\nprotocol = \"quic\"\n"), "flow[0].protocol", ""),
+    ];
+    for (text, field, words) in cases {
+        let e = err(&text);
+        assert!(e.starts_with(field) && e.contains(words), "{field}: {e}");
+        assert!(!e.contains('\n'), "one line: {e}");
+    }
+}
