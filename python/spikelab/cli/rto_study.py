@@ -89,7 +89,7 @@ def ranking_lines(table) -> list[str]:
                      f"{cols['delay_sum_s'][k]:.2f}", str(cols["spurious_s"][k]),
                      str(cols["grade_delay"][k]), str(cols["grade_spurious"][k]),
                      f"{cols['distance'][k]:.2f}"])
-    return align(header, rows).splitlines()
+    return [line.rstrip() for line in align(header, rows).splitlines()]
 
 
 def cmd_rto_study(args: argparse.Namespace) -> int:
