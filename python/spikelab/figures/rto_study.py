@@ -50,12 +50,14 @@ def _heatmap(table: pa.Table, column: str, title: str, unit: str, path: Path,
              cell_text=None, cmap: str = "viridis") -> Path:
     alphas, betas, z = _grid(table, column)
     best = rto_study.best_pair(table)
-    fig = Figure(figsize=(1.6 + 0.62 * betas.size, 1.4 + 0.5 * alphas.size), layout="constrained")
+    fig = Figure(figsize=(min(1.6 + 0.62 * betas.size, 14.0), min(1.4 + 0.5 * alphas.size, 12.0)),
+                 layout="constrained")
     ax = fig.add_subplot()
     im = ax.imshow(z, origin="lower", cmap=cmap, aspect="auto")
     fig.colorbar(im, ax=ax, label=unit, shrink=0.9)
-    ax.set_xticks(range(betas.size), [_label(v) for v in betas])
-    ax.set_yticks(range(alphas.size), [_label(v) for v in alphas])
+    every_b, every_a = max(1, betas.size // 20), max(1, alphas.size // 20)  # at most ~20 ticks
+    ax.set_xticks(range(0, betas.size, every_b), [_label(v) for v in betas[::every_b]])
+    ax.set_yticks(range(0, alphas.size, every_a), [_label(v) for v in alphas[::every_a]])
     ax.set_xlabel("β (RTO.Beta)")
     ax.set_ylabel("α (RTO.Alpha)")
     ax.set_title(title, fontsize=10)
