@@ -59,6 +59,39 @@ class Simulation:
         With stream_rows > 0 the trace rows leave in chunks through take_chunks(); the tables
         returned hold the rows after the last chunk."""
 
+# ---- paper 004 §6.2: the SCTP RTO alpha/beta study (spikelab-sctp::rto_study) ------------
+
+Alignment = Literal["after", "before"]
+
+def rto_study(
+    rtt_ms: list[float],
+    pairs: list[tuple[float, float]],
+    rto_initial: float = 3.0,
+    rto_min: float = 1.0,
+    rto_max: float = 60.0,
+    alignment: Alignment = "after",
+    grade_base: Literal[0, 1] = 1,
+) -> dict[str, list[Any]]:
+    """The RFC 4960 estimator over one RTT sample a second (ms) for each (alpha, beta); columns
+    alpha, beta, delay_sum_s, spurious_s, grade_delay, grade_spurious, distance, rank, one row
+    per pair in the order given. RTO bounds in seconds; ValueError names a bad argument."""
+
+def rto_series(
+    rtt_ms: list[float],
+    alpha: float,
+    beta: float,
+    rto_initial: float = 3.0,
+    rto_min: float = 1.0,
+    rto_max: float = 60.0,
+    alignment: Alignment = "after",
+) -> list[float]:
+    """The RTO (ms) paired with each RTT sample: after the estimator took it ("after") or the
+    one armed before it ("before")."""
+
+def walkaway_rtt_ms(seconds: int, noise: float = 0.0, seed: int = 1) -> list[float]:
+    """The wlan-walkaway preset's RTT (ms) at t = 0 .. seconds - 1 s: the skeleton, or with
+    noise > 0 each sample times LogNormal(0, noise) drawn from stream ``seed``."""
+
 # ---- emulation (crates/spikelab-py/src/emu.rs) ------------------------------------------
 
 class Emulator:

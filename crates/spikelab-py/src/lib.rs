@@ -8,6 +8,7 @@ use pyo3::create_exception;
 use pyo3::exceptions::{PyKeyboardInterrupt, PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList};
+use spikelab_sctp::rto_study::{Alignment, StudyParams};
 use spikelab_sim::{ColumnData, RunControl, Scenario, ScenarioError, Table, TraceLevel};
 use std::path::Path;
 use std::sync::atomic::Ordering;
@@ -265,6 +266,177 @@ fn table_to_py<'py>(py: Python<'py>, t: Table) -> PyResult<Bound<'py, PyDict>> {
     Ok(d)
 }
 
+// ---- paper 004 §6.2: the analytic SCTP RTO alpha/beta study (spikelab-sctp::rto_study) ----
+
+/// The study's parameters, checked: one-line `ValueError`s name the offending argument.
+fn rto_study_params(
+    rto_initial: f64,
+    rto_min: f64,
+    rto_max: f64,
+    alignment: &str,
+    grade_base: u32,
+) -> PyResult<StudyParams> {
+    // SimDuration holds u64 nanoseconds: about 584 years; a day is plenty for an RTO bound.
+    for (name, v) in [
+        ("rto_initial", rto_initial),
+        ("rto_min", rto_min),
+        ("rto_max", rto_max),
+    ] {
+        if !(v.is_finite() && (0.0..=86_400.0).contains(&v)) {
+            return Err(PyValueError::new_err(format!(
+                "{name}: must be a time between 0 and 86400 s, got {v} s"
+            )));
+        }
+    }
+    if rto_max < rto_min {
+        return Err(PyValueError::new_err(format!(
+            "rto_max: must be >= rto_min ({rto_min} s), got {rto_max} s"
+        )));
+    }
+    let alignment = match alignment {
+        "after" => Alignment::AfterSample,
+        "before" => Alignment::BeforeSample,
+        other => {
+            return Err(PyValueError::new_err(format!(
+                "alignment: must be 'after' or 'before', got {other:?}"
+            )))
+        }
+    };
+    if grade_base > 1 {
+        return Err(PyValueError::new_err(format!(
+            "grade_base: must be 0 or 1, got {grade_base}"
+        )));
+    }
+    Ok(StudyParams {
+        rto_initial,
+        rto_min,
+        rto_max,
+        alignment,
+        grade_base,
+    })
+}
+
+/// RTT samples must be finite, non-negative milliseconds (at most a day).
+fn check_rtt_ms(rtt_ms: &[f64]) -> PyResult<()> {
+    if rtt_ms.is_empty() {
+        return Err(PyValueError::new_err("the RTT trace is empty"));
+    }
+    if let Some((i, v)) = rtt_ms
+        .iter()
+        .enumerate()
+        .find(|(_, v)| !(v.is_finite() && (0.0..=86_400_000.0).contains(*v)))
+    {
+        return Err(PyValueError::new_err(format!(
+            "RTT sample {i}: must be between 0 and 86400000 ms, got {v}"
+        )));
+    }
+    Ok(())
+}
+
+fn check_gain(name: &str, v: f64) -> PyResult<()> {
+    if v.is_finite() && (0.0..=1.0).contains(&v) {
+        Ok(())
+    } else {
+        Err(PyValueError::new_err(format!(
+            "{name}: must be in [0, 1], got {v}"
+        )))
+    }
+}
+
+/// Paper 004 §6.2 over `rtt_ms` (one sample a second) for each (alpha, beta) of `pairs`: the
+/// columns alpha, beta, delay_sum_s, spurious_s, grade_delay, grade_spurious, distance, rank,
+/// one row per pair in the order given.
+#[pyfunction]
+#[pyo3(signature = (rtt_ms, pairs, rto_initial=3.0, rto_min=1.0, rto_max=60.0,
+                    alignment="after", grade_base=1))]
+#[allow(clippy::too_many_arguments)] // the Python signature: keyword arguments with defaults
+fn rto_study<'py>(
+    py: Python<'py>,
+    rtt_ms: Vec<f64>,
+    pairs: Vec<(f64, f64)>,
+    rto_initial: f64,
+    rto_min: f64,
+    rto_max: f64,
+    alignment: &str,
+    grade_base: u32,
+) -> PyResult<Bound<'py, PyDict>> {
+    let p = rto_study_params(rto_initial, rto_min, rto_max, alignment, grade_base)?;
+    check_rtt_ms(&rtt_ms)?;
+    if pairs.is_empty() {
+        return Err(PyValueError::new_err("no (alpha, beta) pairs to study"));
+    }
+    for &(a, b) in &pairs {
+        check_gain("alpha", a)?;
+        check_gain("beta", b)?;
+    }
+    let res = py.detach(move || spikelab_sctp::rto_study::study(&rtt_ms, &pairs, &p));
+    let out = PyDict::new(py);
+    out.set_item("alpha", res.iter().map(|r| r.alpha).collect::<Vec<_>>())?;
+    out.set_item("beta", res.iter().map(|r| r.beta).collect::<Vec<_>>())?;
+    out.set_item(
+        "delay_sum_s",
+        res.iter().map(|r| r.delay_sum_s).collect::<Vec<_>>(),
+    )?;
+    out.set_item(
+        "spurious_s",
+        res.iter().map(|r| r.spurious).collect::<Vec<_>>(),
+    )?;
+    out.set_item(
+        "grade_delay",
+        res.iter().map(|r| r.grade_delay).collect::<Vec<_>>(),
+    )?;
+    out.set_item(
+        "grade_spurious",
+        res.iter().map(|r| r.grade_spurious).collect::<Vec<_>>(),
+    )?;
+    out.set_item(
+        "distance",
+        res.iter().map(|r| r.distance).collect::<Vec<_>>(),
+    )?;
+    out.set_item("rank", res.iter().map(|r| r.rank).collect::<Vec<_>>())?;
+    Ok(out)
+}
+
+/// The RTO (ms) the RFC 4960 estimator with gains `alpha`, `beta` pairs with each RTT sample.
+#[pyfunction]
+#[pyo3(signature = (rtt_ms, alpha, beta, rto_initial=3.0, rto_min=1.0, rto_max=60.0,
+                    alignment="after"))]
+fn rto_series(
+    rtt_ms: Vec<f64>,
+    alpha: f64,
+    beta: f64,
+    rto_initial: f64,
+    rto_min: f64,
+    rto_max: f64,
+    alignment: &str,
+) -> PyResult<Vec<f64>> {
+    let p = rto_study_params(rto_initial, rto_min, rto_max, alignment, 1)?;
+    check_rtt_ms(&rtt_ms)?;
+    check_gain("alpha", alpha)?;
+    check_gain("beta", beta)?;
+    Ok(spikelab_sctp::rto_study::rto_series(
+        &rtt_ms, alpha, beta, &p,
+    ))
+}
+
+/// The `wlan-walkaway` preset's RTT (ms), one sample a second for t = 0 .. seconds − 1: the
+/// skeleton, or with `noise` σ > 0 each sample times LogNormal(0, σ) from stream `seed`.
+#[pyfunction]
+#[pyo3(signature = (seconds, noise=0.0, seed=1))]
+fn walkaway_rtt_ms(seconds: u32, noise: f64, seed: u64) -> PyResult<Vec<f64>> {
+    if seconds == 0 || seconds > 10_000_000 {
+        return Err(PyValueError::new_err(format!(
+            "seconds: must be between 1 and 10000000, got {seconds}"
+        )));
+    }
+    if !(noise.is_finite() && (0.0..=10.0).contains(&noise)) {
+        return Err(PyValueError::new_err(format!(
+            "noise: must be between 0 and 10, got {noise}"
+        )));
+    }
+    Ok(spikelab_net::walkaway::rtt_trace_ms(seconds, noise, seed))
+}
+
 /// A panic in the core is caught and reported as an exception with its message (the run
 /// loop adds the simulated time); the default hook would also print a Rust backtrace hint to
 /// stderr, which is noise to a user. `SPIKELAB_DEBUG=1` keeps the default report.
@@ -293,6 +465,9 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(resolve, m)?)?;
     m.add_function(wrap_pyfunction!(profile_notes, m)?)?;
     m.add_class::<Simulation>()?;
+    m.add_function(wrap_pyfunction!(rto_study, m)?)?;
+    m.add_function(wrap_pyfunction!(rto_series, m)?)?;
+    m.add_function(wrap_pyfunction!(walkaway_rtt_ms, m)?)?;
     emu::register(m)?;
     Ok(())
 }

@@ -443,6 +443,9 @@ def parser() -> argparse.ArgumentParser:
     from .fidelity import register as register_fidelity
 
     register_fidelity(sub)
+    from .rto_study import register as register_rto_study
+
+    register_rto_study(sub)
     return top
 
 
