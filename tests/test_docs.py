@@ -318,6 +318,8 @@ def _toml(block: Block, scratch: Path) -> None:
         return
     if "flow" in data and not isinstance(data["flow"], list):
         text = "[[flow]]\n" + text  # a [flow.tcp] fragment of the one flow
+    elif "flow" not in data and "path" in data:
+        text += "\n[[flow]]\n"  # a path fragment: checked with the default flow over it
     spikelab.validate(text)
 
 

@@ -298,21 +298,7 @@ class StudyResult:
 def claim(out: str | os.PathLike[str], *, force: bool = False) -> Path:
     """Check that ``out`` may take an rto-study (empty, absent, or holding one), create it and
     remove stale temporaries; another kind of result is refused unless ``force``."""
-    if not str(out).strip():
-        raise results.OutdirError("the output directory is empty; give a directory name with -o")
-    path = Path(out)
-    if path.exists() and not path.is_dir():
-        raise results.OutdirError(f"{out}: exists and is not a directory")
-    held = None
-    with contextlib.suppress(OSError, ValueError):
-        held = json.loads((path / results.MANIFEST).read_text(encoding="utf-8")).get("kind")
-    if held != KIND and results.kind_of(path) is not None and not force:
-        raise results.OutdirError(f"{out}: holds another kind of result "
-                                  f"({held or results.kind_of(path)}); refusing to write an "
-                                  f"rto-study there (use another directory, or --force)")
-    path = results.prepare(path)
-    results.sweep_temporaries(path)
-    return path
+    return results.claim(out, KIND, force=force)
 
 
 def _describe(outdir: Path, names: Sequence[str]) -> list[dict[str, Any]]:

@@ -43,7 +43,7 @@ MANIFEST = "manifest.json"
 FIGURES = "figures"
 TABLES = ("runs", "timeseries", "packets")
 FORMAT = 1
-KINDS = ("run", "sweep", "study", "emulate", "fidelity")
+KINDS = ("run", "sweep", "study", "emulate", "fidelity", "rto-study")
 COMPLETE, INTERRUPTED = "complete", "interrupted"
 # Temporaries are ".NAME.PID-HEX.tmp" (see atomic_write).
 _TEMP = re.compile(r"^\..+\.(\d+)-[0-9a-f]{8}\.tmp$")
@@ -109,8 +109,8 @@ def sweep_temporaries(directory: str | os.PathLike[str], depth: int = 3) -> list
 
 
 def kind_of(outdir: str | os.PathLike[str]) -> str | None:
-    """What a directory holds: ``run``, ``sweep``, ``study``, ``emulate``, ``fidelity``, or None (absent or
-    holding no spikelab result)."""
+    """What a directory holds: ``run``, ``sweep``, ``study``, ``emulate``, ``fidelity``,
+    ``rto-study``, or None (absent or holding no spikelab result)."""
     outdir = Path(outdir)
     manifest = outdir / MANIFEST
     if manifest.is_file():
@@ -133,7 +133,8 @@ def kind_of(outdir: str | os.PathLike[str]) -> str | None:
 
 
 _HOLDS = {"run": "a run's results", "sweep": "a sweep's results", "study": "a study's results",
-          "emulate": "an emulated run's results", "fidelity": "a fidelity suite's results"}
+          "emulate": "an emulated run's results", "fidelity": "a fidelity suite's results",
+          "rto-study": "an RTO alpha/beta study's results"}
 
 
 def claim(outdir: str | os.PathLike[str], kind: str, *, force: bool = False) -> Path:
