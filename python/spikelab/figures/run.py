@@ -16,6 +16,8 @@ Per flow N:
   detector: filled = declared spurious, hollow = declared genuine) and responses (diamonds at
   the cwnd they restored).
 - ``rtt_flowN``: RTT samples, srtt and RTO vs. time, in seconds.
+- ``destinations_flowN`` (SCTP flows): each destination's cwnd (top) and srtt and RTO (bottom,
+  log scale), with the time it spent inactive shaded and the failovers marked (paper 004 §5).
 
 Only the first ``max_flows`` flows (the scenario's ``sim.figure_flows``, 8 by default) get
 figures of their own. When a run has more flows, ``flows_overview`` shows all of them at once:
@@ -538,6 +540,64 @@ def rtt(timeseries: pa.Table, flow: int, zoom: Zoom = None) -> Figure | None:
     return fig
 
 
+DEST_COLOURS = ("tab:blue", "tab:orange", "tab:green", "tab:purple", "tab:brown", "tab:pink")
+
+
+def destinations(timeseries: pa.Table, flow: int, zoom: Zoom = None) -> Figure | None:
+    """An SCTP flow's destinations: cwnd, srtt and RTO of each, inactive spans shaded,
+    failovers marked (None for a TCP flow or without the time series)."""
+    if "dest" not in timeseries.column_names:
+        return None
+    ts = timeseries.filter(_eq(timeseries, "flow", flow))
+    rows = ts.filter(pc.greater_equal(ts["dest"], 0))
+    if not pc.any(_eq(rows, "var", "dest_cwnd")).as_py():
+        return None
+    t_end = _end(ts, zoom)
+    fig = Figure(figsize=(9, 6.4), layout="constrained")
+    cwnd_ax, rto_ax = fig.subplots(2, 1, sharex=True)
+    cwnd_ax.set_title(f"flow {flow}: SCTP destinations")
+    cwnd_ax.set_ylabel("cwnd [kB]")
+    rto_ax.set_ylabel("seconds")
+    rto_ax.set_xlabel("time [s]")
+    for ax in (cwnd_ax, rto_ax):
+        ax.grid(True, alpha=0.3)
+        if zoom:
+            ax.set_xlim(left=zoom[0], right=zoom[1])
+    dests = sorted(set(_np(rows.filter(_eq(rows, "var", "dest_cwnd")), "dest").tolist()))
+    for d in dests:
+        one = rows.filter(_eq(rows, "dest", d))
+        colour = DEST_COLOURS[d % len(DEST_COLOURS)]
+        t, v = _step(one, "dest_cwnd", zoom, t_end)
+        _steps(cwnd_ax, t, v / 1e3, color=colour, label=f"destination {d}")
+        t, v = _step(one, "dest_srtt", zoom, t_end)
+        if t.size:
+            _steps(rto_ax, t, v, color=colour, linestyle="--", linewidth=1, label=f"srtt {d}")
+        t, v = _step(one, "dest_rto", zoom, t_end)
+        if t.size:
+            _steps(rto_ax, t, v, color=colour, linewidth=1.2, label=f"RTO {d}")
+        t, v = _step(one, "dest_state", zoom, t_end)
+        for i in np.flatnonzero(v[:-1] == 2):  # inactive until the next change
+            for ax in (cwnd_ax, rto_ax):
+                ax.axvspan(t[i], t[i + 1], color=colour, alpha=0.12, linewidth=0)
+    failovers = _window(ts.filter(_eq(ts, "var", "failover")), zoom)
+    for t, to, frm in zip((_np(failovers, "t_ns") / NS).tolist(),
+                          _np(failovers, "value").tolist(), _np(failovers, "dest").tolist(),
+                          strict=True):
+        for ax in (cwnd_ax, rto_ax):
+            ax.axvline(t, color="black", linewidth=0.9, linestyle=":")
+        cwnd_ax.annotate(f"{int(frm)}→{int(to)}", (t, 1.0), xycoords=("data", "axes fraction"),
+                         ha="left", va="top", fontsize="small")
+    cwnd_ax.set_ylim(bottom=0)
+    if rto_ax.has_data():
+        rto_ax.set_yscale("log")
+    handles = cwnd_ax.get_legend_handles_labels()[0] + rto_ax.get_legend_handles_labels()[0]
+    if failovers.num_rows:
+        handles.append(Line2D([], [], color="black", linestyle=":",
+                              label=f"failover ({failovers.num_rows})"))
+    fig.legend(handles=handles, loc="outside right upper", fontsize="small")
+    return fig
+
+
 OVERVIEW_BINS = 100  # time bins of the all-flows overview: cheap for 1,000 flows
 OVERVIEW_LINES = 20  # up to this many flows, one thin line each; beyond, percentile bands
 OVERVIEW_BARS = 32  # up to this many flows, goodput as one bar per flow; beyond, a CDF
@@ -712,6 +772,8 @@ def draw(tables: Mapping[str, pa.Table], figdir: str | os.PathLike[str],
                        if packets.num_rows else None),
             "cwnd": cwnd(timeseries, flow, mss, zoom) if timeseries.num_rows else None,
             "rtt": rtt(timeseries, flow, zoom) if timeseries.num_rows else None,
+            "destinations": (destinations(timeseries, flow, zoom)
+                             if timeseries.num_rows else None),
         }
         for stem, fig in figures.items():
             if fig is not None:
