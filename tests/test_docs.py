@@ -472,13 +472,21 @@ def test_results_doc_lists_every_column_the_code_writes(traced_run):
                table)
 
 
-def test_results_doc_lists_every_timeseries_var_and_packet_event(traced_run):
+def test_results_doc_lists_every_timeseries_var_and_packet_event(traced_run, tmp_path):
+    import pyarrow as pa
     import pyarrow.parquet as pq
+    import spikelab
 
-    ts = pq.read_table(traced_run / "timeseries.parquet").column("var").to_pylist()
+    # The SCTP variables and events come from an SCTP run: the walk-away example fails over.
+    sctp = tmp_path / "sctp"
+    spikelab.run(ROOT / "examples" / "sctp-walkaway.toml", out=sctp, trace="packets",
+                 plots=False, progress=False)
+    ts = [v for run in (traced_run, sctp)
+          for v in pq.read_table(run / "timeseries.parquet").column("var").to_pylist()]
     documented = set(_doc_columns("| `var` | unit", "`var`"))
     assert {re.escape(v) for v in ts} == documented
-    pk = pq.read_table(traced_run / "packets.parquet")
+    pk = pa.concat_tables([pq.read_table(run / "packets.parquet").select(["event", "cause"])
+                           for run in (traced_run, sctp)], promote_options="permissive")
     events = set(_doc_columns("| `event` | meaning", "`event`"))
     seen = {re.escape(v) for v in pk.column("event").to_pylist()}
     # A probe leaves only when the flow runs TLP and a tail stalls: documented, maybe unseen.
