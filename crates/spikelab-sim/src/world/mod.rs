@@ -1218,15 +1218,10 @@ impl World {
             s.inflight() as f64,
             s.state() as u8 as f64,
         ];
-        for (i, v) in vals.iter().enumerate() {
-            let bits = v.to_bits();
-            if f.last_vars[i] != bits {
-                f.last_vars[i] = bits;
-                if !v.is_nan() {
-                    self.series.push(self.now, f.id, i as i32, *v);
-                }
-            }
-        }
+        let (now, id) = (self.now, f.id);
+        each_change(&mut f.last_vars, &vals, |i, v| {
+            self.series.push(now, id, i as i32, v)
+        });
     }
 
     // ---- results -----------------------------------------------------------------------------
@@ -1367,25 +1362,8 @@ impl World {
             let st = f.snd.stats();
             let active = stop.since(f.start).as_secs_f64();
             let delivered = f.rcv.rcv_nxt();
-            let n = st.rtt_samples as f64;
-            let (mean, sd) = if st.rtt_samples > 0 {
-                let m = st.rtt_sum_s / n;
-                let var = if st.rtt_samples > 1 {
-                    ((st.rtt_sumsq_s - n * m * m) / (n - 1.0)).max(0.0)
-                } else {
-                    0.0
-                };
-                (m, var.sqrt())
-            } else {
-                (f64::NAN, f64::NAN)
-            };
-            let per_pkt = |n: u64| {
-                if st.segments_sent > 0 {
-                    n as f64 / st.segments_sent as f64
-                } else {
-                    f64::NAN
-                }
-            };
+            let (mean, sd) = mean_sd(st.rtt_samples, st.rtt_sum_s, st.rtt_sumsq_s);
+            let per_pkt = |n: u64| ratio(n, st.segments_sent);
             let rtt_min = f.rtt_hist.min.map_or(f64::NAN, |m| m.as_secs_f64());
             runs.row(RunRow {
                 flow: f.id as i32,
@@ -1676,6 +1654,46 @@ struct RunsBuilder {
     jfi: f64,
     utilisation: f64,
     aggregate_goodput_bps: f64,
+}
+
+/// Mean and sample standard deviation from a count, a sum and a sum of squares (NaN without
+/// samples; sd 0 with one).
+fn mean_sd(n: u64, sum: f64, sumsq: f64) -> (f64, f64) {
+    if n == 0 {
+        return (f64::NAN, f64::NAN);
+    }
+    let k = n as f64;
+    let m = sum / k;
+    let var = if n > 1 {
+        ((sumsq - k * m * m) / (k - 1.0)).max(0.0)
+    } else {
+        0.0
+    };
+    (m, var.sqrt())
+}
+
+/// `n / of`, NaN when `of` is 0 (a per-packet ratio of a flow that sent nothing).
+fn ratio(n: u64, of: u64) -> f64 {
+    if of > 0 {
+        n as f64 / of as f64
+    } else {
+        f64::NAN
+    }
+}
+
+/// Calls `f(i, value)` for each value that differs (bit for bit) from the last one recorded in
+/// `last`, and records it; NaN values are recorded but not reported (a variable without a
+/// value yet, such as srtt before the first sample).
+fn each_change(last: &mut [u64], vals: &[f64], mut f: impl FnMut(usize, f64)) {
+    for (i, v) in vals.iter().enumerate() {
+        let bits = v.to_bits();
+        if last[i] != bits {
+            last[i] = bits;
+            if !v.is_nan() {
+                f(i, *v);
+            }
+        }
+    }
 }
 
 /// `x` clamped at 0, NaN kept.

@@ -338,15 +338,11 @@ impl World {
                 .sum::<u64>() as f64,
             ep.in_fast_recovery() as u8 as f64,
         ];
-        for (i, v) in vals.iter().enumerate() {
-            let bits = v.to_bits();
-            if a.last_vars[i] != bits {
-                a.last_vars[i] = bits;
-                if !v.is_nan() {
-                    self.series.push(now, a.id, i as i32, *v);
-                }
-            }
-        }
+        let id = a.id;
+        let series = &mut self.series;
+        each_change(&mut a.last_vars, &vals, |i, v| {
+            series.push(now, id, i as i32, v)
+        });
         for d in 0..ep.n_destinations() {
             let p = ep.path(d);
             let state = match p.state {
@@ -364,23 +360,10 @@ impl World {
                 p.errors as f64,
                 p.flight as f64,
             ];
-            for (i, v) in vals.iter().enumerate() {
-                let bits = v.to_bits();
-                if a.last_dest_vars[d][i] != bits {
-                    a.last_dest_vars[d][i] = bits;
-                    if !v.is_nan() {
-                        self.dest_series.mark_dest(
-                            now,
-                            a.id,
-                            VAR_DEST + i as i32,
-                            *v,
-                            -1,
-                            -1,
-                            d as i32,
-                        );
-                    }
-                }
-            }
+            let dest_series = &mut self.dest_series;
+            each_change(&mut a.last_dest_vars[d], &vals, |i, v| {
+                dest_series.mark_dest(now, id, VAR_DEST + i as i32, v, -1, -1, d as i32)
+            });
         }
     }
 
@@ -428,26 +411,9 @@ impl World {
             }
             let active = stop.since(a.start).as_secs_f64();
             let delivered = a.b.delivered_bytes();
-            let n = a.rtt_n as f64;
-            let (mean, sd) = if a.rtt_n > 0 {
-                let m = a.rtt_sum / n;
-                let var = if a.rtt_n > 1 {
-                    ((a.rtt_sumsq - n * m * m) / (n - 1.0)).max(0.0)
-                } else {
-                    0.0
-                };
-                (m, var.sqrt())
-            } else {
-                (f64::NAN, f64::NAN)
-            };
+            let (mean, sd) = mean_sd(a.rtt_n, a.rtt_sum, a.rtt_sumsq);
             let sent = st.data_chunks_sent;
-            let per_pkt = |k: u64| {
-                if sent > 0 {
-                    k as f64 / sent as f64
-                } else {
-                    f64::NAN
-                }
-            };
+            let per_pkt = |k: u64| ratio(k, sent);
             let rtt_min = a.rtt_hist.min.map_or(f64::NAN, |m| m.as_secs_f64());
             let t3_count = a.t3.len() as u64;
             let primary = a.a.config().primary;
