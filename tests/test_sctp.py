@@ -26,7 +26,7 @@ def test_the_walkaway_example_fails_over_to_the_wired_path(tmp_path):
     assert proc.returncode == 0, proc.stderr
     out = tmp_path / "out"
     runs = pq.read_table(out / "runs.parquet").to_pylist()[0]
-    assert runs["protocol"] == "sctp" and runs["cc"] == "sctp"
+    assert runs["transport"] == "sctp" and runs["cc"] == "sctp"
     # The walk's loss rises towards 1 after 60 s: the primary goes inactive once its error
     # counter exceeds Path.Max.Retrans (5), after RTOs backed off to RTO.Max (60 s).
     assert runs["failovers"] == 1
@@ -66,7 +66,7 @@ start = "1s"
 """
     runs = spikelab.run(text, trace="packets")
     r = runs.runs.to_pylist()
-    assert [x["protocol"] for x in r] == ["sctp", "tcp"]
+    assert [x["transport"] for x in r] == ["sctp", "tcp"]
     assert r[0]["goodput_bps"] > 2e6 and r[1]["goodput_bps"] > 2e6
     assert r[0]["bottleneck_utilisation"] > 0.9
     pk = runs.packets

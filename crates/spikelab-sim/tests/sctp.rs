@@ -81,7 +81,7 @@ fn sctp_and_tcp_share_a_bottleneck() {
     // trips of the primary (INIT/INIT-ACK, COOKIE-ECHO/COOKIE-ACK: 80 ms + serialisation).
     let setup = f64s(&runs, "setup_time_s")[0];
     assert!((0.08..0.09).contains(&setup), "set-up {setup}");
-    match runs.column("protocol").unwrap() {
+    match runs.column("transport").unwrap() {
         ColumnData::Dict(codes, names) => {
             assert_eq!(names[codes[0] as usize], "sctp");
             assert_eq!(names[codes[1] as usize], "tcp");

@@ -1839,7 +1839,7 @@ impl RunsBuilder {
         col!(i64 rack_loss_count);
         let protocols: Vec<String> = ["tcp", "sctp"].map(String::from).to_vec();
         t.push(
-            "protocol",
+            "transport",
             ColumnData::Dict(
                 rows.iter().map(|r| (r.protocol == "sctp") as i32).collect(),
                 protocols,
