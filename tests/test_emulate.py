@@ -558,3 +558,11 @@ def test_an_mss_below_what_linux_accepts_is_refused_before_the_topology(timestam
     ok = text.replace(f"mss = {smallest - 1}", f"mss = {smallest}")
     resolved, view, _, ccs = run.resolve(ok, [], ".")
     assert kernel.plan(view, resolved, ccs).flows[0]["maxseg"] == 88
+
+
+def test_an_sctp_flow_is_refused_before_the_topology():
+    """The kernel here has no SCTP sockets: an SCTP flow is a one-line error naming the field,
+    not a TCP connection in its place."""
+    resolved, view, _, ccs = run.resolve('[[flow]]\n[[flow]]\nprotocol = "sctp"\n', [], ".")
+    with pytest.raises(ValueError, match=r"^flow\[1\]\.protocol: .*no SCTP sockets"):
+        kernel.plan(view, resolved, ccs)

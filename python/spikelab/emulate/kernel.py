@@ -219,6 +219,11 @@ def plan(view: dict[str, Any], resolved: dict[str, Any], ccs: list[str],
     """Map a scenario (``view``: the numbers from ``_core.emu_scenario``; ``resolved``: the
     resolved scenario, which may carry fields such as ``spurious``) to kernel settings.
     ``ccs`` are the congestion controls asked for, per flow."""
+    for i, f in enumerate(resolved.get("flow", [])):
+        if f.get("protocol", "tcp") != "tcp":
+            raise ValueError(
+                f"flow[{i}].protocol: the emulator runs the kernel's TCP and this kernel has no "
+                f"SCTP sockets: SCTP flows are simulated only (spikelab run)")
     p = KernelPlan()
     flows = view["flows"]
     tcps = [f["tcp"] for f in flows]

@@ -555,6 +555,11 @@ pub struct FlowSpec {
     /// SCTP: `[flow.sctp]`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sctp: Option<SctpSpec>,
+    /// The receiver's window, for either protocol: TCP's advertised window (`tcp.rwnd`), SCTP's
+    /// receive buffer (`sctp.recv_buffer`). Lets a sweep vary the window of TCP and SCTP flows
+    /// with one parameter.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rwnd: Option<Bytes>,
 }
 
 /// Congestion controls the simulator knows.
@@ -747,13 +752,28 @@ impl FlowSpec {
 
     /// The SCTP endpoint configuration of an SCTP flow (validated).
     pub fn sctp_config(&self) -> Option<spikelab_sctp::SctpConfig> {
-        (self.protocol == Protocol::Sctp).then(|| {
-            self.sctp
-                .clone()
-                .unwrap_or_default()
-                .config("", self.destinations().len())
-                .expect("validated")
-        })
+        (self.protocol == Protocol::Sctp)
+            .then(|| self.sctp_config_checked("flow").expect("validated"))
+    }
+
+    /// `[flow.sctp]` and the flow-level `rwnd` as an endpoint configuration; errors name
+    /// `{at}.sctp.<key>` or `{at}.rwnd`.
+    fn sctp_config_checked(&self, at: &str) -> Result<spikelab_sctp::SctpConfig> {
+        let mut spec = self.sctp.clone().unwrap_or_default();
+        if let Some(r) = self.rwnd {
+            check(
+                spec.recv_buffer.is_none(),
+                format!("{at}.rwnd"),
+                "give rwnd or sctp.recv_buffer, not both",
+            )?;
+            check(
+                r.0 >= 1500 && r.0 <= u32::MAX as u64,
+                format!("{at}.rwnd"),
+                format!("must be from 1500 bytes to 4 GiB, got {} bytes", r.0),
+            )?;
+            spec.recv_buffer = Some(r);
+        }
+        spec.config(&format!("{at}.sctp"), self.destinations().len())
     }
 
     /// Checks what depends on the protocol: SCTP keys on a TCP flow and TCP keys on an SCTP
@@ -789,12 +809,7 @@ impl FlowSpec {
                     format!("{at}.paths"),
                     format!("at most 64 destinations, got {}", self.paths.len()),
                 )?;
-                let n = self.destinations().len();
-                self.sctp
-                    .clone()
-                    .unwrap_or_default()
-                    .config(&format!("{at}.sctp"), n)
-                    .map(|_| ())
+                self.sctp_config_checked(at).map(|_| ())
             }
         }
     }
@@ -818,6 +833,22 @@ impl FlowSpec {
         if self.protocol == Protocol::Sctp {
             // [flow.tcp] was checked to be untouched; nothing TCP to resolve.
             return Ok(());
+        }
+        if let Some(r) = self.rwnd {
+            check(
+                self.tcp.rwnd == TcpSpec::default().rwnd,
+                format!("{at}.rwnd"),
+                "give rwnd or tcp.rwnd, not both",
+            )?;
+            check(
+                r.0 <= 1 << 30 && r.0 >= self.tcp.mss.max(1) as u64,
+                format!("{at}.rwnd"),
+                format!(
+                    "must be from one MSS ({} bytes) to 1 GiB (the largest TCP window, \
+                     RFC 7323 section 2.3), got {}",
+                    self.tcp.mss, r.0
+                ),
+            )?;
         }
         let t = &mut self.tcp;
         let at = format!("{at}.tcp");
@@ -1013,7 +1044,7 @@ impl FlowSpec {
             mss: t.mss as u32,
             initial_window: t.initial_window as u32,
             initial_ssthresh: t.initial_ssthresh.map(|b| b.0),
-            rwnd: t.rwnd.0,
+            rwnd: self.rwnd.map_or(t.rwnd.0, |r| r.0),
             abc: t.abc,
             abc_limit: t.abc_limit as u32,
             dupthresh: t.dupthresh as u32,

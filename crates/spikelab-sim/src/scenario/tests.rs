@@ -822,3 +822,27 @@ fn sctp_flows_are_checked_with_the_field_named() {
         assert!(!e.contains('\n'), "one line: {e}");
     }
 }
+
+#[test]
+fn a_flow_level_rwnd_sets_either_protocols_window() {
+    let tcp = parse("[[flow]]\nrwnd = \"8000B\"\n", &[], Path::new(".")).unwrap();
+    assert_eq!(tcp.flow[0].tcp_config().rwnd, 8000);
+    assert_round_trips(&tcp);
+    let sctp = parse(
+        "[[flow]]\nprotocol = \"sctp\"\nrwnd = \"8000B\"\n",
+        &[],
+        Path::new("."),
+    )
+    .unwrap();
+    assert_eq!(sctp.flow[0].sctp_config().unwrap().recv_buffer, 8000);
+    assert_round_trips(&sctp);
+    for (text, field) in [
+        ("[[flow]]\nrwnd = \"8000B\"\n[flow.tcp]\nrwnd = \"9000B\"\n", "flow[0].rwnd"),
+        ("[[flow]]\nrwnd = \"10B\"\n", "flow[0].rwnd"),
+        ("[[flow]]\nprotocol = \"sctp\"\nrwnd = \"8000B\"\n[flow.sctp]\nrecv_buffer = \"9000B\"\n", "flow[0].rwnd"),
+        ("[[flow]]\nprotocol = \"sctp\"\nrwnd = \"100B\"\n", "flow[0].rwnd"),
+    ] {
+        let e = err(text);
+        assert!(e.starts_with(field), "{e}");
+    }
+}
