@@ -30,15 +30,13 @@ def test_study_parses():
 
 @pytest.fixture(scope="module")
 def reduced(tmp_path_factory):
-    """The study at 7 and 13 dB, 2 replications, 120 s runs (48 runs), no run figures."""
+    """The study at 7 and 13 dB, 2 replications, 120 s runs (48 runs)."""
     base = tmp_path_factory.mktemp("tauran")
     src = base / "tauran-leo-delack"
     shutil.copytree(STUDY, src)
     text = (src / "study.toml").read_text(encoding="utf-8")
     text = text.replace("values = [7, 9, 11, 13]", "values = [7, 13]")
     text = text.replace("replications = 5", "replications = 2")
-    head, _, rest = text.partition("[run_figures]")
-    text = head + rest[rest.index("[[claim]]"):]
     (src / "study.toml").write_text(text, encoding="utf-8")
     scen = (src / "scenario.toml").read_text(encoding="utf-8").replace('"600s"', '"120s"')
     (src / "scenario.toml").write_text(scen, encoding="utf-8")
