@@ -235,3 +235,94 @@ def test_rto_study_help_loads_nothing_heavy(tmp_path):
     tops = proc.stdout.strip().splitlines()[-1]
     for heavy in ("matplotlib", "pandas", "pyarrow"):
         assert f"'{heavy}'" not in tops
+
+
+# ------------------------------------------------------------- --simulate (paper 004 §6.3)
+
+SCTP_EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "sctp-walkaway.toml"
+
+
+@pytest.fixture(scope="module")
+def simulated_run(tmp_path_factory):
+    """``spikelab rto-study wlan-walkaway --simulate examples/sctp-walkaway.toml -o out``."""
+    cwd = tmp_path_factory.mktemp("rto-sim")
+    proc = spikelab("rto-study", "wlan-walkaway", "--simulate", SCTP_EXAMPLE, "-o", "out",
+                    cwd=cwd)
+    assert proc.returncode == 0, proc.stderr
+    return proc, cwd / "out"
+
+
+def test_simulate_ranks_121_pairs_once_each_beside_the_analytical_table(simulated_run):
+    proc, out = simulated_run
+    table = pq.read_table(out / "rto_study.parquet")
+    assert table.column_names == [*rto_study.COLUMNS, *rto_study.SIM_COLUMNS]
+    assert sorted(table["sim_rank"].to_pylist()) == list(range(1, 122))
+    assert list(zip(table["alpha"].to_pylist(), table["beta"].to_pylist(), strict=True)) == GRID
+    cols = table.to_pydict()
+    by_rank = sorted(range(121), key=lambda k: cols["sim_rank"][k])
+    data = [cols["sim_bytes_delivered"][k] for k in by_rank]
+    assert data == sorted(data, reverse=True)  # rank 1 = most data
+    assert all(d > 0 for d in data)
+    csv = (out / "rto_study.csv").read_text().splitlines()
+    assert "sim_bytes_delivered" in csv[0] and "sim_rank" in csv[0] and len(csv) == 122
+    assert "Spearman's rank correlation, analytical vs simulated:" in proc.stdout
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["simulation"]["runs"] == 122
+    figures = {f["path"] for f in manifest["files"]}
+    assert {"figures/rto_sim_bytes.png", "figures/rto_sim_ranks.png"} <= figures
+    for name in ("figures/rto_sim_bytes.png", "figures/rto_sim_ranks.png"):
+        assert (out / name).read_bytes().startswith(PNG)
+
+
+def test_simulated_bytes_equal_a_direct_run_with_the_same_overrides(simulated_run):
+    import spikelab as api
+
+    _, out = simulated_run
+    table = pq.read_table(out / "rto_study.parquet").to_pydict()
+    manifest = json.loads((out / "manifest.json").read_text())["simulation"]
+    direct = api.run(str(SCTP_EXAMPLE), trace="summary", progress=False,
+                     overrides=["flow[0].sctp.rto_alpha=0.125", "flow[0].sctp.rto_beta=0.25"])
+    row = direct.summary.iloc[0]
+    assert manifest["default_bytes_delivered"] == int(row["bytes_delivered"])
+    assert manifest["default_time_to_failover_s"] == pytest.approx(row["time_to_failover_s"])
+    k = GRID.index((0.7, 0.7))
+    again = api.run(str(SCTP_EXAMPLE), trace="summary", progress=False,
+                    overrides=["flow[0].sctp.rto_alpha=0.7", "flow[0].sctp.rto_beta=0.7"])
+    assert table["sim_bytes_delivered"][k] == int(again.summary.iloc[0]["bytes_delivered"])
+    assert table["sim_failovers"][k] == int(again.summary.iloc[0]["failovers"])
+
+
+def test_spearman_is_in_range_and_equals_an_independent_computation(simulated_run):
+    import numpy as np
+
+    _, out = simulated_run
+    frame = pq.read_table(out / "rto_study.parquet").to_pandas()
+    rho = json.loads((out / "manifest.json").read_text())["simulation"]["spearman"]
+    assert -1.0 <= rho <= 1.0
+    x = frame["distance"].rank(method="average")
+    y = frame["sim_bytes_delivered"].rank(method="average", ascending=False)
+    assert rho == pytest.approx(float(np.corrcoef(x, y)[0, 1]), abs=1e-12)
+    assert rto_study.rank_correlation(pq.read_table(out / "rto_study.parquet")) == \
+        pytest.approx(rho, abs=1e-12)
+
+
+def test_average_ranks_share_ties_and_spearman_of_a_ranking_with_itself_is_one():
+    assert rto_study.average_ranks([3.0, 1.0, 1.0, 7.0]) == [3.0, 1.5, 1.5, 4.0]
+    assert rto_study.average_ranks([3.0, 1.0, 1.0, 7.0], descending=True) == [2.0, 3.5, 3.5, 1.0]
+    assert rto_study.spearman([1, 2, 3, 4], [1, 2, 3, 4]) == pytest.approx(1.0)
+    assert rto_study.spearman([1, 2, 3, 4], [4, 3, 2, 1]) == pytest.approx(-1.0)
+    assert math.isnan(rto_study.spearman([1, 1, 1], [1, 2, 3]))
+
+
+@pytest.mark.parametrize("files, scenario, fragments", [
+    ({}, "missing.toml", ["missing.toml", "no such file", "--simulate"]),
+    ({"tcp.toml": "[[flow]]\n"}, "tcp.toml", ["tcp.toml", "flow[0] is tcp", "SCTP"]),
+    ({"bad.toml": "x =\n"}, "bad.toml", ["bad.toml", "TOML"]),
+])
+def test_a_bad_simulate_scenario_is_one_line(tmp_path, files, scenario, fragments):
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+    proc = spikelab("rto-study", "wlan-walkaway", "--simulate", scenario, "-o", "out",
+                    cwd=tmp_path)
+    assert_one_line_error(proc, *fragments)
+    assert not (tmp_path / "out" / "manifest.json").exists()

@@ -15,6 +15,12 @@ builds the grid, and writes the results directory:
     OUTDIR/figures/*.png                      drawn from those tables (spikelab.figures.rto_study)
     OUTDIR/manifest.json                      kind "rto-study": inputs, parameters, versions
 
+With a scenario to simulate (paper 004 §6.3, :func:`simulate`), every pair is also run through
+the simulator (``flow[0].sctp.rto_alpha`` / ``rto_beta`` set to the pair) and the study table
+gains the columns of :data:`SIM_COLUMNS`: the data flow 0 delivered, its failovers and time to
+the first failover, and a rank by data delivered (1 = most); the manifest gets Spearman's rank
+correlation between the analytical and the simulated ranking (:func:`spearman`).
+
 A trace is the preset ``wlan-walkaway`` (docs/models.md) or a CSV file in one of two formats:
 ``time_s,rtt_ms`` or the delay-stage trace ``time_ms,delay_ms,loss`` (its delay column is taken
 as the RTT, as the preset's delay stage does; the loss column is ignored). A file is resampled
@@ -33,7 +39,7 @@ import json
 import math
 import os
 import platform
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -41,6 +47,7 @@ from typing import Any
 import pyarrow as pa
 
 from .. import _core
+from ..scenario import validate
 from ..store import results
 
 KIND = "rto-study"
@@ -54,10 +61,15 @@ HEADERS = {"time_s,rtt_ms": ("s", 2), "time_ms,delay_ms,loss": ("ms", 3)}
 MAX_TRACE_BYTES = 256 << 20  # as a delay stage's trace file
 COLUMNS = ("alpha", "beta", "delay_sum_s", "spurious_s", "grade_delay", "grade_spurious",
            "distance", "rank")
+SIM_COLUMNS = ("sim_bytes_delivered", "sim_failovers", "sim_time_to_failover_s", "sim_rank")
 
 
 class TraceError(ValueError):
     """An RTT trace that cannot be studied; one line naming the file and the problem."""
+
+
+class SimulateError(ValueError):
+    """A scenario that ``--simulate`` cannot use; one line naming the file and the problem."""
 
 
 @dataclass(frozen=True)
@@ -293,6 +305,7 @@ class StudyResult:
     params: Params
     dir: Path | None = None
     manifest: dict[str, Any] = field(default_factory=dict)
+    simulation: dict[str, Any] | None = None  # the scenario, its runs and the correlation
 
 
 def claim(out: str | os.PathLike[str], *, force: bool = False) -> Path:
@@ -328,6 +341,8 @@ def write_manifest(result: StudyResult, figures: Sequence[str] = ()) -> dict[str
         "best_pair": list(best),
         "files": _describe(result.dir, [TABLE, CSV, SERIES, *figures]),
     }
+    if result.simulation is not None:
+        manifest["simulation"] = result.simulation
     results.write_json(manifest, result.dir / results.MANIFEST)
     result.manifest = manifest
     return manifest
@@ -335,16 +350,27 @@ def write_manifest(result: StudyResult, figures: Sequence[str] = ()) -> dict[str
 
 def run(trace: str | Trace, out: str | os.PathLike[str] | None = None, *,
         params: Params = Params(), seconds: int | None = None, noise: float = 0.0,
-        seed: int | None = None, force: bool = False) -> StudyResult:
+        seed: int | None = None, force: bool = False,
+        simulate_scenario: str | os.PathLike[str] | None = None,
+        runner: Callable[..., Any] | None = None) -> StudyResult:
     """Read ``trace`` (a preset or a CSV path, or a :class:`Trace`), study ``params``' grid and,
     with ``out``, write the tables and a manifest (no figures: :func:`spikelab.figures.
-    rto_study.draw` adds them and rewrites the manifest)."""
+    rto_study.draw` adds them and rewrites the manifest). With ``simulate_scenario`` every pair
+    is also simulated through ``runner`` (``spikelab.run``; :func:`simulate`) and the table
+    gains :data:`SIM_COLUMNS`."""
     params.check()
+    if simulate_scenario is not None:
+        if runner is None:
+            raise ValueError("simulate_scenario needs runner=spikelab.run")
+        check_scenario(simulate_scenario)  # before any work or output
     if not isinstance(trace, Trace):
         trace = load_trace(trace, seconds=seconds, noise=noise, seed=seed)
     table = study(trace, params)
+    sim_info = None
+    if simulate_scenario is not None:
+        table, sim_info = add_simulation(table, simulate_scenario, runner=runner)
     result = StudyResult(table=table, series=series(trace, table, params), trace=trace,
-                         params=params)
+                         params=params, simulation=sim_info)
     if out is None:
         return result
     outdir = claim(out, force=force)
@@ -375,3 +401,135 @@ def load(outdir: str | os.PathLike[str]) -> tuple[pa.Table, pa.Table, dict[str, 
         raise results.OutdirError(f"{outdir}: not an rto-study (kind {manifest.get('kind')!r})")
     return pq.read_table(outdir / TABLE), pq.read_table(outdir / SERIES), manifest
 
+
+
+# ------------------------------------------------------------------ simulation (004 §6.3)
+
+
+def check_scenario(scenario: str | os.PathLike[str]) -> dict[str, Any]:
+    """The resolved scenario ``scenario`` (a TOML file) if its flow 0 is SCTP; otherwise a
+    :class:`SimulateError` naming the file and the problem."""
+    shown = str(scenario)
+    if not os.path.isfile(scenario):
+        what = "is not a regular file" if os.path.exists(scenario) else "no such file"
+        raise SimulateError(f"{shown}: {what} (--simulate takes a scenario TOML file whose "
+                            f"flow 0 is SCTP)")
+    try:
+        resolved = validate(str(scenario))  # spikelab.scenario.validate
+    except ValueError as exc:  # ScenarioError: the field and the problem
+        msg = str(exc).splitlines()[0] if str(exc).strip() else "not a valid scenario"
+        raise SimulateError(msg if msg.startswith(shown) else f"{shown}: {msg}") from None
+    flows = resolved.get("flow") or []
+    protocol = flows[0].get("protocol") if flows else None
+    if protocol != "sctp":
+        what = "has no flow" if not flows else f"is {protocol or 'tcp'}"
+        raise SimulateError(f"{shown}: flow[0] {what}; --simulate needs an SCTP flow 0 "
+                            f"(protocol = \"sctp\") whose rto_alpha and rto_beta it sets")
+    return resolved
+
+
+def simulate(scenario: str | os.PathLike[str], pairs: Sequence[tuple[float, float]], *,
+             runner: Callable[..., Any], seed: int | None = None) -> pa.Table:
+    """Run ``scenario`` once per (alpha, beta) pair with ``flow[0].sctp.rto_alpha`` and
+    ``rto_beta`` set to it through ``runner`` (:func:`spikelab.run`; passed in because the
+    analysis layer does not run simulations itself), summary trace, the scenario's seed unless
+    ``seed``: one row per
+    pair, in order, with flow 0's ``bytes_delivered``, ``failovers`` and ``time_to_failover_s``
+    (NaN without failover) and its ``sim_rank`` by data delivered (1 = most; equal amounts keep
+    the grid order, as the analytical rank does)."""
+    check_scenario(scenario)
+    got: dict[str, list[Any]] = {"alpha": [], "beta": [], "sim_bytes_delivered": [],
+                                 "sim_failovers": [], "sim_time_to_failover_s": []}
+    for alpha, beta in pairs:
+        res = runner(str(scenario), seed=seed, trace="summary", plots=False, progress=False,
+                      overrides=[f"flow[0].sctp.rto_alpha={alpha!r}",
+                                 f"flow[0].sctp.rto_beta={beta!r}"])
+        row = res.summary[res.summary["flow"] == 0].iloc[0]
+        got["alpha"].append(float(alpha))
+        got["beta"].append(float(beta))
+        got["sim_bytes_delivered"].append(int(row["bytes_delivered"]))
+        got["sim_failovers"].append(int(row["failovers"]))
+        got["sim_time_to_failover_s"].append(float(row["time_to_failover_s"]))
+    order = sorted(range(len(pairs)), key=lambda k: -got["sim_bytes_delivered"][k])
+    rank = [0] * len(pairs)
+    for r, k in enumerate(order, 1):
+        rank[k] = r
+    return pa.table({
+        "alpha": pa.array(got["alpha"], pa.float64()),
+        "beta": pa.array(got["beta"], pa.float64()),
+        "sim_bytes_delivered": pa.array(got["sim_bytes_delivered"], pa.int64()),
+        "sim_failovers": pa.array(got["sim_failovers"], pa.int64()),
+        "sim_time_to_failover_s": pa.array(got["sim_time_to_failover_s"], pa.float64()),
+        "sim_rank": pa.array(rank, pa.int64()),
+    })
+
+
+def average_ranks(values: Sequence[float], *, descending: bool = False) -> list[float]:
+    """Ranks 1 … n of ``values`` (1 = smallest, or largest when ``descending``); tied values
+    share the mean of the ranks they span (1, 2.5, 2.5, 4)."""
+    import numpy as np
+
+    v = np.asarray(values, dtype=float)
+    if descending:
+        v = -v
+    order = np.argsort(v, kind="stable")
+    ranks = np.empty(v.size)
+    sorted_v = v[order]
+    i = 0
+    while i < v.size:
+        j = i
+        while j + 1 < v.size and sorted_v[j + 1] == sorted_v[i]:
+            j += 1
+        ranks[order[i:j + 1]] = (i + j) / 2 + 1
+        i = j + 1
+    return ranks.tolist()
+
+
+def spearman(x_ranks: Sequence[float], y_ranks: Sequence[float]) -> float:
+    """Spearman's rho: Pearson's correlation of two rank vectors (NaN if either is constant)."""
+    import numpy as np
+
+    x = np.asarray(x_ranks, dtype=float) - np.mean(x_ranks)
+    y = np.asarray(y_ranks, dtype=float) - np.mean(y_ranks)
+    denom = math.sqrt(float(x @ x) * float(y @ y))
+    return float(x @ y) / denom if denom > 0 else math.nan
+
+
+def rank_correlation(table: pa.Table) -> float:
+    """Spearman's rho between the analytical ranking (by distance, smallest first) and the
+    simulated one (by data delivered, most first), ties averaged in both."""
+    return spearman(average_ranks(table["distance"].to_pylist()),
+                    average_ranks(table["sim_bytes_delivered"].to_pylist(), descending=True))
+
+
+def add_simulation(table: pa.Table, scenario: str | os.PathLike[str], *,
+                   runner: Callable[..., Any], seed: int | None = None) -> tuple[pa.Table, dict[str, Any]]:
+    """``table`` with :data:`SIM_COLUMNS` from simulating ``scenario`` for each of its pairs,
+    and what the manifest records about it (scenario, its hash, rho, best and default)."""
+    pairs = list(zip(table["alpha"].to_pylist(), table["beta"].to_pylist(), strict=True))
+    sim = simulate(scenario, pairs, runner=runner, seed=seed)
+    for name in SIM_COLUMNS:
+        table = table.append_column(name, sim[name])
+    rho = rank_correlation(table)
+    default = simulate(scenario, [DEFAULT_PAIR], runner=runner, seed=seed).to_pylist()[0]
+    k = table["sim_rank"].to_pylist().index(1)
+    info = {
+        "paper": "004 §6.3 (Fallon et al.)",
+        "scenario": str(scenario),
+        "scenario_sha256": hashlib.sha256(Path(scenario).read_bytes()).hexdigest(),
+        "seed": seed,
+        "runs": len(pairs) + 1,
+        "spearman": None if math.isnan(rho) else rho,
+        "best_pair": [table["alpha"][k].as_py(), table["beta"][k].as_py()],
+        "best_bytes_delivered": table["sim_bytes_delivered"][k].as_py(),
+        "default_pair": list(DEFAULT_PAIR),
+        "default_bytes_delivered": default["sim_bytes_delivered"],
+        "default_time_to_failover_s": (None if math.isnan(default["sim_time_to_failover_s"])
+                                       else default["sim_time_to_failover_s"]),
+    }
+    return table, info
+
+
+def best_simulated_pair(table: pa.Table) -> tuple[float, float]:
+    k = table["sim_rank"].to_pylist().index(1)
+    return table["alpha"][k].as_py(), table["beta"][k].as_py()

@@ -7,7 +7,9 @@
   cell labelled with its rank (004 Table 1); ``rto_grades``: the grades themselves, one point
   per pair (004 Fig. 6);
 - ``rto_series``: the RTT trace with the RTO of the default pair (1/8, 1/4) and of the
-  best-ranked pair, spurious seconds (RTO < RTT) marked.
+  best-ranked pair, spurious seconds (RTO < RTT) marked;
+- with a simulation (004 §6.3): ``rto_sim_bytes``, the data delivered per pair (MB, the most
+  boxed), and ``rto_sim_ranks``, analytical rank against simulated rank with Spearman's rho.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from ..analysis import rto_study
 from ..store.results import FIGURES, atomic_write
 
 STEMS = ("rto_delay_sum", "rto_spurious", "rto_distance", "rto_grades", "rto_series")
+SIM_STEMS = ("rto_sim_bytes", "rto_sim_ranks")  # with a simulation (004 §6.3)
 
 
 def _save(fig: Figure, path: Path) -> Path:
@@ -47,9 +50,10 @@ def _label(v: float) -> str:
 
 
 def _heatmap(table: pa.Table, column: str, title: str, unit: str, path: Path,
-             cell_text=None, cmap: str = "viridis") -> Path:
+             cell_text=None, cmap: str = "viridis", best=None, scale: float = 1.0) -> Path:
     alphas, betas, z = _grid(table, column)
-    best = rto_study.best_pair(table)
+    z = z * scale
+    best = rto_study.best_pair(table) if best is None else best
     fig = Figure(figsize=(min(1.6 + 0.62 * betas.size, 14.0), min(1.4 + 0.5 * alphas.size, 12.0)),
                  layout="constrained")
     ax = fig.add_subplot()
@@ -131,6 +135,32 @@ def _series(series: pa.Table, path: Path) -> Path:
     return _save(fig, path)
 
 
+def _ranks(table: pa.Table, path: Path) -> Path:
+    """Analytical rank against simulated rank, one point per pair (004 Table 2, Fig. 8)."""
+    analytic = table["rank"].to_numpy()
+    simulated = table["sim_rank"].to_numpy()
+    a, b = table["alpha"].to_pylist(), table["beta"].to_pylist()
+    rho = rto_study.rank_correlation(table)
+    fig = Figure(figsize=(6.4, 5.8), layout="constrained")
+    ax = fig.add_subplot()
+    ax.scatter(analytic, simulated, s=14, c="tab:blue")
+    for k in np.argsort(simulated)[:3]:
+        ax.annotate(f"sim #{simulated[k]} α={_label(a[k])} β={_label(b[k])}",
+                    (analytic[k], simulated[k]), xytext=(-8, 4 + 10 * simulated[k]),
+                    textcoords="offset points", fontsize=8, color="tab:red", ha="right")
+        ax.scatter([analytic[k]], [simulated[k]], s=30, c="tab:red")
+    n = table.num_rows
+    ax.plot([1, n], [1, n], color="grey", linewidth=0.8, linestyle="--")
+    ax.set_xlim(0, n + 1)
+    ax.set_ylim(0, n + 1)
+    ax.set_xlabel("analytical rank (004 §6.2, 1 = best trade-off)")
+    ax.set_ylabel("simulated rank (004 §6.3, 1 = most data)")
+    ax.set_title(f"Analytical vs simulated ranking; Spearman's ρ = {rho:+.3f} (ties averaged)",
+                 fontsize=10)
+    ax.grid(alpha=0.3)
+    return _save(fig, path)
+
+
 def draw(outdir: str | os.PathLike[str]) -> list[Path]:
     """Draw the figures of an rto-study directory into ``OUTDIR/figures``; return their paths
     (the manifest is the caller's: :func:`spikelab.analysis.rto_study.write_manifest`)."""
@@ -155,4 +185,13 @@ def draw(outdir: str | os.PathLike[str]) -> list[Path]:
                  cell_text=rank_text, cmap="viridis_r"),
         _grades(table, figdir / "rto_grades.png"),
         _series(series, figdir / "rto_series.png"),
+    ] + (_simulated(table, figdir) if "sim_rank" in table.column_names else [])
+
+
+def _simulated(table: pa.Table, figdir: Path) -> list[Path]:
+    return [
+        _heatmap(table, "sim_bytes_delivered", "Simulated data delivered by flow 0 (004 §6.3); "
+                 "the most boxed", "MB", figdir / "rto_sim_bytes.png",
+                 best=rto_study.best_simulated_pair(table), scale=1e-6),
+        _ranks(table, figdir / "rto_sim_ranks.png"),
     ]
