@@ -218,6 +218,7 @@ impl HarqStage {
         None
     }
 
+    #[inline(never)]
     pub fn on_arrival(&mut self, now: SimTime, pkt: &PacketInfo) -> Outcome {
         self.channel.forget_before(now);
         let codewords = (pkt.wire_size as u64 * 8).div_ceil(K_BITS as u64).max(1);

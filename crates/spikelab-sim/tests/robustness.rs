@@ -44,22 +44,29 @@ fn zero_delay_paths_deliver_a_file_exactly_once_at_time_zero() {
 }
 
 #[test]
-fn a_thousand_zero_delay_stages_in_a_row() {
-    let mut text = String::from("[sim]\nduration = \"1s\"\n[path.fwd]\n");
-    for _ in 0..1000 {
-        text.push_str("[[path.fwd.stage]]\ntype = \"delay\"\ndelay = 0\n");
-    }
-    text.push_str("[path.rev]\n[[flow]]\napp = { type = \"file\", size = 200000 }\n");
-    let r = run(&text, TraceLevel::Packets).unwrap();
+fn the_most_zero_delay_stages_a_path_may_have_in_a_row() {
+    let stages = |n: usize| {
+        let mut text = String::from("[sim]\nduration = \"1s\"\n[path.fwd]\n");
+        for _ in 0..n {
+            text.push_str("[[path.fwd.stage]]\ntype = \"delay\"\ndelay = 0\n");
+        }
+        text.push_str("[path.rev]\n[[flow]]\napp = { type = \"file\", size = 200000 }\n");
+        text
+    };
+    let r = run(&stages(255), TraceLevel::Packets).unwrap();
     assert_eq!(col_i64(&r, "bytes_delivered"), 200_000);
-    // 139 data segments each enter and leave all 1000 stages.
+    // 139 data segments each enter and leave all 255 stages.
     let enters = r
         .packets
         .strings("event")
         .iter()
         .filter(|e| **e == "stage_enter")
         .count();
-    assert_eq!(enters, 139 * 1000);
+    assert_eq!(enters, 139 * 255);
+    let e = spikelab_sim::parse(&stages(256), &[], std::path::Path::new("."))
+        .unwrap_err()
+        .to_string();
+    assert!(e.starts_with("path.fwd.stage: at most 255 stages"), "{e}");
 }
 
 #[test]

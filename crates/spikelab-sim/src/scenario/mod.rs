@@ -329,6 +329,15 @@ impl Scenario {
             }
         }
         for (name, path) in self.path.iter_mut() {
+            check(
+                path.stage.len() <= paths::MAX_STAGES,
+                format!("path.{name}.stage"),
+                format!(
+                    "at most {} stages in a path, got {}",
+                    paths::MAX_STAGES,
+                    path.stage.len()
+                ),
+            )?;
             for (i, st) in path.stage.iter_mut().enumerate() {
                 st.validate(&format!("path.{name}.stage[{i}]"), base_dir)?;
             }

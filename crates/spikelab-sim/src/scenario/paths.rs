@@ -362,6 +362,9 @@ pub struct PathSpec {
     pub next: Option<String>,
 }
 
+/// The most stages one path may have (a stage index fits a byte in the engine's events).
+pub const MAX_STAGES: usize = 255;
+
 /// The longest chain of paths joined by `next`.
 pub const MAX_PATH_CHAIN: usize = 16;
 

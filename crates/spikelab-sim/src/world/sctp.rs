@@ -18,6 +18,8 @@ use spikelab_sctp::{
 pub(super) struct SctpPkt {
     pub(super) pkt: SctpPacket,
     pub(super) dest: u16,
+    /// The first DATA chunk's TSN (the deterministic loss model's `seqs`).
+    pub(super) first_tsn: Option<u64>,
 }
 
 /// Per-destination variables in the time series (`dest` column = the destination index).
@@ -166,6 +168,7 @@ fn trace_event(p: &SctpPacket) -> i32 {
 }
 
 impl World {
+    #[inline(never)]
     pub(super) fn assoc_start(&mut self, ai: u32) {
         let now = self.now;
         let a = &mut self.assocs[ai as usize];
@@ -174,6 +177,7 @@ impl World {
         self.pump_assoc(ai, false);
     }
 
+    #[inline(never)]
     pub(super) fn assoc_timer(&mut self, ai: u32, b: bool) {
         let now = self.now;
         let a = &mut self.assocs[ai as usize];
@@ -189,6 +193,7 @@ impl World {
 
     /// Sends what endpoint A (`b` false) or B has to send, takes its events, records its
     /// variables and re-arms its timer.
+    #[inline(never)]
     fn pump_assoc(&mut self, ai: u32, b: bool) {
         let now = self.now;
         while let Some((dest, pkt)) = self.assocs[ai as usize].ep(b).poll_transmit(now) {
@@ -234,6 +239,7 @@ impl World {
         );
     }
 
+    #[inline(never)]
     fn launch_sctp(&mut self, ai: u32, b: bool, dest: usize, pkt: SctpPacket) {
         let now = self.now;
         let a = &mut self.assocs[ai as usize];
@@ -252,8 +258,11 @@ impl World {
                 }
             }
         }
+        let event = trace_event(&pkt);
+        let first_tsn = AssocRt::first_tsn(&pkt);
+        let size = pkt.wire_size_ip() as u32;
         let seg = Segment {
-            seq: AssocRt::first_tsn(&pkt).unwrap_or(0),
+            seq: first_tsn.unwrap_or(0),
             ack: pkt
                 .chunks
                 .iter()
@@ -265,20 +274,25 @@ impl World {
             len: pkt.data().map(|d| d.payload_len).sum(),
             ..Segment::default()
         };
-        let event = trace_event(&pkt);
+        let sid = self.sctp_pkts.insert(SctpPkt {
+            pkt,
+            dest: dest as u16,
+            first_tsn,
+        });
+        // The chunks' slot rides in the unused window field (see `SCTP_FLOW`).
+        let seg = Segment {
+            window: sid.0 as u64,
+            ..seg
+        };
         let id = self.packets.insert(Pkt {
             id: self.next_pkt,
-            flow: ai,
+            flow: ai | SCTP_FLOW,
             dir: if b { Dir::Ack } else { Dir::Data },
             path,
             pseq: 0,
-            size: pkt.wire_size_ip() as u32,
+            size,
             seg,
             tx,
-            sctp: Some(Box::new(SctpPkt {
-                pkt,
-                dest: dest as u16,
-            })),
         });
         self.next_pkt += 1;
         self.trace_pkt(id, event, -1, -1);
@@ -286,11 +300,10 @@ impl World {
     }
 
     /// An SCTP packet reached its endpoint.
-    pub(super) fn deliver_sctp(&mut self, p: Pkt) {
+    #[inline(never)]
+    pub(super) fn deliver_sctp(&mut self, ai: u32, to_b: bool, sid: ArenaId) {
         let now = self.now;
-        let ai = p.flow;
-        let sp = p.sctp.expect("an SCTP packet");
-        let to_b = p.dir == Dir::Data;
+        let sp = self.sctp_pkts.remove(sid);
         let a = &mut self.assocs[ai as usize];
         if to_b {
             for d in sp.pkt.data() {
@@ -318,6 +331,7 @@ impl World {
 
     /// The flow-level variables (those of the destination new data goes to) and each
     /// destination's own.
+    #[inline(never)]
     fn record_assoc_vars(&mut self, ai: u32) {
         let now = self.now;
         let a = &mut self.assocs[ai as usize];
