@@ -84,3 +84,22 @@ def test_bad_sctp_input_is_one_line_naming_the_field(tmp_path):
     assert proc.returncode == 2
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and "flow[0].sctp.rto_alpha" in lines[0] and "[0, 1]" in lines[0]
+
+
+def test_the_seq_ack_figure_of_an_sctp_flow_counts_tsns(tmp_path):
+    """TSNs count chunks, not bytes: the figure's axis is in TSNs and the ACK layer holds the
+    SACKs' cumulative TSN acks only (no HEARTBEAT-ACK or COOKIE-ACK at 0)."""
+    from spikelab.figures import run as figs
+
+    text = '[sim]\nduration = "5s"\n[[flow]]\nprotocol = "sctp"\n'
+    res = spikelab.run(text, trace="packets")
+    pk = res.packets.filter(pc.equal(res.packets["flow"], 0))
+    layers = figs._seqack_layers(pk, None, 1)
+    t_ack, ack = layers["ack"]
+    # SACKs that reached the sender (the last few were still in flight at the end).
+    assert ack.min() >= 1 and 3000 < ack.max() <= pc.max(pk["ack"]).as_py()
+    sent = layers["sent"][1]
+    # 5 s of a 10 Mbit/s link: thousands of DATA chunks, numbered 1, 2, 3, ...
+    assert sent.min() == 1 and 3000 < sent.max() < 5000
+    fig = figs.seqack(res.packets, 0)
+    assert fig.axes[0].get_ylabel() == "TSN"

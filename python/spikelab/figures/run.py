@@ -196,15 +196,20 @@ def _decimate(t: np.ndarray, y: np.ndarray, lo: float, hi: float,
     return t[keep], y[keep]
 
 
-def _seqack_layers(pk: pa.Table, ts: pa.Table | None) -> dict[str, tuple[np.ndarray, ...]]:
-    """(t [s], y [MB]) per layer, each in time order; detector verdicts and undo from the
-    timeseries at the sequence number of their episode's retransmission."""
+def _seqack_layers(pk: pa.Table, ts: pa.Table | None,
+                   unit: float = MB) -> dict[str, tuple[np.ndarray, ...]]:
+    """(t [s], y [MB, or TSNs with ``unit`` 1]) per layer, each in time order; detector
+    verdicts and undo from the timeseries at the sequence number of their episode's
+    retransmission. An SCTP flow's ACK layer is its SACKs' cumulative TSN acks (the
+    HEARTBEAT-ACKs and set-up chunks, which carry none, are left out)."""
 
     def rows(column: str, **match: str) -> tuple[np.ndarray, np.ndarray]:
         table = pk
         for name, value in match.items():
             table = table.filter(_eq(table, name, value))
-        t, y = _np(table, "t_ns") / NS, _np(table, column) / MB
+        if unit == 1 and column == "ack":
+            table = table.filter(pc.greater(table["ack"], 0))
+        t, y = _np(table, "t_ns") / NS, _np(table, column) / unit
         order = np.argsort(t, kind="stable")
         return t[order], y[order]
 
@@ -222,7 +227,7 @@ def _seqack_layers(pk: pa.Table, ts: pa.Table | None) -> dict[str, tuple[np.ndar
             continue
         if var != "undo":
             found = found.filter(pc.equal(found["value"], 1.0))
-        layers[var] = (_np(found, "t_ns") / NS, _np(found, "seq") / MB)
+        layers[var] = (_np(found, "t_ns") / NS, _np(found, "seq") / unit)
     return layers
 
 
@@ -406,11 +411,14 @@ def seqack(packets: pa.Table, flow: int, zoom: Zoom = None,
     if pk.num_rows == 0:
         return None
     ts = None if timeseries is None else timeseries.filter(_eq(timeseries, "flow", flow))
-    layers = _seqack_layers(pk, ts)
+    sctp = "dest" in pk.column_names and pc.max(pk["dest"]).as_py() >= 0
+    layers = _seqack_layers(pk, ts, 1 if sctp else MB)
     t_all = _np(pk, "t_ns") / NS
     run = (float(t_all.min()), float(t_all.max()))
-    title = f"flow {flow}: sequence and ACK numbers"
-    ylabel = "sequence / ACK [MB]"
+    if sctp:  # TSNs count DATA chunks, not bytes
+        title, ylabel = f"flow {flow}: TSN and cumulative TSN ack", "TSN"
+    else:
+        title, ylabel = f"flow {flow}: sequence and ACK numbers", "sequence / ACK [MB]"
     if zoom:
         window = (run[0] if zoom[0] is None else zoom[0], run[1] if zoom[1] is None else zoom[1])
         fig, ax = _new_figure(title, ylabel, None)
