@@ -399,7 +399,7 @@ const VAR_VERDICT: i32 = 14;
 const VAR_UNDO: i32 = VAR_VERDICT + N_DETECTORS as i32;
 /// An SCTP failover: value = the new data destination, `dest` = the one left.
 const VAR_FAILOVER: i32 = VAR_UNDO + 1;
-/// The first per-destination variable (`sctp::DEST_VAR_NAMES`), `dest` = the destination.
+/// The first per-destination variable (the last names of `VAR_NAMES`), `dest` = the destination.
 const VAR_DEST: i32 = VAR_FAILOVER + 1;
 /// Detectors scored per flow.
 const N_DETECTORS: usize = DetectorKind::ALL.len();

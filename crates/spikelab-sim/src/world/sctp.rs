@@ -22,18 +22,9 @@ pub(super) struct SctpPkt {
     pub(super) first_tsn: Option<u64>,
 }
 
-/// Per-destination variables in the time series (`dest` column = the destination index).
-pub(super) const DEST_VAR_NAMES: [&str; 8] = [
-    "dest_cwnd",
-    "dest_ssthresh",
-    "dest_srtt",
-    "dest_rttvar",
-    "dest_rto",
-    "dest_state",
-    "dest_errors",
-    "dest_flight",
-];
-const N_DEST_VARS: usize = DEST_VAR_NAMES.len();
+/// Per-destination variables in the time series (`dest` column = the destination index): the
+/// names in `VAR_NAMES` from `VAR_DEST` on (`dest_cwnd` … `dest_flight`).
+const N_DEST_VARS: usize = VAR_NAMES.len() - VAR_DEST as usize;
 
 pub(super) struct AssocRt {
     /// The flow's index in the scenario.
