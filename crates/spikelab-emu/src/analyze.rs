@@ -198,6 +198,8 @@ impl Rows {
         r.tx.push(c.tx);
         r.cause.push(cause);
         r.dest.push(-1);
+        r.harq_tx.push(-1);
+        r.harq_ms.push(f64::NAN);
     }
 }
 

@@ -49,6 +49,12 @@ pub struct PacketRows {
     pub cause: Vec<i32>,
     /// SCTP: the destination index of the path pair (-1 for TCP).
     pub dest: Vec<i32>,
+    /// On a HARQ stage's `stage_exit` or `drop` row: the transmissions the packet took (its
+    /// slowest codeword's); -1 on every other row.
+    pub harq_tx: Vec<i32>,
+    /// On the same rows: from the packet's arrival at the HARQ stage until it was decoded (or
+    /// its last transmission failed), in ms; NaN on every other row.
+    pub harq_ms: Vec<f64>,
 }
 
 /// Grows a trace column by an eighth (at least 4096 rows) instead of doubling, so a long
@@ -78,6 +84,8 @@ impl PacketRows {
             self.tx.reserve_exact(n);
             self.cause.reserve_exact(n);
             self.dest.reserve_exact(n);
+            self.harq_tx.reserve_exact(n);
+            self.harq_ms.reserve_exact(n);
         }
     }
 
@@ -109,6 +117,8 @@ impl PacketRows {
             tx: pick(&self.tx, idx),
             cause: pick(&self.cause, idx),
             dest: pick(&self.dest, idx),
+            harq_tx: pick(&self.harq_tx, idx),
+            harq_ms: pick(&self.harq_ms, idx),
         }
     }
 
@@ -133,6 +143,8 @@ impl PacketRows {
         t.push("tx", ColumnData::I32(self.tx));
         t.push("cause", ColumnData::Dict(self.cause, causes));
         t.push("dest", ColumnData::I32(self.dest));
+        t.push("harq_tx", ColumnData::I32(self.harq_tx));
+        t.push("harq_ms", ColumnData::F64(self.harq_ms));
         t
     }
 }

@@ -151,3 +151,78 @@ fn a_transfer_over_harq_completes_reordered_without_the_buffer_and_in_order_with
         }
     }
 }
+
+fn f64s(t: &Table, name: &str) -> Vec<f64> {
+    match col(t, name) {
+        ColumnData::F64(v) => v.clone(),
+        c => panic!("{name}: {c:?}"),
+    }
+}
+
+#[test]
+fn the_packets_trace_gives_each_packets_harq_transmissions_and_decode_delay() {
+    for buffer in [false, true] {
+        let sc = parse(&scenario(buffer), &[], Path::new(".")).unwrap();
+        let (_, packets) = run(&sc, TraceLevel::Packets);
+        let (ev, stage, cause) = (
+            strs(&packets, "event"),
+            strs(&packets, "stage"),
+            strs(&packets, "cause"),
+        );
+        let (t, pkt, harq_tx, harq_ms) = (
+            i64s(&packets, "t_ns"),
+            i64s(&packets, "pkt"),
+            i64s(&packets, "harq_tx"),
+            f64s(&packets, "harq_ms"),
+        );
+        // When each packet entered the harq stage.
+        let mut entered = std::collections::HashMap::new();
+        let mut per_tx = [0usize; 5];
+        for i in 0..ev.len() {
+            let at_harq = stage[i] == "harq" && (ev[i] == "stage_exit" || ev[i] == "drop");
+            if stage[i] == "harq" && ev[i] == "stage_enter" {
+                entered.insert(pkt[i], t[i]);
+            }
+            if !at_harq {
+                assert_eq!(harq_tx[i], -1, "row {i}: {} at {}", ev[i], stage[i]);
+                assert!(harq_ms[i].is_nan(), "row {i}");
+                continue;
+            }
+            // Paper 001 §II: at most 3 retransmissions, 10 ms then 20 ms per retransmission.
+            let k = harq_tx[i];
+            assert!((1..=4).contains(&k), "row {i}: {k} transmissions");
+            let want = 10.0 + 20.0 * (k - 1) as f64;
+            assert!(
+                (harq_ms[i] - want).abs() < 1e-9,
+                "{k} tx: {} ms",
+                harq_ms[i]
+            );
+            per_tx[k as usize] += 1;
+            let waited = (t[i] - entered[&pkt[i]]) as f64 / 1e6;
+            if ev[i] == "drop" {
+                assert_eq!((k, cause[i].as_str()), (4, "harq"));
+                assert!(
+                    (waited - 70.0).abs() < 1e-6,
+                    "dropped after its 4th try: {waited}"
+                );
+            } else if buffer {
+                // The reordering buffer may hold a decoded packet for an earlier one.
+                assert!(
+                    waited >= harq_ms[i] - 1e-6 && waited <= 70.0 + 1e-6,
+                    "{waited}"
+                );
+            } else {
+                assert!(
+                    (waited - harq_ms[i]).abs() < 1e-6,
+                    "{waited} vs {}",
+                    harq_ms[i]
+                );
+            }
+        }
+        println!(
+            "buffer {buffer}: packets by transmissions {:?}",
+            &per_tx[1..]
+        );
+        assert!(per_tx[1..4].iter().all(|&n| n > 10), "{per_tx:?}");
+    }
+}

@@ -9,7 +9,7 @@ use spikelab_net::{
 };
 use spikelab_tcp::spurious::{DetectorKind, EpisodeKind};
 use spikelab_tcp::{Segment, SpuriousEvent, TcpReceiver, TcpSender, TxKind};
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::fmt;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -489,6 +489,9 @@ pub struct World {
     next_pkt: u64,
     events: u64,
     ptrace: PacketRows,
+    /// Packets traced: what a HARQ stage did to a packet (its id, the stage index) until the
+    /// row of its leaving (or drop) is written: (transmissions, decode delay in ms).
+    harq_fates: HashMap<(u64, usize), (i32, f64)>,
     series: SeriesTrace,
     /// Per-destination time series of SCTP associations (with their `dest`).
     dest_series: Markers,
@@ -711,6 +714,7 @@ impl World {
             next_pkt: 0,
             events: 0,
             ptrace: PacketRows::default(),
+            harq_fates: HashMap::new(),
             series: SeriesTrace::default(),
             dest_series: Markers::default(),
             max_packets_rows: sc.sim.max_packets_rows,
@@ -943,6 +947,14 @@ impl World {
         tr.size.push(p.size as i32);
         tr.tx.push(p.tx);
         tr.cause.push(cause);
+        let fate = if (event == EV_EXIT || event == EV_DROP) && !self.harq_fates.is_empty() {
+            self.harq_fates.remove(&(p.id, stage as usize))
+        } else {
+            None
+        };
+        let (harq_tx, harq_ms) = fate.unwrap_or((-1, f64::NAN));
+        tr.harq_tx.push(harq_tx);
+        tr.harq_ms.push(harq_ms);
     }
 
     fn launch(&mut self, flow: u32, dir: Dir, seg: Segment, tx: i32, event: i32) {
@@ -987,7 +999,7 @@ impl World {
     fn fold_from(&mut self, id: ArenaId, from: usize) {
         let traced = self.level >= TraceLevel::Packets;
         let p = self.packets.get(id);
-        let (path, pseq) = (p.path as usize, p.pseq);
+        let (path, pseq, pkt_id) = (p.path as usize, p.pseq, p.id);
         let info = PacketInfo {
             wire_size: p.size,
             // The deterministic loss model's `seqs`: TCP bytes, SCTP TSNs.
@@ -1038,7 +1050,15 @@ impl World {
         for k in from..n {
             let stage = &mut self.paths[path].stages[k];
             let keeps_order = stage.keeps_order();
-            match stage.on_arrival(t, &info) {
+            let outcome = stage.on_arrival(t, &info);
+            if let (true, Stage::Harq(h)) = (traced, &*stage) {
+                if let Some(f) = h.last_fate() {
+                    let ms = (f.done.as_nanos() - t.as_nanos()) as f64 / 1e6;
+                    self.harq_fates
+                        .insert((pkt_id, k), (f.transmissions as i32, ms));
+                }
+            }
+            match outcome {
                 Outcome::Pass(leave) if leave == now => {
                     if traced {
                         self.trace_pkt(id, EV_EXIT, k as i32, -1);
