@@ -99,3 +99,40 @@ def test_table1_retransmissions_equal_direct_runs(reduced):
     n = _numbers(out, "cubic-retransmits-more")
     assert n["newreno_7db"] == pytest.approx(mean["NewReno"], rel=1e-9)
     assert n["cubic_7db"] == pytest.approx(mean["CUBIC"], rel=1e-9)
+
+
+def _first_cwnd_above(rundir: Path, segments: int) -> float:
+    """When the flow's cwnd first exceeds `segments` full segments (seconds)."""
+    t = query(rundir, f"SELECT min(t_ns) / 1e9 AS t FROM timeseries, (SELECT mss FROM runs) "
+                      f"WHERE var = 'cwnd' AND value > {segments} * mss")
+    return float(t["t"][0])
+
+
+def test_fig6_cwnd_growth_with_and_without_delayed_ack(reduced):
+    """Paper 001 Fig. 6: the report re-runs NewReno and CUBIC on a lossless link with and without
+    delayed ACK and draws both in one figure. Slow start grows cwnd by one segment per ACK (no
+    byte counting here, RFC 5681), so ACKing every second segment makes it grow 1.5x per RTT
+    instead of 2x: reaching 200 segments from 10 takes log(20)/log(1.5) = 7.4 RTTs instead of
+    log(20)/log(2) = 4.3, about 1.7x as long."""
+    _, out = reduced
+    data = json.loads((out / "claims.json").read_text())
+    compares = [r for r in data["run_figures"] if r["run_id"].startswith("delack")]
+    assert all("snr_db = 13" in r["label"] and "buffer = True" in r["label"] for r in compares)
+    assert {r["label"].split(", ")[1] for r in compares} == {"tcp = NewReno", "tcp = CUBIC"}
+    for r in compares:
+        assert len(r["figures"]) == 1 and (out / r["figures"][0]).is_file(), r
+    report = (out / "report.md").read_text()
+    assert "path.fwd.harq.snr=40" in report
+    singles = [r for r in data["run_figures"] if not r["run_id"].startswith("delack")]
+    assert len(singles) == 4
+    times = {}
+    for r in singles:
+        rundir = out / "runs-figures" / r["run_id"]
+        got = query(rundir, "SELECT drops_total, bytes_delivered FROM runs")
+        assert got["drops_total"][0] == 0, r  # lossless, as the paper's Fig. 6
+        delack = "delack = True" in r["label"]
+        tcp = "NewReno" if "NewReno" in r["label"] else "CUBIC"
+        times[tcp, delack] = _first_cwnd_above(rundir, 200)
+    for tcp in ("NewReno", "CUBIC"):
+        ratio = times[tcp, True] / times[tcp, False]
+        assert 1.4 < ratio < 2.0, (tcp, times)

@@ -18,6 +18,9 @@ A study is a directory with ``study.toml`` (see docs/studies.md)::
     [run_figures]                     # optional: seq/ack and cwnd figures of single runs
     where = "replication = 0 AND loss = 'spike+loss'"   # SQL choosing runs (default: rep. 0)
     zoom = [9.5, 16.0]                # time window, seconds
+    set = { "sim.duration" = "10s" }  # optional: overrides on top of each chosen run's own
+    compare = "delack"                # optional: runs differing only in it, two by two,
+                                      # also get one figure with both
 
     [[table]]                         # optional: a SQL result shown as a table in the report
     title = "Ranking"
@@ -42,6 +45,7 @@ from typing import Any
 
 from ..analysis.query import query
 from ..figures import write as write_run
+from ..figures.compare import compare as compare_runs
 from ..figures.sweep import draw
 from ..run import run as run_one
 from ..scenario.sweepspec import sweep_table
@@ -140,15 +144,38 @@ def _draw_run_figures(outdir: Path, study: Study,
                            f"ORDER BY run_id")
     text = scenario_text(outdir, res.manifest)
     out = []
+    dirs = []
     for run_id in dict.fromkeys(chosen["run_id"].tolist()):
         seed, run_overrides = run_info(outdir, res.manifest, run_id)
-        result = run_one(text, seed=seed, overrides=run_overrides, trace="packets",
-                         progress=False)
+        result = run_one(text, seed=seed, overrides=[*run_overrides, *spec.set],
+                         trace="packets", progress=False)
         row = chosen[chosen.run_id == run_id].iloc[0]
         label = ", ".join(f"{p} = {row[p]}" for p in params) + f", seed {seed}"
+        if spec.set:
+            label += "; then " + ", ".join(spec.set)
         rundir = write_run(result, outdir / RUN_FIGURES / run_id, zoom=spec.zoom)
         paths = [rundir / f["path"] for f in result.manifest["files"]
                  if f["path"].startswith(f"{results.FIGURES}/")]
         keep = [p for p in paths if p.suffix == ".png" and not p.name.startswith("rtt_")]
         out.append((run_id, label, sorted(keep)))
+        dirs.append((rundir, row))
+    if spec.compare:
+        if spec.compare not in params:
+            raise ValueError(f"run_figures.compare: {spec.compare!r} is not a sweep parameter "
+                             f"(these are: {', '.join(params)})")
+        others = [p for p in [*params, "replication"] if p != spec.compare]
+        groups: dict[tuple, list] = {}
+        for rundir, row in dirs:
+            groups.setdefault(tuple(str(row[p]) for p in others), []).append((rundir, row))
+        for key, pair in groups.items():
+            if len(pair) != 2:
+                continue
+            (a, ra), (b, rb) = pair
+            la, lb = (f"{spec.compare} = {r[spec.compare]}" for r in (ra, rb))
+            name = "-".join(k.replace(" ", "") for k in key) or "all"
+            _, written = compare_runs(a, b, out=outdir / RUN_FIGURES / f"compare-{name}",
+                                      zoom=spec.zoom, labels=(la, lb))
+            what = ", ".join(f"{p} = {v}" for p, v in zip(others, key))
+            out.append((f"{la} vs {lb}", what,
+                        sorted(p for p in written if p.suffix == ".png")))
     return out

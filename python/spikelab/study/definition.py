@@ -42,6 +42,12 @@ class RunFigures:
 
     where: str = "replication = 0"
     zoom: tuple[float | None, float | None] | None = None
+    # Overrides applied on top of each chosen run's own ("key=value", as `--set` takes them):
+    # a figure of a point the sweep does not hold (paper 001 Fig. 6: a lossless link).
+    set: tuple[str, ...] = ()
+    # A sweep parameter: the chosen runs that differ only in it, two at a time, also get one
+    # figure with both runs' seq/ack and cwnd.
+    compare: str | None = None
 
 
 @dataclass(frozen=True)
@@ -138,7 +144,7 @@ def parse(path: str | os.PathLike[str]) -> Study:
 def _run_figures(raw: Any, at: str) -> RunFigures | None:
     if raw is None:
         return None
-    _check_keys(raw, ("where", "zoom"), at)
+    _check_keys(raw, ("where", "zoom", "set", "compare"), at)
     where = raw.get("where", RunFigures.where)
     if not isinstance(where, str) or not where.strip():
         raise ValueError(f"{at}.where: must be a SQL condition on the runs table")
@@ -150,7 +156,16 @@ def _run_figures(raw: Any, at: str) -> RunFigures | None:
         if not ok:
             raise ValueError(f"{at}.zoom: must be [t0, t1] in seconds with t0 < t1")
         zoom = (float(zoom[0]), float(zoom[1]))
-    return RunFigures(where=where, zoom=zoom)
+    sets = raw.get("set", {})
+    if not isinstance(sets, dict) or not all(
+            isinstance(v, str | int | float | bool) for v in sets.values()):
+        raise ValueError(f"{at}.set: must be a table of scenario keys and scalar values, "
+                         f"e.g. {{ \"sim.duration\" = \"10s\" }}")
+    text = tuple(f"{k}={str(v).lower() if isinstance(v, bool) else v}" for k, v in sets.items())
+    compare = raw.get("compare")
+    if compare is not None and (not isinstance(compare, str) or not compare.strip()):
+        raise ValueError(f"{at}.compare: must name a sweep parameter")
+    return RunFigures(where=where, zoom=zoom, set=text, compare=compare)
 
 
 def available() -> dict[str, Path]:
