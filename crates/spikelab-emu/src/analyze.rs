@@ -199,7 +199,7 @@ impl Rows {
         r.cause.push(cause);
         r.dest.push(-1);
         r.harq_tx.push(-1);
-        r.harq_ms.push(f64::NAN);
+        r.harq_delay_us.push(-1);
     }
 }
 

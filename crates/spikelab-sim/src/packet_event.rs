@@ -53,8 +53,8 @@ pub struct PacketRows {
     /// slowest codeword's); -1 on every other row.
     pub harq_tx: Vec<i32>,
     /// On the same rows: from the packet's arrival at the HARQ stage until it was decoded (or
-    /// its last transmission failed), in ms; NaN on every other row.
-    pub harq_ms: Vec<f64>,
+    /// its last transmission failed), in µs; -1 on every other row.
+    pub harq_delay_us: Vec<i32>,
 }
 
 /// Grows a trace column by an eighth (at least 4096 rows) instead of doubling, so a long
@@ -85,7 +85,7 @@ impl PacketRows {
             self.cause.reserve_exact(n);
             self.dest.reserve_exact(n);
             self.harq_tx.reserve_exact(n);
-            self.harq_ms.reserve_exact(n);
+            self.harq_delay_us.reserve_exact(n);
         }
     }
 
@@ -118,7 +118,7 @@ impl PacketRows {
             cause: pick(&self.cause, idx),
             dest: pick(&self.dest, idx),
             harq_tx: pick(&self.harq_tx, idx),
-            harq_ms: pick(&self.harq_ms, idx),
+            harq_delay_us: pick(&self.harq_delay_us, idx),
         }
     }
 
@@ -144,7 +144,7 @@ impl PacketRows {
         t.push("cause", ColumnData::Dict(self.cause, causes));
         t.push("dest", ColumnData::I32(self.dest));
         t.push("harq_tx", ColumnData::I32(self.harq_tx));
-        t.push("harq_ms", ColumnData::F64(self.harq_ms));
+        t.push("harq_delay_us", ColumnData::I32(self.harq_delay_us));
         t
     }
 }

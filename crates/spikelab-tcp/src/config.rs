@@ -122,6 +122,14 @@ pub struct TcpConfig {
     /// Receive gap that re-enters quick-ACK mode (Linux: the receiver's RTO, 1 s without RTT
     /// samples of its own).
     pub quickack_idle: SimDuration,
+    /// The receiver's advertised window grows as Linux grows it (receive-buffer autotuning:
+    /// `tcp_grow_window`, `tcp_rcv_space_adjust`), and a segment that grows it is ACKed at once;
+    /// `rwnd` is then its upper bound. Off: the window is `rwnd` throughout.
+    pub rcv_autotune: bool,
+    /// Restart the retransmission timer when the first unacknowledged segment is resent by
+    /// fast retransmit or loss recovery (Linux `tcp_xmit_retransmit_queue`); off: the timer is
+    /// only started when it is not running (RFC 6298 (5.1)).
+    pub rearm_rto_on_retransmit: bool,
     /// Open the connection with a handshake (SYN, SYN-ACK) before any data, as the kernel and
     /// ns-3 do; the SYN is retransmitted on the RTO (initial 1 s, backed off).
     pub handshake: bool,
@@ -188,6 +196,8 @@ impl Default for TcpConfig {
             cwnd_limited_check: false,
             quickack: 0,
             quickack_idle: SimDuration::from_secs(1),
+            rcv_autotune: false,
+            rearm_rto_on_retransmit: false,
             handshake: false,
             spurious: SpuriousConfig::default(),
             cc: CcConfig::Reno,

@@ -342,3 +342,34 @@ fn without_prr_sack_recovery_sets_cwnd_to_ssthresh_at_entry() {
     assert_eq!(s.state(), CaState::Recovery);
     assert_eq!(s.cwnd(), 10 * MSS);
 }
+
+// ---- The retransmission timer when fast retransmit resends the head ----------------------------
+
+/// Ten segments at 0, the first ACKed at 100 ms (SRTT 100 ms), then SACKs of segments 2, 3, 4
+/// at 300-302 ms: the third starts fast retransmit of segment 1, the head. Returns the sender
+/// and the RTO deadline before the SACKs.
+fn head_retransmitted(rearm: bool) -> (Snd, SimTime) {
+    let mut c = cfg(10, false, false, false);
+    c.rearm_rto_on_retransmit = rearm;
+    let mut s = Snd::new(c, Some(11 * MSS));
+    s.send(ms(0));
+    s.ack(ms(100), ack(MSS));
+    let before = s.rto_deadline().unwrap();
+    let mut out = Vec::new();
+    for (i, hi) in [3, 4, 5].into_iter().enumerate() {
+        out.extend(s.ack(ms(300 + i as u64), sack(MSS, &[(2 * MSS, hi * MSS)])));
+    }
+    assert_eq!(kinds(&out), vec![(MSS, TxKind::FastRetransmit)]);
+    (s, before)
+}
+
+#[test]
+fn with_rearm_the_timer_restarts_when_fast_retransmit_resends_the_head_without_it_not() {
+    // Linux tcp_xmit_retransmit_queue restarts the timer when it resends the first
+    // unacknowledged segment; RFC 6298 (5.1) starts it only when it is not running.
+    let (s, before) = head_retransmitted(false);
+    assert_eq!(s.rto_deadline(), Some(before));
+    let (s, before) = head_retransmitted(true);
+    assert_eq!(s.rto_deadline(), Some(ms(302) + s.rto()));
+    assert!(s.rto_deadline() > Some(before));
+}

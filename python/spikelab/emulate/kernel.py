@@ -212,6 +212,12 @@ def _map_linux_options(raw_tcps: list[dict[str, Any]], u: list[str]) -> None:
     if t.get("cwnd_limited_check") is False:
         u.append("tcp.cwnd_limited_check = false: the kernel grows cwnd only when "
                  "cwnd-limited")
+    if t.get("rcv_autotune") is False:
+        u.append("tcp.rcv_autotune = false: the kernel's receiver grows its window "
+                 "(net.ipv4.tcp_moderate_rcvbuf = 1), up to rwnd (TCP_WINDOW_CLAMP)")
+    if t.get("rearm_rto_on_retransmit") is False:
+        u.append("tcp.rearm_rto_on_retransmit = false: the kernel restarts its retransmission "
+                 "timer when it resends the first unacknowledged segment")
 
 
 def plan(view: dict[str, Any], resolved: dict[str, Any], ccs: list[str],

@@ -102,6 +102,8 @@ delayed_ack = true
 delack_timeout = "40ms"
 delack_segments = 2
 quickack = 16
+rcv_autotune = true
+rearm_rto_on_retransmit = true
 ssthresh_basis = "cwnd"
 cwnd_limited_check = true
 rack = true
@@ -343,6 +345,10 @@ pub struct TcpSpec {
     pub quickack: i64,
     /// Receive gap that re-enters quick-ACK mode.
     pub quickack_idle: Duration,
+    /// The receiver's window grows as Linux's receive-buffer autotuning grows it.
+    pub rcv_autotune: bool,
+    /// Resending the first unacknowledged segment restarts the retransmission timer (Linux).
+    pub rearm_rto_on_retransmit: bool,
     /// What ssthresh is computed from on a loss.
     pub ssthresh_basis: SsthreshBasisSpec,
     /// Grow cwnd only when cwnd-limited (Linux `tcp_is_cwnd_limited`).
@@ -389,6 +395,8 @@ impl Default for TcpSpec {
             delack_segments: c.delack_segments as i64,
             quickack: c.quickack as i64,
             quickack_idle: Duration(c.quickack_idle),
+            rcv_autotune: c.rcv_autotune,
+            rearm_rto_on_retransmit: c.rearm_rto_on_retransmit,
             ssthresh_basis: SsthreshBasisSpec::Flight,
             cwnd_limited_check: c.cwnd_limited_check,
             handshake: c.handshake,
@@ -1066,6 +1074,8 @@ impl FlowSpec {
             delack_segments: t.delack_segments as u32,
             quickack: t.quickack as u32,
             quickack_idle: t.quickack_idle.0,
+            rcv_autotune: t.rcv_autotune,
+            rearm_rto_on_retransmit: t.rearm_rto_on_retransmit,
             ssthresh_basis: match t.ssthresh_basis {
                 SsthreshBasisSpec::Flight => SsthreshBasis::FlightSize,
                 SsthreshBasisSpec::Cwnd => SsthreshBasis::Cwnd,

@@ -490,8 +490,8 @@ pub struct World {
     events: u64,
     ptrace: PacketRows,
     /// Packets traced: what a HARQ stage did to a packet (its id, the stage index) until the
-    /// row of its leaving (or drop) is written: (transmissions, decode delay in ms).
-    harq_fates: HashMap<(u64, usize), (i32, f64)>,
+    /// row of its leaving (or drop) is written: (transmissions, decode delay in µs).
+    harq_fates: HashMap<(u64, usize), (i32, i32)>,
     series: SeriesTrace,
     /// Per-destination time series of SCTP associations (with their `dest`).
     dest_series: Markers,
@@ -952,9 +952,9 @@ impl World {
         } else {
             None
         };
-        let (harq_tx, harq_ms) = fate.unwrap_or((-1, f64::NAN));
+        let (harq_tx, harq_delay_us) = fate.unwrap_or((-1, -1));
         tr.harq_tx.push(harq_tx);
-        tr.harq_ms.push(harq_ms);
+        tr.harq_delay_us.push(harq_delay_us);
     }
 
     fn launch(&mut self, flow: u32, dir: Dir, seg: Segment, tx: i32, event: i32) {
@@ -1053,9 +1053,10 @@ impl World {
             let outcome = stage.on_arrival(t, &info);
             if let (true, Stage::Harq(h)) = (traced, &*stage) {
                 if let Some(f) = h.last_fate() {
-                    let ms = (f.done.as_nanos() - t.as_nanos()) as f64 / 1e6;
+                    let us = (f.done.as_nanos() - t.as_nanos()) / 1000;
+                    let us = i32::try_from(us).unwrap_or(i32::MAX);
                     self.harq_fates
-                        .insert((pkt_id, k), (f.transmissions as i32, ms));
+                        .insert((pkt_id, k), (f.transmissions as i32, us));
                 }
             }
             match outcome {

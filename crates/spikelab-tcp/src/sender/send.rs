@@ -168,7 +168,12 @@ impl TcpSender {
         if self.cfg.cwnd_limited_check {
             self.cwnd_validate();
         }
-        if self.rto_deadline.is_none() {
+        let head_again = matches!(kind, TxKind::Retransmit | TxKind::FastRetransmit)
+            && seq == self.snd_una
+            && self.cfg.rearm_rto_on_retransmit;
+        if self.rto_deadline.is_none() || head_again {
+            // Linux `tcp_xmit_retransmit_queue` also restarts the timer when it resends the
+            // first unacknowledged segment (RFC 6298 §5.1 only starts a stopped one).
             self.rto_deadline = Some(now + self.rtt.rto());
         }
         if kind == TxKind::New && self.cfg.tlp {
