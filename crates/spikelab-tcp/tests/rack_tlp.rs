@@ -373,3 +373,30 @@ fn with_rearm_the_timer_restarts_when_fast_retransmit_resends_the_head_without_i
     assert_eq!(s.rto_deadline(), Some(ms(302) + s.rto()));
     assert!(s.rto_deadline() > Some(before));
 }
+
+#[test]
+fn the_late_original_of_a_timed_out_head_gives_rack_no_sample_the_retransmission_would() {
+    // Four segments at 10 ms (TSval 10), the first ACKed at 110 ms; the RTO (1 s minimum)
+    // resends segment 1 at 1110 ms. The ACK of segment 1 at 1250 ms echoes TSval 10: the
+    // original arrived, the retransmission was spurious (Linux `tcp_skb_spurious_retrans`), so
+    // RACK takes no sample from it. Dated at the retransmission (1110 ms), it would mark every
+    // segment sent before 1110 ms − reo_wnd lost.
+    for (ecr, sampled) in [(10, false), (1110, true)] {
+        let mut c = cfg(4, true, false, false);
+        c.timestamps = true;
+        let mut s = Snd::new(c, Some(20 * MSS));
+        assert_eq!(kinds(&s.send(ms(10))), new_segments(0, 4));
+        s.ack(ms(110), echo(ack(MSS), 10));
+        let deadline = s.rto_deadline().unwrap();
+        let out = s.timer(deadline);
+        assert_eq!(kinds(&out)[0], (MSS, TxKind::RtoRetransmit));
+        let before = s.rack().unwrap().xmit_ts;
+        s.ack(ms(1250), echo(ack(2 * MSS), ecr));
+        let after = s.rack().unwrap().xmit_ts;
+        if sampled {
+            assert_eq!(after, Some(deadline), "the retransmission, echoed, is RACK's newest");
+        } else {
+            assert_eq!(after, before, "no sample from a spuriously retransmitted segment");
+        }
+    }
+}

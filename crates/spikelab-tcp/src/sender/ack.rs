@@ -34,7 +34,8 @@ impl TcpSender {
         }
         let prior_fack = self.rack.as_ref().map_or(0, |r| r.fack);
         if ack > self.snd_una {
-            self.rack_on_cum_ack(now, ack, prior_fack);
+            let ecr = seg.ts.map(|ts| ts.ecr).filter(|&e| e != 0);
+            self.rack_on_cum_ack(now, ack, prior_fack, ecr);
         }
         if self.cfg.sack {
             let blocks = seg.sack.as_slice();

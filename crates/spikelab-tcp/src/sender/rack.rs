@@ -112,8 +112,20 @@ impl Rack {
 
 impl TcpSender {
     /// RACK's part of an ACK, before the scoreboard changes: the entries the cumulative ACK
-    /// `ack` delivers.
-    pub(super) fn rack_on_cum_ack(&mut self, now: SimTime, ack: u64, prior_fack: u64) {
+    /// `ack` delivers. `ecr`: the ACK's TSecr, if it has one. A retransmitted entry whose ACK
+    /// echoes a timestamp older than its last transmission was delivered by an earlier copy
+    /// (the retransmission was spurious) and gives RACK no sample (Linux `tcp_clean_rtx_queue`
+    /// with `tcp_skb_spurious_retrans`); without this, the late original of a timed-out head
+    /// would date RACK's newest delivery at the retransmission and mark everything sent
+    /// before it lost.
+    pub(super) fn rack_on_cum_ack(
+        &mut self,
+        now: SimTime,
+        ack: u64,
+        prior_fack: u64,
+        ecr: Option<u32>,
+    ) {
+        let tick = self.cfg.ts_tick.as_nanos().max(1);
         let Some(rack) = self.rack.as_mut() else {
             return;
         };
@@ -122,6 +134,10 @@ impl TcpSender {
                 break;
             }
             if m.sacked {
+                continue;
+            }
+            let sent_ts = (m.xmit_time.as_nanos() / tick) as u32;
+            if m.tx_count > 1 && ecr.is_some_and(|e| (e.wrapping_sub(sent_ts) as i32) < 0) {
                 continue;
             }
             rack.on_delivered(now, seq + m.len as u64, m, prior_fack);
