@@ -1,6 +1,7 @@
 //! Scripted tests: a spurious timeout undone on F-RTO's evidence gives every congestion
-//! control its whole state back (CUBIC's W_max and epoch, BIC's W_max, Westwood+'s bandwidth
-//! estimate and RTT_min, Hybla's rho), as the sender's undo ledger promises.
+//! control its whole state back (RFC 9438 CUBIC's W_max and epoch, BIC's W_max, Westwood+'s
+//! bandwidth estimate and RTT_min, Hybla's rho), as the sender's undo ledger promises; Linux
+//! CUBIC gets cwnd and ssthresh back but not its state, as in the kernel.
 //!
 //! Same conventions as `spurious.rs`: MSS 1000 bytes, explicit times, ACKs written by hand.
 
@@ -99,12 +100,33 @@ fn frto_undo_restores_cubic_w_max_and_epoch_rfc9438() {
 }
 
 #[test]
-fn frto_undo_restores_cubic_linux_state() {
-    // The kernel's cubictcp_state clears everything on entering Loss; the undo brings it back.
-    undo_restores_the_whole_state(
-        CcConfig::Cubic(CubicParams::linux()),
-        &["epoch_start_s", "delay_min_s", "origin_point_segments"],
+fn frto_undo_restores_cwnd_but_not_the_state_of_linux_cubic() {
+    // The kernel's cubictcp_state clears everything on entering Loss, and its undo_cwnd
+    // (tcp_reno_undo_cwnd) restores cwnd and ssthresh only: CUBIC starts a new epoch from the
+    // restored cwnd.
+    let mut s = warmed_up(CcConfig::Cubic(CubicParams::linux()), 12);
+    let before = s.cc().vars();
+    let prior_cwnd = s.cwnd();
+    let una = s.snd_una();
+    let t = s.next_timer().expect("the RTO is armed");
+    s.timer(t);
+    s.ack(t + dur(100), ack(una + MSS));
+    let during = shown(&s.cc().vars());
+    s.ack(t + dur(101), ack(una + 2 * MSS));
+    assert!(s
+        .spurious_events()
+        .iter()
+        .any(|e| matches!(e, SpuriousEvent::Undo { .. })));
+    assert_ne!(shown(&before), during);
+    let get = |k: &str| s.cc().vars().iter().find(|(n, _)| *n == k).map(|(_, x)| *x);
+    assert_eq!(get("last_max_cwnd_segments"), Some(0.0), "not restored");
+    assert_eq!(
+        get("delay_min_s"),
+        Some(0.0),
+        "HyStart's state not restored"
     );
+    assert!(s.cwnd() >= prior_cwnd, "cwnd undone");
+    assert_eq!(s.state(), CaState::Open);
 }
 
 #[test]

@@ -394,9 +394,16 @@ fn the_late_original_of_a_timed_out_head_gives_rack_no_sample_the_retransmission
         s.ack(ms(1250), echo(ack(2 * MSS), ecr));
         let after = s.rack().unwrap().xmit_ts;
         if sampled {
-            assert_eq!(after, Some(deadline), "the retransmission, echoed, is RACK's newest");
+            assert_eq!(
+                after,
+                Some(deadline),
+                "the retransmission, echoed, is RACK's newest"
+            );
         } else {
-            assert_eq!(after, before, "no sample from a spuriously retransmitted segment");
+            assert_eq!(
+                after, before,
+                "no sample from a spuriously retransmitted segment"
+            );
         }
     }
 }

@@ -555,8 +555,14 @@ impl CongestionControl for Cubic {
     fn save_state(&self) -> CcState {
         CcState::of(&self.st)
     }
+    /// RFC 9438 §4.9: a spurious congestion event restores W_max, K, the epoch and the rest.
+    /// The Linux module restores nothing (its `undo_cwnd` is `tcp_reno_undo_cwnd`): after an
+    /// undo its state stays as the spurious reduction left it (epoch ended, `last_max_cwnd`
+    /// lowered by fast convergence; reset after a timeout).
     fn restore_state(&mut self, saved: CcState) {
-        saved.restore_into(&mut self.st);
+        if matches!(self.st, State::Rfc(_)) {
+            saved.restore_into(&mut self.st);
+        }
     }
     fn vars(&self) -> CcVars {
         let opt = |v: Option<f64>| v.unwrap_or(f64::NAN);
@@ -948,9 +954,10 @@ mod tests {
     }
 
     #[test]
-    fn entering_loss_clears_the_linux_state_and_undo_restores_it() {
+    fn entering_loss_clears_the_linux_state_and_an_undo_leaves_it_cleared() {
+        // Linux cubictcp_state resets on Loss; its undo_cwnd (tcp_reno_undo_cwnd) restores
+        // no CUBIC field, so the next epoch starts from the restored cwnd.
         let (mut c, mut w) = reduced_at_100(CubicParams::linux());
-        let before = c.vars();
         let saved = c.save_state();
         c.set_state(
             &mut w,
@@ -960,6 +967,25 @@ mod tests {
         );
         assert_eq!(var(&c, "last_max_cwnd_segments"), 0.0);
         assert!(var(&c, "epoch_start_s").is_nan());
+        let cleared = format!("{:?}", c.vars());
+        c.restore_state(saved);
+        assert_eq!(format!("{:?}", c.vars()), cleared, "NaN-safe comparison");
+    }
+
+    #[test]
+    fn an_undo_restores_the_rfc9438_state_of_before_the_spurious_reduction() {
+        // RFC 9438 §4.9: W_max, K, the epoch, cwnd_epoch and W_est come back.
+        let (mut c, mut w) = reduced_at_100(CubicParams::rfc9438());
+        let before = c.vars();
+        let saved = c.save_state();
+        c.ssthresh(&w, w.cwnd);
+        c.set_state(
+            &mut w,
+            SimTime::from_millis(11_000),
+            CaState::Open,
+            CaState::Loss,
+        );
+        assert_ne!(c.vars(), before);
         c.restore_state(saved);
         assert_eq!(c.vars(), before);
     }
