@@ -187,37 +187,35 @@ def _ns_wide(values: list[Any], what: str) -> Any:
     return values[0]
 
 
+# The kernel behaviours that are options in the simulator: (key, the value the kernel does
+# not have, the note when a file sets it). The ``linux`` profile turns them all the kernel's way.
+_KERNEL_FIXED = (
+    ("rack", False, "the kernel detects losses with RACK (net.ipv4.tcp_recovery = 1)"),
+    ("tlp", False, "the kernel sends tail loss probes (net.ipv4.tcp_early_retrans = 3)"),
+    ("prr", False, "the kernel always reduces by PRR in recovery"),
+    ("handshake", False, "the kernel opens with SYN, SYN-ACK, so its data start one RTT later"),
+    ("ssthresh_basis", "flight", "the kernel computes ssthresh from cwnd"),
+    ("cwnd_limited_check", False, "the kernel grows cwnd only when cwnd-limited"),
+    ("rcv_autotune", False, "the kernel's receiver grows its window "
+                            "(net.ipv4.tcp_moderate_rcvbuf = 1), up to rwnd (TCP_WINDOW_CLAMP)"),
+    ("rearm_rto_on_retransmit", False, "the kernel restarts its retransmission timer when it "
+                                       "resends the first unacknowledged segment"),
+)
+
+
 def _map_linux_options(raw_tcps: list[dict[str, Any]], u: list[str]) -> None:
     """Notes on the kernel behaviours that are options in the simulator (the ``linux``
     profile turns them all on); the kernel keeps its defaults."""
     if not raw_tcps:
         return
     t = raw_tcps[0]
-    if t.get("rack") is False:
-        u.append("tcp.rack = false: the kernel detects losses with RACK "
-                 "(net.ipv4.tcp_recovery = 1)")
-    if t.get("tlp") is False:
-        u.append("tcp.tlp = false: the kernel sends tail loss probes "
-                 "(net.ipv4.tcp_early_retrans = 3)")
-    if t.get("prr") is False:
-        u.append("tcp.prr = false: the kernel always reduces by PRR in recovery")
-    if t.get("handshake") is False:
-        u.append("tcp.handshake = false: the kernel opens with SYN, SYN-ACK, so its data "
-                 "start one RTT later")
+    for key, other, note in _KERNEL_FIXED:
+        if key in t and t[key] == other:
+            shown = str(other).lower() if isinstance(other, bool) else other
+            u.append(f"tcp.{key} = {shown}: {note}")
     if t.get("quickack", 16) != 16:
         u.append("tcp.quickack: the kernel ACKs up to 16 segments at once at the start and "
                  "after a duplicate")
-    if t.get("ssthresh_basis") == "flight":
-        u.append("tcp.ssthresh_basis = flight: the kernel computes ssthresh from cwnd")
-    if t.get("cwnd_limited_check") is False:
-        u.append("tcp.cwnd_limited_check = false: the kernel grows cwnd only when "
-                 "cwnd-limited")
-    if t.get("rcv_autotune") is False:
-        u.append("tcp.rcv_autotune = false: the kernel's receiver grows its window "
-                 "(net.ipv4.tcp_moderate_rcvbuf = 1), up to rwnd (TCP_WINDOW_CLAMP)")
-    if t.get("rearm_rto_on_retransmit") is False:
-        u.append("tcp.rearm_rto_on_retransmit = false: the kernel restarts its retransmission "
-                 "timer when it resends the first unacknowledged segment")
 
 
 def plan(view: dict[str, Any], resolved: dict[str, Any], ccs: list[str],
