@@ -462,6 +462,9 @@ def parser() -> argparse.ArgumentParser:
     from .rto_study import register as register_rto_study
 
     register_rto_study(sub)
+    from .traces import register as register_traces
+
+    register_traces(sub, _Parser)
     return top
 
 
