@@ -36,6 +36,35 @@ def _share(text: str) -> float:
     return value
 
 
+_RATE_UNITS = {"bps": 1.0, "kbps": 1e3, "Mbps": 1e6, "Gbps": 1e9, "": 1.0}
+
+
+def _rate(text: str) -> float:
+    """``10Mbps``, ``64kbps``, ``1e7`` -> bit/s, > 0."""
+    import re
+
+    match = re.fullmatch(r"\s*([0-9.eE+]+)\s*(bps|kbps|Mbps|Gbps|)\s*", text)
+    value = None
+    if match:
+        try:
+            value = float(match.group(1)) * _RATE_UNITS[match.group(2)]
+        except ValueError:
+            value = None
+    if value is None or not (math.isfinite(value) and value > 0):
+        raise argparse.ArgumentTypeError(f"expected a rate > 0 such as 10Mbps, got {text!r}")
+    return value
+
+
+def _packets(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number of packets >= 1, got {text!r}")
+    return value
+
+
 def cmd_trace_import(args: argparse.Namespace) -> int:
     from .. import traces
     from ..figures.traces import draw_import
@@ -49,7 +78,7 @@ def cmd_trace_import(args: argparse.Namespace) -> int:
         args.kind, args.file, share=args.share, interval_ms=args.interval,
         smooth_ms=args.smooth, stat=args.stat, bin_ms=args.bin,
         ping_interval_s=None if args.ping_interval is None else args.ping_interval / 1000,
-        iface=args.interface, loss=not args.no_loss, csv_columns=columns)
+        iface=args.interface, rate_bps=args.rate, queue=args.queue, loss=not args.no_loss, csv_columns=columns)
     out = traces.write_profile(profile, args.out)
     figure = None
     if not args.no_figure:
@@ -101,6 +130,13 @@ def register(sub, parser_class: type[argparse.ArgumentParser]) -> None:
     a.add_argument("--interface", metavar="NAME|INDEX",
                    help="pcap: only the frames of this pcapng interface (e.g. the emulator's "
                         "sender-side veth)")
+    a.add_argument("--rate", type=_rate, metavar="RATE",
+                   help="pcap: the bottleneck rate the scenario's rate stage re-creates (e.g. "
+                        "10Mbps); each RTT sample loses the time its segment queued behind the "
+                        "sender's own data at that rate")
+    a.add_argument("--queue", type=_packets, metavar="PACKETS",
+                   help="pcap, with --rate: that rate stage's queue; a lost segment that found "
+                        "it full is the stage's drop, left out of the loss column")
     a.add_argument("--time-col", default="time_ms", metavar="NAME", help="csv: time column")
     a.add_argument("--time-unit", choices=("ms", "s", "us"), default="ms",
                    help="csv: the time column's unit (default ms)")

@@ -75,7 +75,22 @@ class Samples:
     send_end: np.ndarray | None = None
     ack_t_ms: np.ndarray | None = None
     ack_val: np.ndarray | None = None
+    #: pcap: the RTT sample (ms) each ACK gave, NaN where none.
+    ack_rtt_ms: np.ndarray | None = None
     share: float = 1.0
+    #: pcap with a bottleneck rate: when each original left the virtual queue (ms).
+    backlog_t_ms: np.ndarray | None = None
+    backlog_end_ms: np.ndarray | None = None
+
+
+def _ack_gap(s: Samples, t_ms: np.ndarray) -> np.ndarray:
+    """The length (ms) of the gap between ACK arrivals around each time (0 without ACKs)."""
+    if s.ack_t_ms is None or s.ack_t_ms.size == 0:
+        return np.zeros(np.shape(t_ms))
+    i = np.searchsorted(s.ack_t_ms, t_ms, side="right")
+    before = np.where(i > 0, s.ack_t_ms[np.maximum(i - 1, 0)], np.nan)
+    after = np.where(i < s.ack_t_ms.size, s.ack_t_ms[np.minimum(i, s.ack_t_ms.size - 1)], np.nan)
+    return np.nan_to_num(after - before)
 
 
 def silence_bound(s: Samples, t_ms: np.ndarray) -> np.ndarray:
@@ -93,8 +108,21 @@ def silence_bound(s: Samples, t_ms: np.ndarray) -> np.ndarray:
     acked = np.where(i_a >= 0, np.maximum.accumulate(s.ack_val)[np.maximum(i_a, 0)], 0)
     nxt = i_a + 1
     has_next = nxt < s.ack_t_ms.size
-    wait = np.where(has_next, s.ack_t_ms[np.minimum(nxt, s.ack_t_ms.size - 1)] - t, 0.0)
-    return np.where((sent > acked) & has_next, wait * s.share, 0.0)
+    nxt_c = np.minimum(nxt, s.ack_t_ms.size - 1)
+    wait = np.where(has_next, s.ack_t_ms[nxt_c] - t, 0.0)
+    if s.ack_rtt_ms is not None:
+        # A silence is a delay only if the ACK that ends it measured an RTT about as long:
+        # it acknowledges data sent before the silence. An ACK that ends a silence with a
+        # short RTT acknowledges a retransmission: the data was lost, not delayed.
+        gap = s.ack_t_ms[nxt_c] - np.where(i_a >= 0, s.ack_t_ms[np.maximum(i_a, 0)], -np.inf)
+        rtt_after = s.ack_rtt_ms[nxt_c]
+        has_next &= ~(rtt_after < 0.8 * gap)
+    if s.backlog_t_ms is not None:
+        # A segment sent at t would first wait for the virtual queue to drain.
+        j = np.searchsorted(s.backlog_t_ms, t, side="right") - 1
+        drained = np.where(j >= 0, np.maximum.accumulate(s.backlog_end_ms)[np.maximum(j, 0)], t)
+        wait = wait - np.maximum(drained - t, 0.0)
+    return np.where((sent > acked) & has_next, np.maximum(wait, 0.0) * s.share, 0.0)
 
 
 @dataclass
@@ -293,8 +321,18 @@ def read_csv_samples(path: str | Path, *, time_col: str = "time_ms", time_unit: 
     return out
 
 
-def read_pcap(path: str | Path, *, share: float = 0.5, iface: str | None = None) -> Samples:
-    """A capture of one TCP connection, taken at its sender → delay and loss samples."""
+def read_pcap(path: str | Path, *, share: float = 0.5, iface: str | None = None,
+              rate_bps: float | None = None, queue: int | None = None) -> Samples:
+    """A capture of one TCP connection, taken at its sender → delay and loss samples.
+
+    With ``rate_bps`` (the bottleneck rate a scenario's rate stage re-creates), each sample
+    loses the time its segment would have queued behind the sender's own data at that rate
+    (a virtual FIFO fed with the captured sends, losses left out), so the profile holds the
+    path's delay without the queue the rate stage will build again. With ``queue`` too (that
+    stage's queue, packets), a lost segment that found the virtual queue full is the rate
+    stage's drop, not the path's, and stays out of the loss column."""
+    if queue is not None and not rate_bps:
+        raise TraceError("--queue needs --rate (the virtual queue's rate)")
     from . import pcap as _pcap
 
     path = Path(path)
@@ -306,6 +344,9 @@ def read_pcap(path: str | Path, *, share: float = 0.5, iface: str | None = None)
         if not frames:
             raise TraceError(f"--interface: no frames on {iface!r} in {path} "
                              f"(interfaces: {', '.join(names)})")
+    # The kernel emulator's capture also records each dropped frame (comment "drop ..."):
+    # that copy never left the emulator.
+    frames = [f for f in frames if not f.comment.startswith("drop ")]
     segs = [s for s in map(_pcap.tcp_of, frames) if s is not None]
     if not segs:
         raise TraceError(f"{path}: no TCP segments")
@@ -319,17 +360,21 @@ def read_pcap(path: str | Path, *, share: float = 0.5, iface: str | None = None)
         raise TraceError(f"{path}: no TCP segment carries data")
     rev = (fwd[2], fwd[3], fwd[0], fwd[1])
     t0 = segs[0].ts_ns
-    first_send: dict[int, int] = {}   # seq (relative) -> first send time, ns
-    end_of: dict[int, int] = {}       # end -> start of the segment that ends there
-    retx_ends: set[int] = set()       # ends of segments sent more than once
-    tsval_first: dict[int, int] = {}  # TSval -> first time the sender used it
-    retx: list[tuple[int, int, int]] = []  # (seq, end, original send time ns)
+    # Every data segment sent: time, relative seq, end, bytes on the link, retransmission.
+    d_t: list[int] = []
+    d_seq: list[int] = []
+    d_end: list[int] = []
+    d_wire: list[int] = []
+    d_retx: list[bool] = []
+    first_idx: dict[int, int] = {}   # seq -> index of its first transmission
+    end_idx: dict[int, int] = {}     # end -> index of the original ending there
+    retx_ends: set[int] = set()
+    tsval_idx: dict[int, int] = {}   # TSval -> index of the first segment that carried it
     dsacked: list[tuple[int, int]] = []
-    delay_t, delay_v = [], []
-    sent_t: list[int] = []
-    sent_end: list[int] = []
+    pairs: list[tuple[int, int]] = []  # (segment index, ACK arrival ns): the RTT samples
     ack_t: list[int] = []
     ack_v: list[int] = []
+    ack_rtt: list[float] = []  # the RTT sample each ACK gave (ms; NaN: none)
     base = None
     highest = 0
     last_ack = None
@@ -346,71 +391,125 @@ def read_pcap(path: str | Path, *, share: float = 0.5, iface: str | None = None)
                 base = s.seq
             seq = (s.seq - base) & 0xFFFFFFFF
             end = seq + s.length
-            if s.tsval is not None and s.tsval not in tsval_first:
-                tsval_first[s.tsval] = s.ts_ns
-            if end <= highest or seq < highest:
-                orig = first_send.get(seq, s.ts_ns)
-                retx.append((seq, end, orig))
+            i = len(d_t)
+            is_retx = seq < highest
+            d_t.append(s.ts_ns)
+            d_seq.append(seq)
+            d_end.append(end)
+            d_wire.append(s.wire)
+            d_retx.append(is_retx)
+            if s.tsval is not None and s.tsval not in tsval_idx:
+                tsval_idx[s.tsval] = i
+            if is_retx:
                 retx_ends.add(end)
             else:
-                first_send[seq] = s.ts_ns
-                sent_t.append(s.ts_ns)
-                sent_end.append(end)
-                end_of[end] = seq
+                first_idx[seq] = i
+                end_idx[end] = i
             highest = max(highest, end)
         elif k == rev and s.has_ack and base is not None and not s.syn:
             ack = (s.ack - base) & 0xFFFFFFFF
             ack_t.append(s.ts_ns)
             ack_v.append(ack)
-            for le, re_ in s.sack:
-                le, re_ = (le - base) & 0xFFFFFFFF, (re_ - base) & 0xFFFFFFFF
-                if re_ <= ack:
+            ack_rtt.append(math.nan)
+            if s.sack:
+                # A DSACK (RFC 2883): the first block below the ACK or inside the second.
+                blocks = [((le - base) & 0xFFFFFFFF, (re_ - base) & 0xFFFFFFFF)
+                          for le, re_ in s.sack]
+                (le, re_), rest = blocks[0], blocks[1:2]
+                if re_ <= ack or (rest and rest[0][0] <= le and re_ <= rest[0][1]):
                     dsacked.append((le, re_))
-            advanced = last_ack is None or ack > last_ack
             if use_ts is None and s.tsecr is not None:
                 use_ts = True
-            if advanced:
-                sent = None
-                if use_ts and s.tsecr in tsval_first:
-                    sent = tsval_first[s.tsecr]
-                elif not use_ts and ack in end_of and ack not in retx_ends:
-                    sent = first_send[end_of[ack]]
-                if sent is not None and s.ts_ns >= sent:
-                    # The sample belongs to the time its segment left: the delay it met.
-                    delay_t.append(sent)
-                    delay_v.append((s.ts_ns - sent) / 1e6)
+            if last_ack is None or ack > last_ack:
+                i = None
+                if use_ts:
+                    i = tsval_idx.get(s.tsecr)
+                elif ack in end_idx and ack not in retx_ends:
+                    i = end_idx[ack]
+                if i is not None and s.ts_ns >= d_t[i]:
+                    pairs.append((i, s.ts_ns))
+                    ack_rtt[len(ack_t) - 1] = (s.ts_ns - d_t[i]) / 1e6
                 last_ack = ack
-    if not delay_t:
+    if not pairs:
         raise TraceError(f"{path}: no RTT sample (no ACK of the data seen: was the capture "
                          f"taken at the sender?)")
-    # A retransmission whose bytes the receiver reported as duplicates (DSACK) was not needed.
+    # Each DSACK says one copy of its bytes arrived twice (RFC 2883). Of a segment sent
+    # 1 + r times with d DSACKs, r - d copies were lost: its original first, then its
+    # earliest retransmissions.
+    n = len(d_t)
+    lost = np.zeros(n, dtype=bool)
+    copies: dict[int, list[int]] = {}
+    for i in range(n):
+        if d_retx[i] and d_seq[i] in first_idx:
+            copies.setdefault(d_seq[i], [first_idx[d_seq[i]]]).append(i)
+    retx_count = int(sum(d_retx))
     spurious = 0
-    lost_t = []
-    for seq, end, orig in retx:
-        if any(le <= seq and end <= re_ for le, re_ in dsacked):
-            spurious += 1
-        else:
-            lost_t.append(orig)
-    # Each lost segment counts against its original transmission; one loss per segment.
-    lost_t = sorted(set(lost_t))
-    loss_t = np.concatenate([np.asarray(sent_t, dtype=np.float64),
-                             np.asarray(lost_t, dtype=np.float64)])
-    loss_v = np.concatenate([np.zeros(len(sent_t)), np.ones(len(lost_t))])
-    o = np.argsort(loss_t, kind="stable")
-    dt = np.asarray(delay_t, dtype=np.float64)
-    od = np.argsort(dt, kind="stable")
-    return Samples("pcap", (dt[od] - t0) / 1e6,
-                   np.asarray(delay_v)[od] * share, (loss_t[o] - t0) / 1e6, loss_v[o],
-                   notes={"connection": f"{fwd[0]}:{fwd[1]} -> {fwd[2]}:{fwd[3]}",
-                          "segments": len(sent_t), "retransmissions": len(retx),
-                          "dsacked": spurious, "losses": len(lost_t),
-                          "rtt_samples": len(delay_t),
-                          "rtt_from": "timestamps" if use_ts else "data/ACK pairs (Karn)",
-                          "share": share},
-                   send_t_ms=(np.asarray(sent_t, dtype=np.float64) - t0) / 1e6,
-                   send_end=np.asarray(sent_end, dtype=np.float64),
-                   ack_t_ms=(np.asarray(ack_t, dtype=np.float64) - t0) / 1e6,
-                   ack_val=np.asarray(ack_v, dtype=np.float64), share=share)
+    for seq, idxs in copies.items():
+        end = d_end[idxs[0]]
+        dups = sum(1 for le, re_ in dsacked if le <= seq and end <= re_)
+        r = len(idxs) - 1
+        spurious += min(dups, r)
+        for i in idxs[:r - min(dups, r)]:
+            lost[i] = True
+    t_ns = np.asarray(d_t, dtype=np.float64)
+    # The virtual bottleneck: when each segment would leave a FIFO of rate_bps (lost
+    # originals never occupied it).
+    vdep = t_ns.copy()
+    if rate_bps:
+        ser = np.asarray(d_wire, dtype=np.float64) * 8e9 / rate_bps
+        free = -np.inf
+        for i in range(n):
+            if lost[i]:
+                vdep[i] = max(free, t_ns[i]) + ser[i]  # when it would have left
+                continue
+            free = max(free, t_ns[i]) + ser[i]
+            vdep[i] = free
+    queue_drops = 0
+    if rate_bps and queue is not None:
+        # Packets in the virtual system (queued or in service) when each lost original came:
+        # the kept ones sent before it that had not yet left.
+        kept = np.nonzero(~lost)[0]
+        left_sorted = vdep[kept]  # a FIFO: in send order, leaving in order
+        for i in np.nonzero(lost)[0]:
+            arrived = np.searchsorted(kept, i)  # kept packets sent before it
+            departed = np.searchsorted(left_sorted[:arrived] if arrived else left_sorted[:0],
+                                       t_ns[i], side="right")
+            if arrived - departed >= queue:  # the queue was full (one more in service)
+                lost[i] = False
+                queue_drops += 1
+    idx = np.asarray([p[0] for p in pairs])
+    arrive = np.asarray([p[1] for p in pairs], dtype=np.float64)
+    rtt_ms = (arrive - vdep[idx]) / 1e6
+    keep = rtt_ms >= 0
+    # A sample's (and a loss's) time: when its segment met the path after the bottleneck
+    # (its virtual departure; without a rate, when it was sent).
+    sent_ms = (vdep[idx] - t0) / 1e6
+    od = np.argsort(sent_ms[keep], kind="stable")
+    orig = ~np.asarray(d_retx, dtype=bool)
+    # Every transmission probes the path: lost or not.
+    loss_t = (vdep - t0) / 1e6
+    ol = np.argsort(loss_t, kind="stable")
+    loss_v = lost.astype(np.float64)
+    out = Samples("pcap", sent_ms[keep][od], rtt_ms[keep][od] * share, loss_t[ol], loss_v[ol],
+                  notes={"connection": f"{fwd[0]}:{fwd[1]} -> {fwd[2]}:{fwd[3]}",
+                         "segments": int(orig.sum()), "retransmissions": retx_count,
+                         "dsacked": spurious, "losses": int(lost.sum()),
+                         "rtt_samples": int(keep.sum()),
+                         "rtt_from": "timestamps" if use_ts else "data/ACK pairs (Karn)",
+                         "share": share},
+                  send_t_ms=(t_ns[orig] - t0) / 1e6,
+                  send_end=np.asarray(d_end, dtype=np.float64)[orig],
+                  ack_t_ms=(np.asarray(ack_t, dtype=np.float64) - t0) / 1e6,
+                  ack_val=np.asarray(ack_v, dtype=np.float64),
+                  ack_rtt_ms=np.asarray(ack_rtt, dtype=np.float64), share=share)
+    if rate_bps:
+        out.notes["queue_removed_at_bps"] = rate_bps
+        if queue is not None:
+            out.notes["queue_drops"] = queue_drops
+        # The virtual queue's backlog: what the ACK-silence bound must not count either.
+        out.backlog_t_ms = (t_ns[orig] - t0) / 1e6
+        out.backlog_end_ms = (vdep[orig] - t0) / 1e6
+    return out
 
 
 # ---------------------------------------------------------------------------------- fitting
@@ -494,11 +593,14 @@ def fit(samples: Samples, *, interval_ms: float = 0.0, smooth_ms: float = 0.0,
         end = max(t[-1], lt[-1] if lt is not None and lt.size else 0.0)
         edges = np.arange(0.0, end + interval_ms + 1e-9, interval_ms)
         d = _binned(t, d, edges, stat)
-        if samples.ack_t_ms is not None:
-            # A bin's delay is at least its ACK-silence bound (at the bin's middle).
-            bound = silence_bound(samples, edges[:-1] + interval_ms / 2)
-            d = np.where(np.isnan(d) | (bound > d), np.where(bound > 0, bound, d), d)
-        d = _fill(d)
+        mid = edges[:-1] + interval_ms / 2
+        # A bin's delay is at least its ACK-silence bound (at the bin's middle); a bin without
+        # samples inside a silence longer than itself takes the bound alone (the delay spike
+        # that froze the ACKs), any other empty bin the value before it.
+        bound = silence_bound(samples, mid)
+        silent = np.isnan(d) & (bound > 0) & (_ack_gap(samples, mid) > interval_ms)
+        d = np.where(silent, bound, d)
+        d = np.maximum(_fill(d), bound)
         t = edges[:-1] + interval_ms / 2  # a bin's row at its middle
         loss = (np.nan_to_num(_binned(lt, lv, edges, "mean")) if lt is not None
                 else np.zeros(t.size))
@@ -536,6 +638,7 @@ def write_profile(p: Profile, path: str | Path) -> Path:
     """Writes the profile CSV whole (temporary name, then renamed)."""
     path = Path(path)
     text = profile_csv(p)
+    path.parent.mkdir(parents=True, exist_ok=True)
     atomic_write(path, lambda tmp: Path(tmp).write_text(text, encoding="utf-8"))
     return path
 
@@ -544,7 +647,8 @@ def import_trace(kind: str, path: str | Path, *, share: float | None = None,
                  interval_ms: float | None = None, smooth_ms: float = 0.0,
                  stat: str | None = None, bin_ms: float = 100.0,
                  ping_interval_s: float | None = None, iface: str | None = None,
-                 loss: bool = True, csv_columns: dict | None = None
+                 rate_bps: float | None = None, queue: int | None = None, loss: bool = True,
+                 csv_columns: dict | None = None
                  ) -> tuple[Samples, Profile]:
     """Reads a trace of ``kind`` and fits its profile. Defaults per kind: ``share`` 0.5 for
     ping and pcap (RTT → one way), 1 for CSV; ``interval_ms`` 1000 for ping, 100 for pcap, 0
@@ -560,7 +664,8 @@ def import_trace(kind: str, path: str | Path, *, share: float | None = None,
     elif kind == "mahimahi":
         s = read_mahimahi(path, bin_ms=bin_ms)
     elif kind == "pcap":
-        s = read_pcap(path, share=0.5 if share is None else share, iface=iface)
+        s = read_pcap(path, share=0.5 if share is None else share, iface=iface,
+                      rate_bps=rate_bps, queue=queue)
     else:
         s = read_csv_samples(path, share=1.0 if share is None else share,
                              **(csv_columns or {}))

@@ -162,6 +162,8 @@ class Tcp:
     window: int
     #: Payload bytes (from the IP length, so a frame cut at a snap length still counts).
     length: int
+    #: The IP packet's bytes (headers and payload): its size on a link.
+    wire: int
     tsval: int | None
     tsecr: int | None
     sack: tuple[tuple[int, int], ...]
@@ -221,11 +223,12 @@ def tcp_of(frame: Frame) -> Tcp | None:
         if struct.unpack("!H", p[6:8])[0] & 0x1FFF:
             return None  # a later fragment
         src, dst = ".".join(map(str, p[12:16])), ".".join(map(str, p[16:20]))
-        t, ip_len = p[ihl:], total - ihl
+        t, ip_len, wire = p[ihl:], total - ihl, total
     else:
         if len(p) < 40 or p[6] != 6:
             return None
         ip_len = struct.unpack("!H", p[4:6])[0]
+        wire = ip_len + 40
         src, dst = p[8:24].hex(), p[24:40].hex()
         t = p[40:]
     if len(t) < 20:
@@ -253,4 +256,4 @@ def tcp_of(frame: Frame) -> Tcp | None:
             sack = [struct.unpack("!II", body[k:k + 8]) for k in range(0, len(body), 8)]
         j += length
     return Tcp(frame.ts_ns, src, dst, sport, dport, seq, ack, off_flags & 0x3F, window,
-               max(0, ip_len - hlen), tsval, tsecr, tuple(sack), frame.iface, frame.direction)
+               max(0, ip_len - hlen), wire, tsval, tsecr, tuple(sack), frame.iface, frame.direction)
