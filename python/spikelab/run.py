@@ -158,7 +158,7 @@ def _simulate(sim: Any, scenario_dict: dict[str, Any], progress: bool | None,
         for name in streamed:
             path = sink.outdir / f"{name}.parquet"
             tables[name] = lambda path=path: pq.read_table(path, memory_map=True)
-        pcaps = _pcaps_written(sink.outdir, raw.get("pcaps", []))
+        pcaps = _pcaps_written(sink.outdir, raw.get("pcaps", []), previous)
     result = RunResult(
         runs=tables["runs"],
         timeseries=tables["timeseries"],
@@ -177,15 +177,18 @@ def _simulate(sim: Any, scenario_dict: dict[str, Any], progress: bool | None,
     return result, streamed, previous
 
 
-def _pcaps_written(outdir: Path, written: list[str]) -> list[dict[str, Any]]:
+def _pcaps_written(outdir: Path, written: list[str],
+                   previous: dict[str, Any] | None) -> list[dict[str, Any]]:
     """The captures this run wrote, as manifest entries (path, bytes; no checksum: a capture
-    can be gigabytes); captures an earlier run left in ``pcap/`` are removed."""
+    can be gigabytes); captures the earlier run's manifest lists and this run did not write
+    are removed (nothing else in ``pcap/``)."""
     folder = outdir / PCAP_DIR
     names = {Path(p).name for p in written}
-    if folder.is_dir():
-        for old in folder.glob("*.pcapng"):
-            if old.name not in names:
-                old.unlink()
+    for entry in (previous or {}).get("pcaps") or []:
+        old = Path(str(entry.get("path", "")))
+        if old.parent.name == PCAP_DIR and old.suffix == ".pcapng" and old.name not in names:
+            with contextlib.suppress(FileNotFoundError):
+                (folder / old.name).unlink()
     return [{"path": f"{PCAP_DIR}/{name}", "bytes": (folder / name).stat().st_size}
             for name in sorted(names)]
 
