@@ -502,9 +502,11 @@ pub struct World {
     failure: Option<(String, String)>,
     /// The captures being written (`sim.pcap` with a directory), if any.
     pcap: Option<Box<PcapWriter>>,
-    /// A capture watches a stage boundary: stage hops are followed one by one, as when
-    /// packets are traced.
-    pcap_stages: bool,
+    /// Packet events are traced or captured: `trace_pkt` has work to do.
+    observe: bool,
+    /// Stage hops are followed one by one: packets are traced, or a capture watches a stage
+    /// boundary.
+    stage_rows: bool,
     /// Test-only: `SPIKELAB_TEST_PANIC` set in the environment makes the first event panic, so
     /// tests can check that a failure inside the core reaches the caller as an error.
     test_panic: bool,
@@ -725,7 +727,8 @@ impl World {
             max_packets_rows: sc.sim.max_packets_rows,
             failure: None,
             pcap: None,
-            pcap_stages: false,
+            observe: level >= TraceLevel::Packets,
+            stage_rows: level >= TraceLevel::Packets,
             test_panic: std::env::var_os("SPIKELAB_TEST_PANIC").is_some(),
         }
     }
@@ -770,7 +773,8 @@ impl World {
             t: SimTime::ZERO,
             events: 0,
         })?;
-        self.pcap_stages = w.needs_stages();
+        self.stage_rows |= w.needs_stages();
+        self.observe = true;
         self.pcap = Some(Box::new(w));
         Ok(self)
     }
@@ -965,7 +969,16 @@ impl World {
 
     // ---- packets -----------------------------------------------------------------------------
 
+    #[inline(always)]
     fn trace_pkt(&mut self, id: ArenaId, event: i32, stage: i32, cause: i32) {
+        if self.observe {
+            self.observe_pkt(id, event, stage, cause);
+        }
+    }
+
+    /// A packet event's row in the packets trace and its frame in the captures.
+    #[inline(never)]
+    fn observe_pkt(&mut self, id: ArenaId, event: i32, stage: i32, cause: i32) {
         if self.pcap.is_some() {
             self.capture_pkt(id, event, stage);
         }
@@ -1091,7 +1104,7 @@ impl World {
     /// time. With packets traced, the rows of each stage hop are emitted at their own times (a
     /// `Hop` event per distinct time, keyed like the stage's own exit).
     fn fold_from(&mut self, id: ArenaId, from: usize) {
-        let traced = self.level >= TraceLevel::Packets || self.pcap_stages;
+        let traced = self.stage_rows;
         let p = self.packets.get(id);
         let (path, pseq) = (p.path as usize, p.pseq);
         let info = PacketInfo {
@@ -1194,7 +1207,7 @@ impl World {
     /// its way on through the rest of its path.
     #[inline(never)]
     fn on_hop(&mut self, id: ArenaId, from: usize, to: usize, cont: bool) {
-        if self.level >= TraceLevel::Packets || self.pcap_stages {
+        if self.stage_rows {
             let n = self.paths[self.packets.get(id).path as usize].stages.len();
             for k in from..=to {
                 self.trace_pkt(id, EV_EXIT, k as i32, -1);
