@@ -23,6 +23,16 @@
 //! Flow `i` (its index in the scenario) runs from 10.1.x.y port 40000 + i mod 20000 to
 //! 10.2.x.y port 5001, with x.y = i + 1 in two bytes. A file is written under a temporary name
 //! and renamed when the run completes; a failed or cancelled run leaves none.
+//!
+//! SCTP associations (RFC 9260) get IPv4/SCTP frames the same way: endpoint A (the client) at
+//! 10.(100 + d).x.y and B at 10.(200 + d).x.y for destination d, ports as TCP's; verification
+//! tags from the RNG stream `flow/<i>/vtag`; TSNs as the model numbers them (from 1, the
+//! Initial TSN of both INITs); DATA (unfragmented, payload zeros), SACK (gap blocks, duplicate
+//! TSNs), INIT and INIT-ACK (IPv4 address parameters, a Padding parameter for the other
+//! parameter bytes, the State Cookie), COOKIE-ECHO, COOKIE-ACK, HEARTBEAT and HEARTBEAT-ACK
+//! (the send time and nonce in the Heartbeat Info), ABORT; the CRC32c checksum over the whole
+//! packet, zero payload included. SCTP frames are kept whole whatever the snap length:
+//! Wireshark dissects a chunk only when all of it was captured.
 
 use crate::scenario::PcapPoint;
 use spikelab_core::pcapng;
@@ -40,7 +50,7 @@ const FLAG_SYN: u16 = 0x02;
 const FLAG_ACK: u16 = 0x10;
 
 /// The wire identity of one TCP flow.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub struct FlowWire {
     /// Sender (client) and receiver (server) IPv4 addresses.
     pub src_ip: [u8; 4],
@@ -223,6 +233,253 @@ pub fn tcp_frame(buf: &mut Vec<u8>, w: &FlowWire, from_sender: bool, seg: &Segme
     ETH + ip_total
 }
 
+/// The wire identity of one SCTP association.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct AssocWire {
+    /// A's and B's address on each destination's path pair.
+    pub a_ips: Vec<[u8; 4]>,
+    pub b_ips: Vec<[u8; 4]>,
+    pub sport: u16,
+    pub dport: u16,
+    /// Verification tags: A's (carried by B's packets) and B's (carried by A's).
+    pub vtag_a: u32,
+    pub vtag_b: u32,
+}
+
+impl AssocWire {
+    /// Association of scenario flow `i` with `dests` destinations under `seed`.
+    pub fn new(seed: u64, i: usize, dests: usize) -> AssocWire {
+        let n = (i + 1) as u32;
+        let (x, y) = ((n >> 8) as u8, n as u8);
+        let mut r = Rng::stream(seed, &format!("flow/{i}/vtag"));
+        let mut tag = || (r.next_u64() as u32).max(1);
+        let (vtag_a, vtag_b) = (tag(), tag());
+        AssocWire {
+            a_ips: (0..dests).map(|d| [10, 100 + d as u8, x, y]).collect(),
+            b_ips: (0..dests).map(|d| [10, 200 + d as u8, x, y]).collect(),
+            sport: 40000 + (i % 20000) as u16,
+            dport: 5001,
+            vtag_a,
+            vtag_b,
+        }
+    }
+
+    fn json(&self, flow: u32) -> String {
+        let ips = |v: &[[u8; 4]]| {
+            v.iter()
+                .map(|a| format!("\"{}.{}.{}.{}\"", a[0], a[1], a[2], a[3]))
+                .collect::<Vec<_>>()
+                .join(",")
+        };
+        format!(
+            "{{\"flow\":{flow},\"protocol\":\"sctp\",\"a\":[{}],\"b\":[{}],\"sport\":{},\"dport\":{},\"vtag_a\":{},\"vtag_b\":{}}}",
+            ips(&self.a_ips),
+            ips(&self.b_ips),
+            self.sport,
+            self.dport,
+            self.vtag_a,
+            self.vtag_b
+        )
+    }
+}
+
+/// CRC32c (Castagnoli, reflected 0x82F63B78), the SCTP checksum (RFC 9260 Appendix A).
+struct Crc32c([u32; 256]);
+
+impl Crc32c {
+    const fn new() -> Crc32c {
+        let mut t = [0u32; 256];
+        let mut i = 0;
+        while i < 256 {
+            let mut c = i as u32;
+            let mut k = 0;
+            while k < 8 {
+                c = if c & 1 != 0 {
+                    (c >> 1) ^ 0x82F6_3B78
+                } else {
+                    c >> 1
+                };
+                k += 1;
+            }
+            t[i] = c;
+            i += 1;
+        }
+        Crc32c(t)
+    }
+
+    fn update(&self, mut crc: u32, bytes: &[u8]) -> u32 {
+        for &b in bytes {
+            crc = self.0[((crc ^ b as u32) & 0xFF) as usize] ^ (crc >> 8);
+        }
+        crc
+    }
+
+    /// `n` zero bytes.
+    fn zeros(&self, mut crc: u32, n: usize) -> u32 {
+        for _ in 0..n {
+            crc = self.0[(crc & 0xFF) as usize] ^ (crc >> 8);
+        }
+        crc
+    }
+}
+
+static CRC32C: Crc32c = Crc32c::new();
+
+fn chunk_header(buf: &mut Vec<u8>, kind: u8, flags: u8, len: usize) {
+    buf.push(kind);
+    buf.push(flags);
+    buf.extend_from_slice(&(len as u16).to_be_bytes());
+}
+
+/// Writes the Ethernet, IPv4 and SCTP headers and chunks of `pkt` into `buf` (cleared first),
+/// a DATA chunk's zero payload included (`buf` is the whole frame), and returns its length.
+/// `from_a`: the packet goes from A to B; `dest`: its destination's path pair.
+pub fn sctp_frame(
+    buf: &mut Vec<u8>,
+    w: &AssocWire,
+    from_a: bool,
+    dest: usize,
+    pkt: &spikelab_sctp::Packet,
+) -> usize {
+    use spikelab_sctp::Chunk;
+    buf.clear();
+    let d = dest.min(w.a_ips.len().saturating_sub(1));
+    let (src, dst, sport, dport) = if from_a {
+        (w.a_ips[d], w.b_ips[d], w.sport, w.dport)
+    } else {
+        (w.b_ips[d], w.a_ips[d], w.dport, w.sport)
+    };
+    let is_init = pkt.chunks.iter().any(|c| matches!(c, Chunk::Init { .. }));
+    let vtag = match (is_init, from_a) {
+        (true, _) => 0,
+        (false, true) => w.vtag_b,
+        (false, false) => w.vtag_a,
+    };
+    let (mac_a, mac_b) = ([2, 0, 0, 0, 0, 1], [2, 0, 0, 0, 0, 2]);
+    let (smac, dmac) = if from_a {
+        (mac_a, mac_b)
+    } else {
+        (mac_b, mac_a)
+    };
+    buf.extend_from_slice(&dmac);
+    buf.extend_from_slice(&smac);
+    buf.extend_from_slice(&[0x08, 0x00]);
+    let ip_at = buf.len();
+    buf.extend_from_slice(&[0x45, 0, 0, 0, 0, 0, 0x40, 0, 64, 132, 0, 0]);
+    buf.extend_from_slice(&src);
+    buf.extend_from_slice(&dst);
+    let sctp_at = buf.len();
+    buf.extend_from_slice(&sport.to_be_bytes());
+    buf.extend_from_slice(&dport.to_be_bytes());
+    buf.extend_from_slice(&vtag.to_be_bytes());
+    buf.extend_from_slice(&[0, 0, 0, 0]);
+    let own_tag = if from_a { w.vtag_a } else { w.vtag_b };
+    let own_ips = if from_a { &w.a_ips } else { &w.b_ips };
+    let init_body = |buf: &mut Vec<u8>, n_addrs: u32, extra: u32| {
+        buf.extend_from_slice(&own_tag.to_be_bytes());
+        buf.extend_from_slice(&(1u32 << 20).to_be_bytes()); // a_rwnd
+        buf.extend_from_slice(&10u16.to_be_bytes()); // outbound streams
+        buf.extend_from_slice(&10u16.to_be_bytes()); // inbound streams
+        buf.extend_from_slice(&1u32.to_be_bytes()); // Initial TSN: the model's first
+        for k in 0..n_addrs as usize {
+            buf.extend_from_slice(&[0, 5, 0, 8]);
+            let ip = own_ips.get(k).copied().unwrap_or(own_ips[0]);
+            buf.extend_from_slice(&ip);
+        }
+        let extra = (extra as usize + 3) & !3;
+        if extra >= 4 {
+            // RFC 4820 Padding parameter standing for the model's other parameter bytes.
+            buf.extend_from_slice(&0x8005u16.to_be_bytes());
+            buf.extend_from_slice(&(extra as u16).to_be_bytes());
+            buf.resize(buf.len() + extra - 4, 0);
+        }
+    };
+    let mut payload_zeros = 0usize; // zero bytes after the headers (DATA payload, last chunk)
+    let n = pkt.chunks.len();
+    for (ci, c) in pkt.chunks.iter().enumerate() {
+        match c {
+            Chunk::Data(dc) => {
+                let len = 16 + dc.payload_len as usize;
+                chunk_header(buf, 0, 0x03, len);
+                buf.extend_from_slice(&(dc.tsn as u32).to_be_bytes());
+                buf.extend_from_slice(&dc.stream.to_be_bytes());
+                buf.extend_from_slice(&dc.ssn.to_be_bytes());
+                buf.extend_from_slice(&dc.ppid.to_be_bytes());
+                let padded = (dc.payload_len as usize + 3) & !3;
+                if ci + 1 == n {
+                    payload_zeros = padded; // kept out of `buf` until the snap length says
+                } else {
+                    buf.resize(buf.len() + padded, 0);
+                }
+            }
+            Chunk::Sack(sc) => {
+                let len = 16 + 4 * sc.gap_blocks.len() + 4 * sc.dup_tsns.len();
+                chunk_header(buf, 3, 0, len);
+                buf.extend_from_slice(&(sc.cum_tsn_ack as u32).to_be_bytes());
+                buf.extend_from_slice(&sc.a_rwnd.to_be_bytes());
+                buf.extend_from_slice(&(sc.gap_blocks.len() as u16).to_be_bytes());
+                buf.extend_from_slice(&(sc.dup_tsns.len() as u16).to_be_bytes());
+                for &(a, b) in &sc.gap_blocks {
+                    buf.extend_from_slice(&(a as u16).to_be_bytes());
+                    buf.extend_from_slice(&(b as u16).to_be_bytes());
+                }
+                for &t in &sc.dup_tsns {
+                    buf.extend_from_slice(&(t as u32).to_be_bytes());
+                }
+            }
+            Chunk::Init { n_addrs, extra } => {
+                let len = c.wire_size();
+                chunk_header(buf, 1, 0, len);
+                init_body(buf, *n_addrs, *extra);
+            }
+            Chunk::InitAck {
+                n_addrs,
+                extra,
+                cookie_len,
+            } => {
+                chunk_header(buf, 2, 0, c.wire_size());
+                init_body(buf, *n_addrs, *extra);
+                buf.extend_from_slice(&7u16.to_be_bytes());
+                buf.extend_from_slice(&((4 + *cookie_len) as u16).to_be_bytes());
+                buf.resize(buf.len() + ((*cookie_len as usize + 3) & !3), 0);
+            }
+            Chunk::CookieEcho { cookie_len } => {
+                chunk_header(buf, 10, 0, 4 + *cookie_len as usize);
+                buf.resize(buf.len() + ((*cookie_len as usize + 3) & !3), 0);
+            }
+            Chunk::CookieAck => chunk_header(buf, 11, 0, 4),
+            Chunk::Abort => chunk_header(buf, 6, 0, 4),
+            Chunk::Heartbeat(h) | Chunk::HeartbeatAck(h) => {
+                let kind = if matches!(c, Chunk::Heartbeat(_)) {
+                    4
+                } else {
+                    5
+                };
+                let info = h.info_len as usize;
+                chunk_header(buf, kind, 0, 8 + info);
+                buf.extend_from_slice(&1u16.to_be_bytes());
+                buf.extend_from_slice(&((4 + info) as u16).to_be_bytes());
+                let at = buf.len();
+                buf.resize(at + ((info + 3) & !3), 0);
+                let mut body = [0u8; 20];
+                body[..8].copy_from_slice(&h.sent_ns.to_be_bytes());
+                body[8..16].copy_from_slice(&h.nonce.to_be_bytes());
+                body[16..20].copy_from_slice(&(h.dest as u32).to_be_bytes());
+                let k = info.min(20);
+                buf[at..at + k].copy_from_slice(&body[..k]);
+            }
+        }
+    }
+    let total = buf.len() - ip_at + payload_zeros;
+    let ip_total = total.min(0xFFFF);
+    buf[ip_at + 2..ip_at + 4].copy_from_slice(&(ip_total as u16).to_be_bytes());
+    let ip_sum = fold(sum16(0, &buf[ip_at..ip_at + IPV4]));
+    buf[ip_at + 10..ip_at + 12].copy_from_slice(&ip_sum.to_be_bytes());
+    let crc = CRC32C.zeros(CRC32C.update(!0, &buf[sctp_at..]), payload_zeros);
+    buf[sctp_at + 8..sctp_at + 12].copy_from_slice(&(!crc).to_le_bytes());
+    ETH + ip_total
+}
+
 /// Where a packet event is seen, for [`PcapWriter::observe`].
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub enum Seen {
@@ -248,6 +505,8 @@ pub struct PcapWriter {
     outs: Vec<Out>,
     /// Per TCP flow (local index).
     flows: Vec<FlowWire>,
+    /// Per SCTP association (local index).
+    assocs: Vec<AssocWire>,
     snaplen: usize,
     frame: Vec<u8>,
     block: Vec<u8>,
@@ -268,15 +527,18 @@ impl PcapWriter {
         dir: &Path,
         points: &[PcapPoint],
         flows: Vec<(u32, FlowWire)>,
+        assocs: Vec<(u32, AssocWire)>,
         snaplen: u32,
         meta: &str,
         path_index: impl Fn(&str) -> Option<u16>,
     ) -> io::Result<PcapWriter> {
         std::fs::create_dir_all(dir)?;
-        let flows_json: Vec<String> = flows.iter().map(|(i, w)| w.json(*i)).collect();
+        let mut flows_json: Vec<String> = flows.iter().map(|(i, w)| w.json(*i)).collect();
+        flows_json.extend(assocs.iter().map(|(i, w)| w.json(*i)));
         let mut w = PcapWriter {
             outs: Vec::new(),
             flows: flows.into_iter().map(|(_, w)| w).collect(),
+            assocs: assocs.into_iter().map(|(_, w)| w).collect(),
             snaplen: snaplen as usize,
             frame: Vec::with_capacity(2048),
             block: Vec::with_capacity(4096),
@@ -309,7 +571,9 @@ impl PcapWriter {
             );
             let file = File::create(&tmp)?;
             let mut file = BufWriter::with_capacity(1 << 20, file);
-            let header = pcapng::header(&comment, "spikelab simulator", &[&label], snaplen);
+            // SCTP frames are whole: the interface then declares no limit (0).
+            let limit = if w.assocs.is_empty() { snaplen } else { 0 };
+            let header = pcapng::header(&comment, "spikelab simulator", &[&label], limit);
             file.write_all(&header)?;
             w.outs.push(Out {
                 point: point.clone(),
@@ -327,9 +591,8 @@ impl PcapWriter {
         self.outs.iter().any(|o| o.path.is_some())
     }
 
-    /// Records one packet event at `t_ns`: `flow` is the TCP flow's local index, `data` whether
-    /// it goes from sender to receiver, `pkt` its id.
-    #[inline(never)]
+    /// Records one TCP packet event at `t_ns`: `flow` is the TCP flow's local index, `data`
+    /// whether it goes from sender to receiver, `pkt` its id.
     pub fn observe(
         &mut self,
         t_ns: u64,
@@ -339,10 +602,45 @@ impl PcapWriter {
         pkt: u64,
         seg: &Segment,
     ) {
+        let w = self.flows[flow];
+        self.observe_with(t_ns, seen, data, pkt, false, |buf| {
+            tcp_frame(buf, &w, data, seg)
+        });
+    }
+
+    /// Records one SCTP packet event: `assoc` is the association's local index and `dest` the
+    /// packet's destination, `from_a` whether it goes from A to B.
+    pub fn observe_sctp(
+        &mut self,
+        t_ns: u64,
+        seen: Seen,
+        (assoc, dest): (usize, usize),
+        from_a: bool,
+        pkt: u64,
+        packet: &spikelab_sctp::Packet,
+    ) {
+        // Lent out while the frame is built (no copy of its address lists).
+        let w = std::mem::take(&mut self.assocs[assoc]);
+        self.observe_with(t_ns, seen, from_a, pkt, true, |buf| {
+            sctp_frame(buf, &w, from_a, dest, packet)
+        });
+        self.assocs[assoc] = w;
+    }
+
+    #[inline(never)]
+    fn observe_with(
+        &mut self,
+        t_ns: u64,
+        seen: Seen,
+        data: bool,
+        pkt: u64,
+        whole: bool,
+        build: impl FnOnce(&mut Vec<u8>) -> usize,
+    ) {
         if self.error.is_some() {
             return;
         }
-        let mut built = false;
+        let mut build = Some(build);
         let mut frame_len = 0;
         for i in 0..self.outs.len() {
             let out = &self.outs[i];
@@ -358,12 +656,16 @@ impl PcapWriter {
                 }
                 _ => continue,
             };
-            if !built {
-                frame_len = tcp_frame(&mut self.frame, &self.flows[flow], data, seg);
-                let keep = frame_len.min(self.snaplen);
+            if let Some(b) = build.take() {
+                frame_len = b(&mut self.frame);
+                // The headers are built; the zero payload up to the snap length.
+                let keep = if whole {
+                    frame_len
+                } else {
+                    frame_len.min(self.snaplen)
+                };
                 self.frame.resize(keep.max(self.frame.len()), 0);
                 self.frame.truncate(keep);
-                built = true;
             }
             self.block.clear();
             let digits = itoa(pkt);
@@ -543,6 +845,57 @@ mod tests {
         tcp_frame(&mut buf, &w, false, &seg);
         assert_eq!(buf[34 + 13], 0x12);
         assert_eq!(checksum_ok(&buf, 0), (true, true));
+    }
+
+    #[test]
+    fn crc32c_matches_the_standard_check_value() {
+        // RFC 3720 B.4 / the CRC catalogue: CRC-32C("123456789") = 0xE3069283.
+        assert_eq!(!CRC32C.update(!0, b"123456789"), 0xE306_9283);
+        assert_eq!(
+            CRC32C.zeros(CRC32C.update(!0, b"ab"), 5),
+            CRC32C.update(!0, b"ab\0\0\0\0\0")
+        );
+    }
+
+    #[test]
+    fn sctp_frames_are_the_models_size_with_a_checksum_over_everything() {
+        use spikelab_sctp::{Chunk, DataChunk, Packet, SackChunk};
+        let w = AssocWire::new(3, 0, 2);
+        let data = Packet::single(Chunk::Data(DataChunk {
+            tsn: 7,
+            stream: 0,
+            ssn: 6,
+            ppid: 0,
+            payload_len: 1452,
+            offset: 0,
+            tx_id: 0,
+            retransmission: 0,
+        }));
+        let mut buf = Vec::new();
+        let n = sctp_frame(&mut buf, &w, true, 1, &data);
+        assert_eq!(n, 14 + data.wire_size_ip());
+        assert_eq!(buf.len(), 14 + 20 + 12 + 16); // the payload's zeros are left to the caller
+        assert_eq!(&buf[26..30], &[10, 101, 0, 1]); // A's address on destination 1
+        assert_eq!(
+            u32::from_be_bytes(buf[38..42].try_into().unwrap()),
+            w.vtag_b
+        );
+        assert_eq!(u32::from_be_bytes(buf[50..54].try_into().unwrap()), 7);
+        // The checksum covers the zero payload: recompute it over the whole packet.
+        let mut whole = buf[34..].to_vec();
+        whole.resize(n - 34, 0);
+        let stored = u32::from_le_bytes(whole[8..12].try_into().unwrap());
+        whole[8..12].fill(0);
+        assert_eq!(!CRC32C.update(!0, &whole), stored);
+        let sack = Packet::single(Chunk::Sack(SackChunk {
+            cum_tsn_ack: 10,
+            a_rwnd: 1000,
+            gap_blocks: vec![(2, 3)],
+            dup_tsns: vec![9],
+        }));
+        let n = sctp_frame(&mut buf, &w, false, 0, &sack);
+        assert_eq!((n, buf.len()), (14 + sack.wire_size_ip(), n));
+        assert_eq!(&buf[46..48], &[3, 0]);
     }
 
     #[test]

@@ -1,6 +1,6 @@
 //! The simulated world: paths, flows, the event loop, ground truth, metrics and traces.
 
-use crate::pcap::{FlowWire, PcapWriter, Seen};
+use crate::pcap::{AssocWire, FlowWire, PcapWriter, Seen};
 use crate::scenario::PcapPoint;
 use crate::scenario::{AppKind, LossKind, Protocol, Scenario, StageKind, StageSpec, TraceLevel};
 use crate::table::{ColumnData, Table};
@@ -757,6 +757,18 @@ impl World {
                 (i as u32, w)
             })
             .collect();
+        let assocs = sc
+            .flow
+            .iter()
+            .enumerate()
+            .filter(|(_, f)| f.protocol == Protocol::Sctp)
+            .map(|(i, f)| {
+                (
+                    i as u32,
+                    AssocWire::new(self.seed, i, f.destinations().len()),
+                )
+            })
+            .collect();
         let name = sc.name.as_deref().unwrap_or("");
         let meta = format!(
             "\"scenario\":{},\"seed\":{}",
@@ -764,9 +776,15 @@ impl World {
             self.seed
         );
         let names = &self.path_names;
-        let w = PcapWriter::create(dir, &points, flows, sc.sim.pcap_snaplen, &meta, |p| {
-            names.iter().position(|n| n == p).map(|i| i as u16)
-        })
+        let w = PcapWriter::create(
+            dir,
+            &points,
+            flows,
+            assocs,
+            sc.sim.pcap_snaplen,
+            &meta,
+            |p| names.iter().position(|n| n == p).map(|i| i as u16),
+        )
         .map_err(|e| RunError {
             field: "sim.pcap".into(),
             message: format!("could not create the captures in {}: {e}", dir.display()),
@@ -1035,9 +1053,6 @@ impl World {
     #[inline(never)]
     fn capture_pkt(&mut self, id: ArenaId, event: i32, stage: i32) {
         let p = self.packets.get(id);
-        if p.sctp().is_some() {
-            return; // SCTP captures: not yet
-        }
         let seen = match event {
             EV_DELIVER => Seen::Deliver,
             EV_ENTER => Seen::Boundary(p.path, stage as usize),
@@ -1048,14 +1063,27 @@ impl World {
             _ => Seen::Launch,
         };
         let Some(w) = self.pcap.as_mut() else { return };
-        w.observe(
-            self.now.as_nanos(),
-            seen,
-            p.local_flow(),
-            p.dir == Dir::Data,
-            p.id,
-            &p.seg,
-        );
+        match p.sctp() {
+            Some(s) => {
+                let sp = self.sctp_pkts.get(s);
+                w.observe_sctp(
+                    self.now.as_nanos(),
+                    seen,
+                    (p.local_flow(), sp.dest as usize),
+                    p.dir == Dir::Data,
+                    p.id,
+                    &sp.pkt,
+                );
+            }
+            None => w.observe(
+                self.now.as_nanos(),
+                seen,
+                p.local_flow(),
+                p.dir == Dir::Data,
+                p.id,
+                &p.seg,
+            ),
+        }
         if let (Some(e), None) = (w.error(), &self.failure) {
             self.failure = Some((
                 "sim.pcap".into(),
