@@ -31,6 +31,7 @@ How each format is read (docs/traces.md has the full account):
 
 from __future__ import annotations
 
+import bisect
 import csv
 import io
 import math
@@ -444,9 +445,14 @@ def read_pcap(path: str | Path, *, share: float = 0.5, iface: str | None = None,
             copies.setdefault(d_seq[i], [first_idx[d_seq[i]]]).append(i)
     retx_count = int(sum(d_retx))
     spurious = 0
+    dsacked.sort()
+    starts = [le for le, _ in dsacked]
     for seq, idxs in copies.items():
         end = d_end[idxs[0]]
-        dups = sum(1 for le, re_ in dsacked if le <= seq and end <= re_)
+        # The DSACK blocks covering the segment: among the 64 starting last at or below it
+        # (a block covers a few segments at most).
+        j = bisect.bisect_right(starts, seq)
+        dups = sum(1 for le, re_ in dsacked[max(0, j - 64):j] if end <= re_)
         r = len(idxs) - 1
         spurious += min(dups, r)
         for i in idxs[:r - min(dups, r)]:
