@@ -337,18 +337,25 @@ def read_pcap(path: str | Path, *, share: float = 0.5, iface: str | None = None,
     from . import pcap as _pcap
 
     path = Path(path)
-    cap = _pcap.read(path)
-    frames = cap.frames
-    if iface is not None:
-        names = sorted({f.iface_name or str(f.iface) for f in frames})
-        frames = [f for f in frames if iface in (f.iface_name, str(f.iface))]
-        if not frames:
-            raise TraceError(f"--interface: no frames on {iface!r} in {path} "
-                             f"(interfaces: {', '.join(names)})")
-    # The kernel emulator's capture also records each dropped frame (comment "drop ..."):
-    # that copy never left the emulator.
-    frames = [f for f in frames if not f.comment.startswith("drop ")]
-    segs = [s for s in map(_pcap.tcp_of, frames) if s is not None]
+    names: set[str] = set()
+    matched = False
+    segs = []
+    for f in _pcap.iter_frames(path):  # one frame at a time: only TCP headers are kept
+        if iface is not None:
+            names.add(f.iface_name or str(f.iface))
+            if iface not in (f.iface_name, str(f.iface)):
+                continue
+        matched = True
+        # The kernel emulator's capture also records each dropped frame (comment "drop ..."):
+        # that copy never left the emulator.
+        if f.comment.startswith("drop "):
+            continue
+        t = _pcap.tcp_of(f)
+        if t is not None:
+            segs.append(t)
+    if iface is not None and not matched:
+        raise TraceError(f"--interface: no frames on {iface!r} in {path} "
+                         f"(interfaces: {', '.join(sorted(names))})")
     if not segs:
         raise TraceError(f"{path}: no TCP segments")
     # The connection carrying the most payload, and its data direction.

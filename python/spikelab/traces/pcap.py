@@ -8,6 +8,7 @@ needs. It reads what tcpdump, Wireshark, the kernel-emulation capture and ``spik
 
 from __future__ import annotations
 
+import os
 import struct
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -48,34 +49,46 @@ LINKTYPE_LINUX_SLL2 = 276
 
 def read(path: str | Path) -> Capture:
     """All frames of a pcap or pcapng file, in file order."""
-    data = Path(path).read_bytes()
-    if len(data) < 4:
-        raise CaptureError(f"{path}: not a packet capture (too short)")
-    magic = data[:4]
-    if magic == b"\x0a\x0d\x0d\x0a":
-        return _read_pcapng(path, data)
-    for endian in ("<", ">"):
-        (m,) = struct.unpack(endian + "I", magic)
-        if m in (0xA1B2C3D4, 0xA1B23C4D):
-            return _read_pcap(path, data, endian, 1000 if m == 0xA1B2C3D4 else 1)
-    raise CaptureError(f"{path}: not a pcap or pcapng file (magic {magic.hex()})")
+    cap = Capture()
+    cap.frames = list(iter_frames(path, cap))
+    return cap
 
 
-def _read_pcap(path: str | Path, data: bytes, e: str, unit_ns: int) -> Capture:
+def iter_frames(path: str | Path, meta: Capture | None = None) -> Iterator[Frame]:
+    """The frames of a pcap or pcapng file one by one, the file mapped rather than read
+    (memory stays that of one frame); the section comment goes to ``meta`` if given."""
+    import mmap
+
+    meta = meta if meta is not None else Capture()
+    with open(path, "rb") as f:
+        size = os.fstat(f.fileno()).st_size
+        if size < 4:
+            raise CaptureError(f"{path}: not a packet capture (too short)")
+        with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as data:
+            magic = data[:4]
+            if magic == b"\x0a\x0d\x0d\x0a":
+                yield from _iter_pcapng(path, data, meta)
+                return
+            for endian in ("<", ">"):
+                (m,) = struct.unpack(endian + "I", magic)
+                if m in (0xA1B2C3D4, 0xA1B23C4D):
+                    yield from _iter_pcap(path, data, endian, 1000 if m == 0xA1B2C3D4 else 1)
+                    return
+            raise CaptureError(f"{path}: not a pcap or pcapng file (magic {magic.hex()})")
+
+
+def _iter_pcap(path: str | Path, data, e: str, unit_ns: int) -> Iterator[Frame]:
     if len(data) < 24:
         raise CaptureError(f"{path}: pcap header cut short")
     linktype = struct.unpack(e + "I", data[20:24])[0] & 0x0FFFFFFF
-    cap = Capture()
-    i, n = 24, 0
-    while i + 16 <= len(data):
-        sec, frac, incl, orig = struct.unpack(e + "IIII", data[i:i + 16])
-        if i + 16 + incl > len(data):
+    i, end = 24, len(data)
+    while i + 16 <= end:
+        sec, frac, incl, orig = struct.unpack_from(e + "IIII", data, i)
+        if i + 16 + incl > end:
             break  # a capture cut short: its complete frames
-        cap.frames.append(Frame(sec * 1_000_000_000 + frac * unit_ns, linktype,
-                                data[i + 16:i + 16 + incl], orig))
+        yield Frame(sec * 1_000_000_000 + frac * unit_ns, linktype, data[i + 16:i + 16 + incl],
+                    orig)
         i += 16 + incl
-        n += 1
-    return cap
 
 
 def _options(body: bytes, e: str) -> Iterator[tuple[int, bytes]]:
@@ -88,8 +101,7 @@ def _options(body: bytes, e: str) -> Iterator[tuple[int, bytes]]:
         i += 4 + ((length + 3) & ~3)
 
 
-def _read_pcapng(path: str | Path, data: bytes) -> Capture:
-    cap = Capture()
+def _iter_pcapng(path: str | Path, data, cap: Capture) -> Iterator[Frame]:
     e = "<"
     ifaces: list[tuple[int, int, str]] = []  # (linktype, ns per tick, name)
     i = 0
@@ -141,10 +153,9 @@ def _read_pcapng(path: str | Path, data: bytes) -> Capture:
                     direction = struct.unpack(e + "I", v)[0] & 3
                 elif code == 1:
                     comment = v.decode("utf-8", "replace")
-            cap.frames.append(Frame(ts * tick, linktype, bytes(frame), orig, iface, name,
-                                    direction, comment))
+            yield Frame(ts * tick, linktype, bytes(frame), orig, iface, name, direction,
+                        comment)
         i += total
-    return cap
 
 
 @dataclass(frozen=True, slots=True)
