@@ -54,10 +54,12 @@ class Simulation:
         """Waits up to timeout_s (without the GIL) for streamed chunks, then takes them."""
     def take_chunks(self) -> list[tuple[Literal["timeseries", "packets"], Table]]:
         """Trace chunks streamed so far (oldest first); callable while run() executes."""
-    def run(self, stream_rows: int = 0) -> dict[str, Any]:
-        """Run once, without the GIL. Keys: runs, timeseries, packets (Table), wall_s, events.
-        With stream_rows > 0 the trace rows leave in chunks through take_chunks(); the tables
-        returned hold the rows after the last chunk."""
+    def run(self, stream_rows: int = 0, pcap_dir: str | None = None) -> dict[str, Any]:
+        """Run once, without the GIL. Keys: runs, timeseries, packets (Table), wall_s, events,
+        pcaps (paths of the captures written). With stream_rows > 0 the trace rows leave in
+        chunks through take_chunks(); the tables returned hold the rows after the last chunk.
+        With pcap_dir, the captures of sim.pcap are written there (temporary names until the
+        run completes)."""
 
 # ---- paper 004 §6.2: the SCTP RTO alpha/beta study (spikelab-sctp::rto_study) ------------
 

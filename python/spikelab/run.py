@@ -26,6 +26,8 @@ POLL_S = 0.1
 # Rows per streamed chunk of a trace table (a Parquet row group). Small enough that writing
 # one (tens of ms) never delays a Ctrl-C much: the signal is handled between writes.
 STREAM_ROWS = 1 << 16
+# Captures of a simulated run (sim.pcap) go to OUTDIR/pcap/POINT.pcapng.
+PCAP_DIR = "pcap"
 
 
 class _TraceFiles:
@@ -75,14 +77,16 @@ class _TraceFiles:
 def _run_in_thread(sim: Any, progress: bool | None,
                    sink: _TraceFiles | None = None) -> dict[str, Any]:
     """Run ``sim.run()`` (which releases the GIL) in a worker; poll progress meanwhile. With
-    ``sink``, trace chunks are taken as they come and written there."""
+    ``sink``, trace chunks are taken as they come and written there, and the captures of
+    ``sim.pcap`` go to its directory's ``pcap/``."""
     outcome: dict[str, Any] = {}
     done = Latch()
     stream_rows = STREAM_ROWS if sink is not None else 0
+    pcap_dir = str(sink.outdir / PCAP_DIR) if sink is not None else None
 
     def work() -> None:
         try:
-            outcome["result"] = sim.run(stream_rows)
+            outcome["result"] = sim.run(stream_rows, pcap_dir)
         except BaseException as exc:  # re-raised in the caller's thread
             outcome["error"] = exc
         finally:
@@ -154,6 +158,7 @@ def _simulate(sim: Any, scenario_dict: dict[str, Any], progress: bool | None,
         for name in streamed:
             path = sink.outdir / f"{name}.parquet"
             tables[name] = lambda path=path: pq.read_table(path, memory_map=True)
+        pcaps = _pcaps_written(sink.outdir, raw.get("pcaps", []), previous)
     result = RunResult(
         runs=tables["runs"],
         timeseries=tables["timeseries"],
@@ -167,7 +172,25 @@ def _simulate(sim: Any, scenario_dict: dict[str, Any], progress: bool | None,
         manifest=results.new_manifest(scenario_dict, sim.seed, sim.trace, sim.duration_s,
                                       wall_s, events),
     )
+    if sink is not None:
+        result.manifest["pcaps"] = pcaps
     return result, streamed, previous
+
+
+def _pcaps_written(outdir: Path, written: list[str],
+                   previous: dict[str, Any] | None) -> list[dict[str, Any]]:
+    """The captures this run wrote, as manifest entries (path, bytes; no checksum: a capture
+    can be gigabytes); captures the earlier run's manifest lists and this run did not write
+    are removed (nothing else in ``pcap/``)."""
+    folder = outdir / PCAP_DIR
+    names = {Path(p).name for p in written}
+    for entry in (previous or {}).get("pcaps") or []:
+        old = Path(str(entry.get("path", "")))
+        if old.parent.name == PCAP_DIR and old.suffix == ".pcapng" and old.name not in names:
+            with contextlib.suppress(FileNotFoundError):
+                (folder / old.name).unlink()
+    return [{"path": f"{PCAP_DIR}/{name}", "bytes": (folder / name).stat().st_size}
+            for name in sorted(names)]
 
 def run(
     scenario: ScenarioSource,

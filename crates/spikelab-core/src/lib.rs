@@ -5,8 +5,10 @@
 //! * [`Rng`]: a xoshiro256** stream derived from (master seed, label), so adding a component
 //!   never changes another component's random numbers.
 //! * [`Arena`]: a slab with a free list; events carry [`ArenaId`]s instead of owned packets.
+//! * [`pcapng`]: a small pcapng writer and reader (the emulator's capture, the simulator's `--pcap`).
 
 mod arena;
+pub mod pcapng;
 mod queue;
 mod rng;
 mod time;

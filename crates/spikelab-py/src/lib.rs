@@ -175,9 +175,15 @@ impl Simulation {
     /// Runs the simulation (once) and returns the result tables as columnar buffers. With
     /// `stream_rows` > 0, the timeseries and packets rows leave in chunks of that many rows
     /// through `take_chunks()` while the run goes (the run waits if a few chunks are left
-    /// untaken); the returned tables then hold only the rows after the last chunk.
-    #[pyo3(signature = (stream_rows=0))]
-    fn run<'py>(&self, py: Python<'py>, stream_rows: u64) -> PyResult<Bound<'py, PyDict>> {
+    /// untaken); the returned tables then hold only the rows after the last chunk. With
+    /// `pcap_dir`, the captures of `sim.pcap` are written there (`pcaps` lists them).
+    #[pyo3(signature = (stream_rows=0, pcap_dir=None))]
+    fn run<'py>(
+        &self,
+        py: Python<'py>,
+        stream_rows: u64,
+        pcap_dir: Option<String>,
+    ) -> PyResult<Bound<'py, PyDict>> {
         {
             let mut used = self
                 .used
@@ -194,7 +200,16 @@ impl Simulation {
         let (seed, level) = (self.seed, self.level);
         let started = std::time::Instant::now();
         let result = py
-            .detach(move || spikelab_sim::run_scenario(&sc, Some(seed), Some(level), Some(&ctl)))
+            .detach(move || match pcap_dir {
+                Some(dir) => spikelab_sim::run_scenario_pcap(
+                    &sc,
+                    Some(seed),
+                    Some(level),
+                    Some(&ctl),
+                    Path::new(&dir),
+                ),
+                None => spikelab_sim::run_scenario(&sc, Some(seed), Some(level), Some(&ctl)),
+            })
             .map_err(run_err)?;
         if result.cancelled {
             return Err(PyKeyboardInterrupt::new_err("simulation cancelled"));
@@ -206,8 +221,14 @@ impl Simulation {
             runs,
             timeseries,
             packets,
+            pcaps,
             ..
         } = result;
+        let pcaps: Vec<String> = pcaps
+            .iter()
+            .map(|p| p.to_string_lossy().into_owned())
+            .collect();
+        out.set_item("pcaps", pcaps)?;
         out.set_item("runs", table_to_py(py, runs)?)?;
         out.set_item("timeseries", table_to_py(py, timeseries)?)?;
         out.set_item("packets", table_to_py(py, packets)?)?;

@@ -2,9 +2,11 @@
 //! (`benches/ns3-dumbbell.toml`) at summary-level tracing, and simulated packets per second.
 //!
 //! A plain timing harness (no criterion): it runs the scenario `SPIKELAB_BENCH_REPEAT` times
-//! (default 5) and prints the best and median wall times.
+//! (default 5) and prints the best and median wall times; then as many runs that also write
+//! the sender's and the receiver's pcapng captures (`sim.pcap = true`) into a temporary
+//! directory, with the time they add.
 
-use spikelab_sim::{parse, run_scenario, TraceLevel};
+use spikelab_sim::{parse, run_scenario, run_scenario_pcap, TraceLevel};
 use std::path::Path;
 use std::time::Instant;
 
@@ -45,5 +47,33 @@ fn main() {
     println!(
         "goodput            {:.3} Mbit/s",
         r.runs.f64s("goodput_bps")[0] / 1e6
+    );
+    // The same runs writing captures at the sender and the receiver.
+    let sc = parse(
+        &text,
+        &["sim.pcap=true".to_string()],
+        file.parent().unwrap(),
+    )
+    .expect("valid scenario");
+    let dir = std::env::temp_dir().join(format!("spikelab-bench-pcap-{}", std::process::id()));
+    let mut ptimes = Vec::new();
+    let mut bytes = 0;
+    for _ in 0..repeat {
+        let t0 = Instant::now();
+        let r = run_scenario_pcap(&sc, None, Some(TraceLevel::Summary), None, &dir).unwrap();
+        ptimes.push(t0.elapsed().as_secs_f64());
+        bytes = r
+            .pcaps
+            .iter()
+            .map(|p| std::fs::metadata(p).map_or(0, |m| m.len()))
+            .sum::<u64>();
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    ptimes.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    println!(
+        "with pcap          {:.3} s / {:.3} s best/median (sender + receiver captures, {:.0} MB)",
+        ptimes[0],
+        ptimes[ptimes.len() / 2],
+        bytes as f64 / 1e6
     );
 }

@@ -8,6 +8,7 @@
 //! tables. Random components draw from streams derived from (seed, component label).
 
 pub mod packet_event;
+pub mod pcap;
 pub mod scenario;
 pub mod table;
 mod truth;
@@ -76,4 +77,21 @@ pub fn run_scenario(
     let seed = seed.unwrap_or(sc.sim.seed);
     let level = trace.unwrap_or(sc.sim.trace);
     World::new(sc, seed, level).run(ctl)
+}
+
+/// Runs a parsed scenario and writes its captures (`sim.pcap`) into `pcap_dir`; without
+/// points in `sim.pcap`, the same as [`run_scenario`]. The captures' paths are in
+/// [`RunResult::pcaps`].
+pub fn run_scenario_pcap(
+    sc: &Scenario,
+    seed: Option<u64>,
+    trace: Option<TraceLevel>,
+    ctl: Option<&RunControl>,
+    pcap_dir: &Path,
+) -> Result<RunResult, RunError> {
+    let seed = seed.unwrap_or(sc.sim.seed);
+    let level = trace.unwrap_or(sc.sim.trace);
+    World::new(sc, seed, level)
+        .capture_to(sc, pcap_dir)?
+        .run(ctl)
 }

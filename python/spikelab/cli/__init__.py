@@ -74,8 +74,16 @@ def _positive(text: str) -> int:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    import json
+
     import spikelab
 
+    if args.pcap is not None:
+        if args.out is None:
+            raise ValueError("--pcap: captures are written into the results directory; "
+                             "give -o OUTDIR")
+        points = [p.strip() for p in args.pcap.split(",") if p.strip()]
+        args.set = [*args.set, f"sim.pcap={json.dumps(points)}"]
     with _scenario_file(args.scenario) as scenario:
         result = spikelab.run(scenario, seed=args.seed, overrides=args.set, trace=args.trace,
                               out=args.out, plots=not args.no_plots,
@@ -87,6 +95,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     print(summary_table(result.runs))
     if args.out is not None:
         print_outputs(args.out, result.manifest)
+        pcaps = result.manifest.get("pcaps") or []
+        if pcaps:
+            print(f"captures: {Path(args.out) / 'pcap'} "
+                  f"({', '.join(Path(p['path']).name for p in pcaps)})")
         if result.trace == "summary" and not args.no_plots:
             print("(no figures: the trace level is summary; --trace timeseries or packets "
                   "records what the figures show)")
@@ -339,6 +351,10 @@ def parser() -> argparse.ArgumentParser:
     overrides(p)
     p.add_argument("--trace", choices=("summary", "timeseries", "packets"),
                    help="what to record (default: the scenario's sim.trace, else summary)")
+    p.add_argument("--pcap", nargs="?", const="sender,receiver", metavar="POINTS",
+                   help="write pcapng captures into OUTDIR/pcap/: sender and receiver, or the "
+                        "comma-separated points given (sender, receiver, path.NAME.stage[K]); "
+                        "the same as --set sim.pcap=[...]")
     p.add_argument("--no-plots", action="store_true", help="write tables only")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress bar, no summary")
     p.add_argument("--force", action="store_true",
@@ -446,6 +462,9 @@ def parser() -> argparse.ArgumentParser:
     from .rto_study import register as register_rto_study
 
     register_rto_study(sub)
+    from .traces import register as register_traces
+
+    register_traces(sub, _Parser)
     return top
 
 

@@ -116,6 +116,101 @@ pub struct SimSpec {
     /// How many flows get figures of their own; the others appear only in the all-flows figures.
     #[serde(default = "default_figure_flows")]
     pub figure_flows: i64,
+    /// Observation points of the simulated pcapng captures (`true`: sender and receiver;
+    /// `false` or absent: none). Written only by a run with a results directory.
+    #[serde(default)]
+    pub pcap: PcapPoints,
+    /// Bytes of each frame a capture keeps (Ethernet, IPv4 and TCP headers with options fit in
+    /// 94; the rest is the zero payload); the original length is always recorded.
+    #[serde(default = "default_pcap_snaplen")]
+    pub pcap_snaplen: u32,
+}
+
+fn default_pcap_snaplen() -> u32 {
+    128
+}
+
+/// The `sim.pcap` setting, normalised to a list of observation points: `"sender"`,
+/// `"receiver"` or `"path.NAME.stage[K]"` (the boundary before stage K of path NAME; K equal
+/// to the path's stage count is its exit).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[serde(transparent)]
+pub struct PcapPoints(pub Vec<String>);
+
+impl<'de> Deserialize<'de> for PcapPoints {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = PcapPoints;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str(
+                    "true, false or an array of observation points (\"sender\", \"receiver\", \"path.NAME.stage[K]\")",
+                )
+            }
+            fn visit_bool<E: serde::de::Error>(
+                self,
+                v: bool,
+            ) -> std::result::Result<PcapPoints, E> {
+                Ok(if v {
+                    PcapPoints(vec!["sender".into(), "receiver".into()])
+                } else {
+                    PcapPoints::default()
+                })
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut seq: A,
+            ) -> std::result::Result<PcapPoints, A::Error> {
+                let mut out = Vec::new();
+                while let Some(s) = seq.next_element::<String>()? {
+                    out.push(s);
+                }
+                Ok(PcapPoints(out))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+/// One observation point of a capture, resolved against the scenario's paths.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum PcapPoint {
+    /// At the sender: data leaving, ACKs arriving.
+    Sender,
+    /// At the receiver: data arriving, ACKs leaving.
+    Receiver,
+    /// Packets crossing the boundary before stage `stage` of `path` (its exit when `stage` is
+    /// the path's stage count).
+    Boundary { path: String, stage: usize },
+}
+
+impl PcapPoint {
+    /// Parses `"sender"`, `"receiver"` or `"path.NAME.stage[K]"`.
+    pub fn parse(s: &str) -> Option<PcapPoint> {
+        match s {
+            "sender" => return Some(PcapPoint::Sender),
+            "receiver" => return Some(PcapPoint::Receiver),
+            _ => {}
+        }
+        let rest = s.strip_prefix("path.")?.strip_suffix(']')?;
+        let (name, k) = rest.rsplit_once(".stage[")?;
+        if name.is_empty() || k.is_empty() || !k.bytes().all(|b| b.is_ascii_digit()) {
+            return None;
+        }
+        Some(PcapPoint::Boundary {
+            path: name.to_string(),
+            stage: k.parse().ok()?,
+        })
+    }
+
+    /// The capture's file stem: `sender`, `receiver`, `NAME.stageK`.
+    pub fn file_stem(&self) -> String {
+        match self {
+            PcapPoint::Sender => "sender".into(),
+            PcapPoint::Receiver => "receiver".into(),
+            PcapPoint::Boundary { path, stage } => format!("{path}.stage{stage}"),
+        }
+    }
 }
 
 impl Default for SimSpec {
@@ -126,6 +221,8 @@ impl Default for SimSpec {
             trace: default_trace(),
             max_packets_rows: default_max_packets_rows(),
             figure_flows: default_figure_flows(),
+            pcap: PcapPoints::default(),
+            pcap_snaplen: default_pcap_snaplen(),
         }
     }
 }
@@ -462,6 +559,57 @@ impl Scenario {
                     f.start.0.as_secs_f64(),
                     f.start_jitter.0.as_secs_f64()
                 ),
+            )?;
+        }
+        self.validate_pcap()
+    }
+
+    /// `sim.pcap` names known observation points, each once; `sim.pcap_snaplen` holds the
+    /// headers.
+    fn validate_pcap(&self) -> Result<()> {
+        let snap = self.sim.pcap_snaplen;
+        check(
+            (96..=262_144).contains(&snap),
+            "sim.pcap_snaplen",
+            format!("must be in [96, 262144] bytes (the headers need 94), got {snap}"),
+        )?;
+        let mut stems = std::collections::BTreeSet::new();
+        for (i, s) in self.sim.pcap.0.iter().enumerate() {
+            let field = format!("sim.pcap[{i}]");
+            let Some(point) = PcapPoint::parse(s) else {
+                return Err(ScenarioError::new(
+                    field,
+                    format!(
+                        "unknown observation point {s:?}; use \"sender\", \"receiver\" or \"path.NAME.stage[K]\""
+                    ),
+                ));
+            };
+            if let PcapPoint::Boundary { path, stage } = &point {
+                let Some(spec) = self.path.get(path) else {
+                    let known: Vec<&str> = self.path.keys().map(|s| s.as_str()).collect();
+                    return Err(ScenarioError::new(
+                        field,
+                        format!("no path named {path:?} (defined: {})", known.join(", ")),
+                    ));
+                };
+                let n = spec.stage.len();
+                check(
+                    n > 0,
+                    &field,
+                    format!("path {path:?} has no stages: capture at \"sender\" or \"receiver\""),
+                )?;
+                check(
+                    *stage <= n,
+                    &field,
+                    format!(
+                        "path {path:?} has {n} stages: its boundaries are stage[0] (entry) to stage[{n}] (exit), got stage[{stage}]"
+                    ),
+                )?;
+            }
+            check(
+                stems.insert(point.file_stem()),
+                &field,
+                format!("{s:?} is listed twice"),
             )?;
         }
         Ok(())

@@ -1,5 +1,7 @@
 //! The simulated world: paths, flows, the event loop, ground truth, metrics and traces.
 
+use crate::pcap::{AssocWire, FlowWire, PcapWriter, Seen};
+use crate::scenario::PcapPoint;
 use crate::scenario::{AppKind, LossKind, Protocol, Scenario, StageKind, StageSpec, TraceLevel};
 use crate::table::{ColumnData, Table};
 use crate::truth::Truth;
@@ -154,6 +156,8 @@ pub struct RunResult {
     pub end: SimTime,
     /// The run was stopped through [`RunControl::cancel`]; the tables are partial.
     pub cancelled: bool,
+    /// The captures written (`sim.pcap`), complete under their final names.
+    pub pcaps: Vec<std::path::PathBuf>,
 }
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -499,6 +503,13 @@ pub struct World {
     max_packets_rows: u64,
     /// Set when a bound was exceeded; ends the run with this error.
     failure: Option<(String, String)>,
+    /// The captures being written (`sim.pcap` with a directory), if any.
+    pcap: Option<Box<PcapWriter>>,
+    /// Packet events are traced or captured: `trace_pkt` has work to do.
+    observe: bool,
+    /// Stage hops are followed one by one: packets are traced, or a capture watches a stage
+    /// boundary.
+    stage_rows: bool,
     /// Test-only: `SPIKELAB_TEST_PANIC` set in the environment makes the first event panic, so
     /// tests can check that a failure inside the core reaches the caller as an error.
     test_panic: bool,
@@ -719,8 +730,75 @@ impl World {
             dest_series: Markers::default(),
             max_packets_rows: sc.sim.max_packets_rows,
             failure: None,
+            pcap: None,
+            observe: level >= TraceLevel::Packets,
+            stage_rows: level >= TraceLevel::Packets,
             test_panic: std::env::var_os("SPIKELAB_TEST_PANIC").is_some(),
         }
+    }
+
+    /// Writes captures of the run at the scenario's `sim.pcap` points into `dir` (nothing
+    /// without points). Files stay under temporary names until the run completes.
+    pub fn capture_to(mut self, sc: &Scenario, dir: &std::path::Path) -> Result<World, RunError> {
+        let points: Vec<PcapPoint> = sc
+            .sim
+            .pcap
+            .0
+            .iter()
+            .map(|s| PcapPoint::parse(s).expect("validated: sim.pcap"))
+            .collect();
+        if points.is_empty() {
+            return Ok(self);
+        }
+        let flows = sc
+            .flow
+            .iter()
+            .enumerate()
+            .filter(|(_, f)| f.protocol == Protocol::Tcp)
+            .map(|(i, f)| {
+                let cfg = f.tcp_config();
+                let w = FlowWire::new(self.seed, i, cfg.mss, cfg.rwnd, cfg.sack);
+                (i as u32, w)
+            })
+            .collect();
+        let assocs = sc
+            .flow
+            .iter()
+            .enumerate()
+            .filter(|(_, f)| f.protocol == Protocol::Sctp)
+            .map(|(i, f)| {
+                (
+                    i as u32,
+                    AssocWire::new(self.seed, i, f.destinations().len()),
+                )
+            })
+            .collect();
+        let name = sc.name.as_deref().unwrap_or("");
+        let meta = format!(
+            "\"scenario\":{},\"seed\":{}",
+            serde_json::to_string(name).unwrap_or_default(),
+            self.seed
+        );
+        let names = &self.path_names;
+        let w = PcapWriter::create(
+            dir,
+            &points,
+            flows,
+            assocs,
+            sc.sim.pcap_snaplen,
+            &meta,
+            |p| names.iter().position(|n| n == p).map(|i| i as u16),
+        )
+        .map_err(|e| RunError {
+            field: "sim.pcap".into(),
+            message: format!("could not create the captures in {}: {e}", dir.display()),
+            t: SimTime::ZERO,
+            events: 0,
+        })?;
+        self.stage_rows |= w.needs_stages();
+        self.observe = true;
+        self.pcap = Some(Box::new(w));
+        Ok(self)
     }
 
     /// The result tables of a run that has not started (every counter zero): the columns and
@@ -755,8 +833,20 @@ impl World {
                 if let (Some(c), false) = (ctl, cancelled) {
                     c.progress_ns.store(self.end.as_nanos(), Ordering::Relaxed);
                 }
+                // A cancelled run's captures are dropped (their temporary files removed).
+                let pcaps = match (self.pcap.take(), cancelled) {
+                    (Some(w), false) => w.commit().map_err(|e| {
+                        stopped(
+                            &self,
+                            "sim.pcap".into(),
+                            format!("could not finish the captures: {e}"),
+                        )
+                    })?,
+                    _ => Vec::new(),
+                };
                 let mut r = self.finish();
                 r.cancelled = cancelled;
+                r.pcaps = pcaps;
                 Ok(r)
             }
             Ok(Err((field, message))) => Err(stopped(&self, field, message)),
@@ -901,7 +991,19 @@ impl World {
 
     // ---- packets -----------------------------------------------------------------------------
 
+    #[inline(always)]
     fn trace_pkt(&mut self, id: ArenaId, event: i32, stage: i32, cause: i32) {
+        if self.observe {
+            self.observe_pkt(id, event, stage, cause);
+        }
+    }
+
+    /// A packet event's row in the packets trace and its frame in the captures.
+    #[inline(never)]
+    fn observe_pkt(&mut self, id: ArenaId, event: i32, stage: i32, cause: i32) {
+        if self.pcap.is_some() {
+            self.capture_pkt(id, event, stage);
+        }
         if self.level < TraceLevel::Packets {
             return;
         }
@@ -957,6 +1059,51 @@ impl World {
         tr.harq_delay_us.push(harq_delay_us);
     }
 
+    /// Hands a packet event to the captures: leaving its endpoint, reaching the other, or
+    /// crossing a stage boundary (entering a stage; leaving the path's last one).
+    #[cold]
+    #[inline(never)]
+    fn capture_pkt(&mut self, id: ArenaId, event: i32, stage: i32) {
+        let p = self.packets.get(id);
+        let seen = match event {
+            EV_DELIVER => Seen::Deliver,
+            EV_ENTER => Seen::Boundary(p.path, stage as usize),
+            EV_EXIT if stage as usize + 1 == self.paths[p.path as usize].stages.len() => {
+                Seen::Boundary(p.path, stage as usize + 1)
+            }
+            EV_EXIT | EV_DROP => return,
+            _ => Seen::Launch,
+        };
+        let Some(w) = self.pcap.as_mut() else { return };
+        match p.sctp() {
+            Some(s) => {
+                let sp = self.sctp_pkts.get(s);
+                w.observe_sctp(
+                    self.now.as_nanos(),
+                    seen,
+                    (p.local_flow(), sp.dest as usize),
+                    p.dir == Dir::Data,
+                    p.id,
+                    &sp.pkt,
+                );
+            }
+            None => w.observe(
+                self.now.as_nanos(),
+                seen,
+                p.local_flow(),
+                p.dir == Dir::Data,
+                p.id,
+                &p.seg,
+            ),
+        }
+        if let (Some(e), None) = (w.error(), &self.failure) {
+            self.failure = Some((
+                "sim.pcap".into(),
+                format!("could not write the capture: {e}"),
+            ));
+        }
+    }
+
     fn launch(&mut self, flow: u32, dir: Dir, seg: Segment, tx: i32, event: i32) {
         let f = &self.flows[flow as usize];
         let path = if dir == Dir::Data { f.fwd } else { f.rev };
@@ -997,7 +1144,7 @@ impl World {
     /// time. With packets traced, the rows of each stage hop are emitted at their own times (a
     /// `Hop` event per distinct time, keyed like the stage's own exit).
     fn fold_from(&mut self, id: ArenaId, from: usize) {
-        let traced = self.level >= TraceLevel::Packets;
+        let traced = self.stage_rows;
         let p = self.packets.get(id);
         let (path, pseq, pkt_id) = (p.path as usize, p.pseq, p.id);
         let info = PacketInfo {
@@ -1109,7 +1256,7 @@ impl World {
     /// its way on through the rest of its path.
     #[inline(never)]
     fn on_hop(&mut self, id: ArenaId, from: usize, to: usize, cont: bool) {
-        if self.level >= TraceLevel::Packets {
+        if self.stage_rows {
             let n = self.paths[self.packets.get(id).path as usize].stages.len();
             for k in from..=to {
                 self.trace_pkt(id, EV_EXIT, k as i32, -1);
@@ -1516,6 +1663,7 @@ impl World {
             events: self.events,
             end,
             cancelled: false,
+            pcaps: Vec::new(),
         }
     }
 

@@ -1,0 +1,150 @@
+"""The ``trace`` command: ``spikelab trace import KIND FILE -o PROFILE.csv`` turns a measured
+trace (a ping log, a Mahimahi trace, a pcap of one TCP connection, a CSV) into the profile file
+a delay or rate stage reads (docs/traces.md); :func:`register` adds it to ``spikelab``."""
+
+from __future__ import annotations
+
+import argparse
+import math
+from pathlib import Path
+
+
+def _ms(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not (math.isfinite(value) and value >= 0):
+        raise argparse.ArgumentTypeError(f"expected milliseconds >= 0, got {text!r}")
+    return value
+
+
+def _positive_ms(text: str) -> float:
+    value = _ms(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"expected milliseconds > 0, got {text!r}")
+    return value
+
+
+def _share(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 < value <= 1:
+        raise argparse.ArgumentTypeError(f"expected a number in (0, 1], got {text!r}")
+    return value
+
+
+_RATE_UNITS = {"bps": 1.0, "kbps": 1e3, "Mbps": 1e6, "Gbps": 1e9, "": 1.0}
+
+
+def _rate(text: str) -> float:
+    """``10Mbps``, ``64kbps``, ``1e7`` -> bit/s, > 0."""
+    import re
+
+    match = re.fullmatch(r"\s*([0-9.eE+]+)\s*(bps|kbps|Mbps|Gbps|)\s*", text)
+    value = None
+    if match:
+        try:
+            value = float(match.group(1)) * _RATE_UNITS[match.group(2)]
+        except ValueError:
+            value = None
+    if value is None or not (math.isfinite(value) and value > 0):
+        raise argparse.ArgumentTypeError(f"expected a rate > 0 such as 10Mbps, got {text!r}")
+    return value
+
+
+def _packets(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number of packets >= 1, got {text!r}")
+    return value
+
+
+def cmd_trace_import(args: argparse.Namespace) -> int:
+    from .. import traces
+    from ..figures.traces import draw_import
+
+    columns = None
+    if args.kind == "csv":
+        columns = {"time_col": args.time_col, "time_unit": args.time_unit,
+                   "delay_col": args.delay_col, "loss_col": args.loss_col,
+                   "rate_col": args.rate_col}
+    samples, profile = traces.import_trace(
+        args.kind, args.file, share=args.share, interval_ms=args.interval,
+        smooth_ms=args.smooth, stat=args.stat, bin_ms=args.bin,
+        ping_interval_s=None if args.ping_interval is None else args.ping_interval / 1000,
+        iface=args.interface, rate_bps=args.rate, queue=args.queue, loss=not args.no_loss, csv_columns=columns)
+    out = traces.write_profile(profile, args.out)
+    figure = None
+    if not args.no_figure:
+        figure = draw_import(samples, profile, args.figure or out.with_suffix(".png"),
+                             title=f"{Path(args.file).name} ({args.kind}) -> {out.name}")
+    if not args.quiet:
+        notes = ", ".join(f"{k} {v:g}" if isinstance(v, float) else f"{k} {v}"
+                          for k, v in (samples.notes or {}).items())
+        what = "rate trace" if profile.is_rate else "delay profile"
+        print(f"{args.file}: {notes}")
+        print(f"{what}: {out} ({profile.t_ms.size} rows)")
+        if figure is not None:
+            print(f"figure: {figure}")
+    return 0
+
+
+def register(sub, parser_class: type[argparse.ArgumentParser]) -> None:
+    """Add ``trace import`` to the ``spikelab`` subparsers ``sub`` (sub-actions parsed by
+    ``parser_class``)."""
+    p = sub.add_parser("trace", help="paths from measurements: import a trace as a profile")
+    actions = p.add_subparsers(dest="action", required=True, metavar="ACTION",
+                               parser_class=parser_class)
+    a = actions.add_parser(
+        "import", help="a ping log, Mahimahi trace, pcap or CSV -> a delay profile "
+                       "(time_ms,delay_ms,loss) or a rate trace (time_ms,rate_bps)")
+    a.add_argument("kind", choices=("ping", "mahimahi", "pcap", "csv"), metavar="KIND",
+                   help="ping | mahimahi | pcap | csv")
+    a.add_argument("file", metavar="FILE")
+    a.add_argument("-o", "--out", required=True, metavar="PROFILE.csv")
+    a.add_argument("--share", type=_share, metavar="S",
+                   help="one-way delay = RTT x S (default 0.5 for ping and pcap; 1 for csv, "
+                        "whose delay column is taken as one-way)")
+    a.add_argument("--interval", type=_ms, metavar="MS",
+                   help="resample: one row per MS (default 1000 for ping, 100 for pcap; "
+                        "0 keeps one row per sample)")
+    a.add_argument("--smooth", type=_ms, default=0.0, metavar="MS",
+                   help="centred moving median over MS before resampling (default 0: none)")
+    a.add_argument("--stat", choices=("mean", "median", "min", "max"),
+                   help="a resampled row's value from its bin's samples (default min for "
+                        "pcap, mean otherwise)")
+    a.add_argument("--no-loss", action="store_true",
+                   help="write a zero loss column (e.g. when a rate stage re-creates the "
+                        "measured path's queue drops)")
+    a.add_argument("--bin", type=_positive_ms, default=100.0, metavar="MS",
+                   help="mahimahi: rate bin (default 100)")
+    a.add_argument("--ping-interval", type=_positive_ms, metavar="MS",
+                   help="ping: the probe interval (default: from ping -D's timestamps, else "
+                        "1000)")
+    a.add_argument("--interface", metavar="NAME|INDEX",
+                   help="pcap: only the frames of this pcapng interface (e.g. the emulator's "
+                        "sender-side veth)")
+    a.add_argument("--rate", type=_rate, metavar="RATE",
+                   help="pcap: the bottleneck rate the scenario's rate stage re-creates (e.g. "
+                        "10Mbps); each RTT sample loses the time its segment queued behind the "
+                        "sender's own data at that rate")
+    a.add_argument("--queue", type=_packets, metavar="PACKETS",
+                   help="pcap, with --rate: that rate stage's queue; a lost segment that found "
+                        "it full is the stage's drop, left out of the loss column")
+    a.add_argument("--time-col", default="time_ms", metavar="NAME", help="csv: time column")
+    a.add_argument("--time-unit", choices=("ms", "s", "us"), default="ms",
+                   help="csv: the time column's unit (default ms)")
+    a.add_argument("--delay-col", metavar="NAME", help="csv: delay column (ms)")
+    a.add_argument("--loss-col", metavar="NAME", help="csv: loss probability column")
+    a.add_argument("--rate-col", metavar="NAME", help="csv: rate column (bit/s): a rate trace")
+    a.add_argument("--figure", metavar="PNG",
+                   help="the comparison figure (default: the profile's name with .png)")
+    a.add_argument("--no-figure", action="store_true")
+    a.add_argument("-q", "--quiet", action="store_true")
+    a.set_defaults(func=cmd_trace_import)

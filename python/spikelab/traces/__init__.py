@@ -1,0 +1,692 @@
+"""Paths from measurements: ``spikelab trace import`` turns a ping log, a Mahimahi trace, a
+pcap of one TCP connection or a CSV into a profile file a scenario references.
+
+Two output formats, the ones the stages read:
+
+- a delay profile ``time_ms,delay_ms,loss`` (a delay stage's ``trace``): one-way delay and a
+  loss probability, linearly interpolated between rows;
+- a rate trace ``time_ms,rate_bps`` (a rate stage's ``trace``): piecewise constant, each row's
+  rate holding until the next row.
+
+Every importer returns :class:`Samples` (what was measured) and :func:`fit` turns them into a
+profile (smoothing, resampling); :func:`write_profile` writes it whole or not at all. A line
+that cannot be read is a :class:`TraceError` naming the file and the line number.
+
+How each format is read (docs/traces.md has the full account):
+
+- ping: each reply's RTT times ``share`` (0.5 by default: half the round trip each way) is a
+  one-way delay sample at the time its probe was sent (``ping -D``'s reply time minus the RTT;
+  the plain format has no time, so icmp_seq × the interval stands in); every icmp_seq
+  missing between the first and the last is a loss at the time it would have been sent;
+- Mahimahi: each line is one delivery opportunity of a 1500-byte packet at that millisecond;
+  the rate of a bin is its opportunities × 1500 × 8 bits over the bin's length;
+- pcap: the connection with the most payload, seen at its sender: RTT samples from the TCP
+  timestamps an ACK echoes (RFC 7323), else from the data segment an ACK exactly covers,
+  never from a retransmitted segment (Karn), each at its segment's send time (the delay
+  that segment met); a retransmission is a loss at its original's
+  send time, unless the receiver reported it as a duplicate (DSACK, RFC 2883): then the
+  original had arrived;
+- CSV: the columns named by the options.
+"""
+
+from __future__ import annotations
+
+import bisect
+import csv
+import io
+import math
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from ..store.results import atomic_write
+
+KINDS = ("ping", "mahimahi", "pcap", "csv")
+STATS = ("mean", "median", "min", "max")
+
+#: Mahimahi's packet: one delivery opportunity carries one MTU-sized packet.
+MAHIMAHI_PACKET_BYTES = 1500
+
+
+class TraceError(ValueError):
+    """Input that cannot be read: one line naming the file and line (or field)."""
+
+
+@dataclass
+class Samples:
+    """Measured samples, times in ms from the trace's start.
+
+    ``delay``: (time, one-way delay ms) pairs; ``loss``: (time, 1 lost / 0 delivered) per probe
+    or segment; ``rate``: (bin start, bits per second) for a rate trace."""
+
+    kind: str
+    t_ms: np.ndarray
+    delay_ms: np.ndarray | None = None
+    loss_t_ms: np.ndarray | None = None
+    loss: np.ndarray | None = None
+    rate_bps: np.ndarray | None = None
+    #: What the importer inferred, for the command's report (e.g. counts, the method used).
+    notes: dict | None = None
+    #: pcap: times (ms) the sender sent new data (with the end byte) and received ACKs (with
+    #: the cumulative ACK): the ACK-silence bound (:func:`silence_bound`).
+    send_t_ms: np.ndarray | None = None
+    send_end: np.ndarray | None = None
+    ack_t_ms: np.ndarray | None = None
+    ack_val: np.ndarray | None = None
+    #: pcap: the RTT sample (ms) each ACK gave, NaN where none.
+    ack_rtt_ms: np.ndarray | None = None
+    share: float = 1.0
+    #: pcap with a bottleneck rate: when each original left the virtual queue (ms).
+    backlog_t_ms: np.ndarray | None = None
+    backlog_end_ms: np.ndarray | None = None
+
+
+def _ack_gap(s: Samples, t_ms: np.ndarray) -> np.ndarray:
+    """The length (ms) of the gap between ACK arrivals around each time (0 without ACKs)."""
+    if s.ack_t_ms is None or s.ack_t_ms.size == 0:
+        return np.zeros(np.shape(t_ms))
+    i = np.searchsorted(s.ack_t_ms, t_ms, side="right")
+    before = np.where(i > 0, s.ack_t_ms[np.maximum(i - 1, 0)], np.nan)
+    after = np.where(i < s.ack_t_ms.size, s.ack_t_ms[np.minimum(i, s.ack_t_ms.size - 1)], np.nan)
+    return np.nan_to_num(after - before)
+
+
+def silence_bound(s: Samples, t_ms: np.ndarray) -> np.ndarray:
+    """A lower bound on the one-way delay met by a segment sent at each time in ``t_ms``,
+    from ACK silence: while data is outstanding, a segment sent at t is not acknowledged before
+    the next ACK arrives, so its RTT is at least (next ACK's arrival - t). Zero where no data
+    was outstanding or no ACK follows. During a delay spike no segment is sampled (the sender
+    has stopped; its retransmissions are not sampled, Karn), and this bound is what shows it."""
+    if s.ack_t_ms is None or s.send_t_ms is None or s.ack_t_ms.size == 0:
+        return np.zeros(np.shape(t_ms))
+    t = np.asarray(t_ms, dtype=np.float64)
+    i_s = np.searchsorted(s.send_t_ms, t, side="right") - 1
+    i_a = np.searchsorted(s.ack_t_ms, t, side="right") - 1
+    sent = np.where(i_s >= 0, np.maximum.accumulate(s.send_end)[np.maximum(i_s, 0)], 0)
+    acked = np.where(i_a >= 0, np.maximum.accumulate(s.ack_val)[np.maximum(i_a, 0)], 0)
+    nxt = i_a + 1
+    has_next = nxt < s.ack_t_ms.size
+    nxt_c = np.minimum(nxt, s.ack_t_ms.size - 1)
+    wait = np.where(has_next, s.ack_t_ms[nxt_c] - t, 0.0)
+    if s.ack_rtt_ms is not None:
+        # A silence is a delay only if the ACK that ends it measured an RTT about as long:
+        # it acknowledges data sent before the silence. An ACK that ends a silence with a
+        # short RTT acknowledges a retransmission: the data was lost, not delayed.
+        gap = s.ack_t_ms[nxt_c] - np.where(i_a >= 0, s.ack_t_ms[np.maximum(i_a, 0)], -np.inf)
+        rtt_after = s.ack_rtt_ms[nxt_c]
+        has_next &= ~(rtt_after < 0.8 * gap)
+    if s.backlog_t_ms is not None:
+        # A segment sent at t would first wait for the virtual queue to drain.
+        j = np.searchsorted(s.backlog_t_ms, t, side="right") - 1
+        drained = np.where(j >= 0, np.maximum.accumulate(s.backlog_end_ms)[np.maximum(j, 0)], t)
+        wait = wait - np.maximum(drained - t, 0.0)
+    return np.where((sent > acked) & has_next, np.maximum(wait, 0.0) * s.share, 0.0)
+
+
+@dataclass
+class Profile:
+    """A fitted profile: rows for a delay stage (``delay_ms``, ``loss``) or a rate stage."""
+
+    t_ms: np.ndarray
+    delay_ms: np.ndarray | None = None
+    loss: np.ndarray | None = None
+    rate_bps: np.ndarray | None = None
+
+    @property
+    def is_rate(self) -> bool:
+        return self.rate_bps is not None
+
+
+# ---------------------------------------------------------------------------------- readers
+
+
+def _lines(path: Path) -> Iterable[tuple[int, str]]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise TraceError(f"{path}: not UTF-8 text") from None
+    for no, line in enumerate(text.splitlines(), start=1):
+        yield no, line.rstrip("\r")
+
+
+_PING_REPLY = re.compile(
+    r"^(?:\[(?P<ts>\d+(?:\.\d+)?)\]\s+)?\d+\s+bytes\s+from\s+.*?"
+    r"icmp_[sr]eq=(?P<seq>\S+).*?\btime[=<](?P<rtt>\S+)\s*(?P<unit>ms|s|us)?")
+_PING_OTHER = re.compile(
+    r"^(?:\[\d+(?:\.\d+)?\]\s+)?(?:PING\s|---\s|\d+\s+packets\s+transmitted|rtt\s|round-trip|"
+    r"From\s|Request\s+timeout|no\s+answer\s+yet|pipe\s|\d+\s+bytes\s+from\s.*Unreachable|"
+    r"ping:\s|WARNING|Warning|\s*$)")
+
+
+def read_ping(path: str | Path, *, share: float = 0.5, interval_s: float | None = None) -> Samples:
+    """A ping log (``ping -D`` or the plain format) → one-way delay and loss samples."""
+    path = Path(path)
+    seqs, times, rtts = [], [], []
+    has_ts = None
+    for no, line in _lines(path):
+        m = _PING_REPLY.match(line.strip())
+        if m is None:
+            if _PING_OTHER.match(line.strip()):
+                continue
+            raise TraceError(f"{path} line {no}: not a ping reply or summary line: {line!r}")
+        if "(DUP!)" in line:
+            continue
+        try:
+            seq = int(m["seq"])
+            rtt = float(m["rtt"])
+        except ValueError:
+            raise TraceError(f"{path} line {no}: icmp_seq and time must be numbers: "
+                             f"{line!r}") from None
+        if not math.isfinite(rtt) or rtt < 0 or seq < 0:
+            raise TraceError(f"{path} line {no}: a negative or non-finite value: {line!r}")
+        rtt *= {"s": 1000.0, "us": 0.001}.get(m["unit"] or "ms", 1.0)
+        ts = m["ts"]
+        if has_ts is None:
+            has_ts = ts is not None
+        elif has_ts != (ts is not None):
+            raise TraceError(f"{path} line {no}: ping -D timestamps on some lines only")
+        seqs.append(seq)
+        times.append(float(ts) if ts is not None else math.nan)
+        rtts.append(rtt)
+    if not seqs:
+        raise TraceError(f"{path}: no ping replies")
+    seq = np.asarray(seqs, dtype=np.int64)
+    # icmp_seq wraps at 65536: unwrap so that it only grows.
+    seq = seq + 65536 * np.concatenate([[0], np.cumsum(np.diff(seq) < -32768)])
+    if has_ts:
+        # ping -D stamps the reply's arrival; the probe left one RTT earlier.
+        t = np.asarray(times) - np.asarray(rtts) / 1000.0
+        if interval_s is None:
+            d = np.diff(t) / np.maximum(np.diff(seq), 1)
+            interval_s = float(np.median(d)) if d.size else 1.0
+        t_ms = (t - t[0]) * 1000.0
+    else:
+        interval_s = 1.0 if interval_s is None else interval_s
+        t_ms = (seq - seq[0]) * interval_s * 1000.0
+    if not interval_s > 0:
+        raise TraceError(f"{path}: the ping interval must be > 0, got {interval_s}")
+    order = np.argsort(t_ms, kind="stable")
+    t_ms, seq, rtt = t_ms[order], seq[order], np.asarray(rtts)[order]
+    seen = np.unique(seq)
+    all_seq = np.arange(seen[0], seen[-1] + 1)
+    lost = np.setdiff1d(all_seq, seen)
+    # A lost probe's time: interpolated from the replies' (seq, time).
+    loss_t = np.interp(lost, seq, t_ms) if lost.size else np.empty(0)
+    loss_t_all = np.concatenate([t_ms, loss_t])
+    loss_all = np.concatenate([np.zeros(t_ms.size), np.ones(lost.size)])
+    o = np.argsort(loss_t_all, kind="stable")
+    return Samples("ping", t_ms, rtt * share, loss_t_all[o], loss_all[o],
+                   notes={"replies": int(seen.size), "lost": int(lost.size),
+                          "interval_s": interval_s, "share": share,
+                          "timestamps": "ping -D" if has_ts else "icmp_seq x interval"})
+
+
+def read_mahimahi(path: str | Path, *, bin_ms: float = 100.0) -> Samples:
+    """A Mahimahi trace (one delivery opportunity per line, ms) → the rate of each bin."""
+    path = Path(path)
+    if not bin_ms > 0:
+        raise TraceError(f"--bin: must be > 0 ms, got {bin_ms:g}")
+    stamps = []
+    last = -1
+    for no, line in _lines(path):
+        s = line.strip()
+        if not s:
+            continue
+        if not s.isdigit():
+            raise TraceError(f"{path} line {no}: expected a whole number of milliseconds, "
+                             f"got {s!r}")
+        v = int(s)
+        if v < last:
+            raise TraceError(f"{path} line {no}: timestamps must not decrease ({v} after {last})")
+        last = v
+        stamps.append(v)
+    if not stamps:
+        raise TraceError(f"{path}: no delivery opportunities")
+    t = np.asarray(stamps, dtype=np.float64)
+    # Mahimahi's trace covers [0, last]; it repeats from there.
+    n_bins = max(1, int(math.ceil((t[-1] + 1) / bin_ms)))
+    counts = np.bincount(np.minimum((t // bin_ms).astype(np.int64), n_bins - 1),
+                         minlength=n_bins)
+    starts = np.arange(n_bins) * bin_ms
+    span = np.minimum(bin_ms, (t[-1] + 1) - starts)  # the last bin may be shorter
+    rate = counts * MAHIMAHI_PACKET_BYTES * 8 / (span / 1000.0)
+    return Samples("mahimahi", starts, rate_bps=rate,
+                   notes={"opportunities": int(t.size), "duration_ms": float(t[-1] + 1),
+                          "bin_ms": bin_ms,
+                          "mean_rate_bps": float(t.size * MAHIMAHI_PACKET_BYTES * 8
+                                                 / ((t[-1] + 1) / 1000.0))})
+
+
+def read_csv_samples(path: str | Path, *, time_col: str = "time_ms", time_unit: str = "ms",
+                     delay_col: str | None = None, loss_col: str | None = None,
+                     rate_col: str | None = None, share: float = 1.0) -> Samples:
+    """A CSV with a time column and delay (ms), loss (probability) or rate (bit/s) columns
+    named by the options. ``share`` scales the delay (0.5 for an RTT column)."""
+    path = Path(path)
+    if delay_col is None and rate_col is None and loss_col is None:
+        raise TraceError("name at least one of --delay-col, --loss-col, --rate-col")
+    if rate_col is not None and (delay_col is not None or loss_col is not None):
+        raise TraceError("--rate-col makes a rate trace; it cannot be combined with "
+                         "--delay-col or --loss-col")
+    scale = {"ms": 1.0, "s": 1000.0, "us": 0.001}.get(time_unit)
+    if scale is None:
+        raise TraceError(f"--time-unit: expected ms, s or us, got {time_unit!r}")
+    lines = [(no, line) for no, line in _lines(path)
+             if line.strip() and not line.lstrip().startswith("#")]
+    if not lines:
+        raise TraceError(f"{path}: empty")
+    header_no, header_line = lines[0]
+    header = [h.strip() for h in next(csv.reader(io.StringIO(header_line)))]
+    wanted = [c for c in (time_col, delay_col, loss_col, rate_col) if c is not None]
+    for c in wanted:
+        if c not in header:
+            raise TraceError(f"{path} line {header_no}: no column {c!r} "
+                             f"(columns: {', '.join(header)})")
+    idx = {c: header.index(c) for c in wanted}
+    cols: dict[str, list[float]] = {c: [] for c in wanted}
+    last_t = -math.inf
+    for no, line in lines[1:]:
+        cells = next(csv.reader(io.StringIO(line)))
+        for c in wanted:
+            try:
+                v = float(cells[idx[c]])
+            except (IndexError, ValueError):
+                raise TraceError(f"{path} line {no}: column {c!r}: expected a number, got "
+                                 f"{cells[idx[c]] if idx[c] < len(cells) else ''!r}") from None
+            if not math.isfinite(v):
+                raise TraceError(f"{path} line {no}: column {c!r}: not finite: {v}")
+            if c == loss_col and not 0 <= v <= 1:
+                raise TraceError(f"{path} line {no}: column {c!r}: a loss probability must be "
+                                 f"in [0, 1], got {v:g}")
+            if c in (delay_col, rate_col) and v < 0:
+                raise TraceError(f"{path} line {no}: column {c!r}: must be >= 0, got {v:g}")
+            cols[c].append(v)
+        t = cols[time_col][-1]
+        if t < last_t:
+            raise TraceError(f"{path} line {no}: time must not decrease ({t:g} after {last_t:g})")
+        last_t = t
+    if not cols[time_col]:
+        raise TraceError(f"{path}: no rows after the header")
+    t = np.asarray(cols[time_col]) * scale
+    t = t - t[0]
+    out = Samples("csv", t, notes={"rows": int(t.size)})
+    if delay_col:
+        out.delay_ms = np.asarray(cols[delay_col]) * share
+    if loss_col:
+        out.loss_t_ms, out.loss = t, np.asarray(cols[loss_col])
+    if rate_col:
+        out.rate_bps = np.asarray(cols[rate_col])
+    return out
+
+
+def read_pcap(path: str | Path, *, share: float = 0.5, iface: str | None = None,
+              rate_bps: float | None = None, queue: int | None = None) -> Samples:
+    """A capture of one TCP connection, taken at its sender → delay and loss samples.
+
+    With ``rate_bps`` (the bottleneck rate a scenario's rate stage re-creates), each sample
+    loses the time its segment would have queued behind the sender's own data at that rate
+    (a virtual FIFO fed with the captured sends, losses left out), so the profile holds the
+    path's delay without the queue the rate stage will build again. With ``queue`` too (that
+    stage's queue, packets), a lost segment that found the virtual queue full is the rate
+    stage's drop, not the path's, and stays out of the loss column."""
+    if queue is not None and not rate_bps:
+        raise TraceError("--queue needs --rate (the virtual queue's rate)")
+    from . import pcap as _pcap
+
+    path = Path(path)
+    names: set[str] = set()
+    matched = False
+    segs = []
+    for f in _pcap.iter_frames(path):  # one frame at a time: only TCP headers are kept
+        if iface is not None:
+            names.add(f.iface_name or str(f.iface))
+            if iface not in (f.iface_name, str(f.iface)):
+                continue
+        matched = True
+        # The kernel emulator's capture also records each dropped frame (comment "drop ..."):
+        # that copy never left the emulator.
+        if f.comment.startswith("drop "):
+            continue
+        t = _pcap.tcp_of(f)
+        if t is not None:
+            segs.append(t)
+    if iface is not None and not matched:
+        raise TraceError(f"--interface: no frames on {iface!r} in {path} "
+                         f"(interfaces: {', '.join(sorted(names))})")
+    if not segs:
+        raise TraceError(f"{path}: no TCP segments")
+    # The connection carrying the most payload, and its data direction.
+    payload: dict[tuple, int] = {}
+    for s in segs:
+        k = (s.src, s.sport, s.dst, s.dport)
+        payload[k] = payload.get(k, 0) + s.length
+    fwd = max(payload, key=payload.get)
+    if payload[fwd] == 0:
+        raise TraceError(f"{path}: no TCP segment carries data")
+    rev = (fwd[2], fwd[3], fwd[0], fwd[1])
+    t0 = segs[0].ts_ns
+    # Every data segment sent: time, relative seq, end, bytes on the link, retransmission.
+    d_t: list[int] = []
+    d_seq: list[int] = []
+    d_end: list[int] = []
+    d_wire: list[int] = []
+    d_retx: list[bool] = []
+    first_idx: dict[int, int] = {}   # seq -> index of its first transmission
+    end_idx: dict[int, int] = {}     # end -> index of the original ending there
+    retx_ends: set[int] = set()
+    tsval_idx: dict[int, int] = {}   # TSval -> index of the first segment that carried it
+    dsacked: list[tuple[int, int]] = []
+    pairs: list[tuple[int, int]] = []  # (segment index, ACK arrival ns): the RTT samples
+    ack_t: list[int] = []
+    ack_v: list[int] = []
+    ack_rtt: list[float] = []  # the RTT sample each ACK gave (ms; NaN: none)
+    base = None
+    highest = 0
+    last_ack = None
+    use_ts = None
+    for s in segs:
+        k = (s.src, s.sport, s.dst, s.dport)
+        if k == fwd:
+            if s.syn:
+                base = s.seq + 1
+                continue
+            if s.length == 0:
+                continue
+            if base is None:
+                base = s.seq
+            seq = (s.seq - base) & 0xFFFFFFFF
+            end = seq + s.length
+            i = len(d_t)
+            is_retx = seq < highest
+            d_t.append(s.ts_ns)
+            d_seq.append(seq)
+            d_end.append(end)
+            d_wire.append(s.wire)
+            d_retx.append(is_retx)
+            if s.tsval is not None and s.tsval not in tsval_idx:
+                tsval_idx[s.tsval] = i
+            if is_retx:
+                retx_ends.add(end)
+            else:
+                first_idx[seq] = i
+                end_idx[end] = i
+            highest = max(highest, end)
+        elif k == rev and s.has_ack and base is not None and not s.syn:
+            ack = (s.ack - base) & 0xFFFFFFFF
+            ack_t.append(s.ts_ns)
+            ack_v.append(ack)
+            ack_rtt.append(math.nan)
+            if s.sack:
+                # A DSACK (RFC 2883): the first block below the ACK or inside the second.
+                blocks = [((le - base) & 0xFFFFFFFF, (re_ - base) & 0xFFFFFFFF)
+                          for le, re_ in s.sack]
+                (le, re_), rest = blocks[0], blocks[1:2]
+                if re_ <= ack or (rest and rest[0][0] <= le and re_ <= rest[0][1]):
+                    dsacked.append((le, re_))
+            if use_ts is None and s.tsecr is not None:
+                use_ts = True
+            if last_ack is None or ack > last_ack:
+                i = None
+                if use_ts:
+                    i = tsval_idx.get(s.tsecr)
+                elif ack in end_idx and ack not in retx_ends:
+                    i = end_idx[ack]
+                if i is not None and s.ts_ns >= d_t[i]:
+                    pairs.append((i, s.ts_ns))
+                    ack_rtt[len(ack_t) - 1] = (s.ts_ns - d_t[i]) / 1e6
+                last_ack = ack
+    if not pairs:
+        raise TraceError(f"{path}: no RTT sample (no ACK of the data seen: was the capture "
+                         f"taken at the sender?)")
+    # Each DSACK says one copy of its bytes arrived twice (RFC 2883). Of a segment sent
+    # 1 + r times with d DSACKs, r - d copies were lost: its original first, then its
+    # earliest retransmissions.
+    n = len(d_t)
+    lost = np.zeros(n, dtype=bool)
+    copies: dict[int, list[int]] = {}
+    for i in range(n):
+        if d_retx[i] and d_seq[i] in first_idx:
+            copies.setdefault(d_seq[i], [first_idx[d_seq[i]]]).append(i)
+    retx_count = int(sum(d_retx))
+    spurious = 0
+    dsacked.sort()
+    starts = [le for le, _ in dsacked]
+    for seq, idxs in copies.items():
+        end = d_end[idxs[0]]
+        # The DSACK blocks covering the segment: among the 64 starting last at or below it
+        # (a block covers a few segments at most).
+        j = bisect.bisect_right(starts, seq)
+        dups = sum(1 for le, re_ in dsacked[max(0, j - 64):j] if end <= re_)
+        r = len(idxs) - 1
+        spurious += min(dups, r)
+        for i in idxs[:r - min(dups, r)]:
+            lost[i] = True
+    t_ns = np.asarray(d_t, dtype=np.float64)
+    # The virtual bottleneck: when each segment would leave a FIFO of rate_bps (lost
+    # originals never occupied it).
+    vdep = t_ns.copy()
+    if rate_bps:
+        ser = np.asarray(d_wire, dtype=np.float64) * 8e9 / rate_bps
+        free = -np.inf
+        for i in range(n):
+            if lost[i]:
+                vdep[i] = max(free, t_ns[i]) + ser[i]  # when it would have left
+                continue
+            free = max(free, t_ns[i]) + ser[i]
+            vdep[i] = free
+    queue_drops = 0
+    if rate_bps and queue is not None:
+        # Packets in the virtual system (queued or in service) when each lost original came:
+        # the kept ones sent before it that had not yet left.
+        kept = np.nonzero(~lost)[0]
+        left_sorted = vdep[kept]  # a FIFO: in send order, leaving in order
+        for i in np.nonzero(lost)[0]:
+            arrived = np.searchsorted(kept, i)  # kept packets sent before it
+            departed = np.searchsorted(left_sorted[:arrived] if arrived else left_sorted[:0],
+                                       t_ns[i], side="right")
+            if arrived - departed >= queue:  # the queue was full (one more in service)
+                lost[i] = False
+                queue_drops += 1
+    idx = np.asarray([p[0] for p in pairs])
+    arrive = np.asarray([p[1] for p in pairs], dtype=np.float64)
+    rtt_ms = (arrive - vdep[idx]) / 1e6
+    keep = rtt_ms >= 0
+    # A sample's (and a loss's) time: when its segment met the path after the bottleneck
+    # (its virtual departure; without a rate, when it was sent).
+    sent_ms = (vdep[idx] - t0) / 1e6
+    od = np.argsort(sent_ms[keep], kind="stable")
+    orig = ~np.asarray(d_retx, dtype=bool)
+    # Every transmission probes the path: lost or not.
+    loss_t = (vdep - t0) / 1e6
+    ol = np.argsort(loss_t, kind="stable")
+    loss_v = lost.astype(np.float64)
+    out = Samples("pcap", sent_ms[keep][od], rtt_ms[keep][od] * share, loss_t[ol], loss_v[ol],
+                  notes={"connection": f"{fwd[0]}:{fwd[1]} -> {fwd[2]}:{fwd[3]}",
+                         "segments": int(orig.sum()), "retransmissions": retx_count,
+                         "dsacked": spurious, "losses": int(lost.sum()),
+                         "rtt_samples": int(keep.sum()),
+                         "rtt_from": "timestamps" if use_ts else "data/ACK pairs (Karn)",
+                         "share": share},
+                  send_t_ms=(t_ns[orig] - t0) / 1e6,
+                  send_end=np.asarray(d_end, dtype=np.float64)[orig],
+                  ack_t_ms=(np.asarray(ack_t, dtype=np.float64) - t0) / 1e6,
+                  ack_val=np.asarray(ack_v, dtype=np.float64),
+                  ack_rtt_ms=np.asarray(ack_rtt, dtype=np.float64), share=share)
+    if rate_bps:
+        out.notes["queue_removed_at_bps"] = rate_bps
+        if queue is not None:
+            out.notes["queue_drops"] = queue_drops
+        # The virtual queue's backlog: what the ACK-silence bound must not count either.
+        out.backlog_t_ms = (t_ns[orig] - t0) / 1e6
+        out.backlog_end_ms = (vdep[orig] - t0) / 1e6
+    return out
+
+
+# ---------------------------------------------------------------------------------- fitting
+
+
+def _binned(t: np.ndarray, v: np.ndarray, edges: np.ndarray, stat: str) -> np.ndarray:
+    """``stat`` of the values in each bin [edges[i], edges[i+1]); NaN for an empty bin."""
+    idx = np.searchsorted(edges, t, side="right") - 1
+    out = np.full(edges.size - 1, np.nan)
+    ok = (idx >= 0) & (idx < out.size)
+    idx, v = idx[ok], v[ok]
+    if stat == "mean":
+        s = np.bincount(idx, v, out.size)
+        n = np.bincount(idx, minlength=out.size)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            out = np.where(n > 0, s / np.maximum(n, 1), np.nan)
+        return out
+    order = np.argsort(idx, kind="stable")
+    idx, v = idx[order], v[order]
+    starts = np.searchsorted(idx, np.arange(out.size))
+    ends = np.searchsorted(idx, np.arange(out.size), side="right")
+    f = {"median": np.median, "min": np.min, "max": np.max}[stat]
+    for i in np.nonzero(ends > starts)[0]:
+        out[i] = f(v[starts[i]:ends[i]])
+    return out
+
+
+def _fill(v: np.ndarray) -> np.ndarray:
+    """Empty bins (NaN) take the previous bin's value (the first ones the first value)."""
+    v = v.copy()
+    ok = ~np.isnan(v)
+    if not ok.any():
+        return v
+    idx = np.where(ok, np.arange(v.size), 0)
+    np.maximum.accumulate(idx, out=idx)
+    v = v[idx]
+    first = np.argmax(ok)
+    v[:first] = v[first]
+    return v
+
+
+def smooth(t_ms: np.ndarray, v: np.ndarray, window_ms: float) -> np.ndarray:
+    """A centred moving median over ``window_ms`` (0: the values as they are)."""
+    if window_ms <= 0 or v.size < 2:
+        return v
+    import pandas as pd
+
+    s = pd.Series(v, index=pd.to_timedelta(t_ms, unit="ms"))
+    return s.rolling(pd.Timedelta(milliseconds=window_ms), center=True,
+                     min_periods=1).median().to_numpy()
+
+
+def fit(samples: Samples, *, interval_ms: float = 0.0, smooth_ms: float = 0.0,
+        stat: str = "mean") -> Profile:
+    """A profile from samples: smoothed (moving median over ``smooth_ms``), then resampled
+    every ``interval_ms`` (each row the ``stat`` of its bin's samples, loss the share of its
+    bin's probes or segments lost; 0: one row per sample, loss over windows of ten probes)."""
+    if stat not in STATS:
+        raise TraceError(f"--stat: expected one of {', '.join(STATS)}, got {stat!r}")
+    if interval_ms < 0 or smooth_ms < 0:
+        raise TraceError("--interval and --smooth must be >= 0")
+    if samples.rate_bps is not None:
+        t, r = samples.t_ms, smooth(samples.t_ms, samples.rate_bps, smooth_ms)
+        if interval_ms > 0:
+            edges = np.arange(0.0, t[-1] + interval_ms + 1e-9, interval_ms)
+            r = _fill(_binned(t, r, edges, stat))
+            t = edges[:-1]
+        return Profile(np.asarray(t, dtype=np.float64), rate_bps=r)
+    if samples.delay_ms is None:
+        # A loss-only CSV: rows at its own times.
+        t = samples.loss_t_ms
+        loss = samples.loss
+        if interval_ms > 0:
+            edges = np.arange(0.0, t[-1] + interval_ms + 1e-9, interval_ms)
+            loss = np.nan_to_num(_binned(t, loss, edges, "mean"))
+            t = edges[:-1]
+        return Profile(t, np.zeros(t.size), loss)
+    t, d = samples.t_ms, smooth(samples.t_ms, samples.delay_ms, smooth_ms)
+    lt, lv = samples.loss_t_ms, samples.loss
+    if interval_ms > 0:
+        end = max(t[-1], lt[-1] if lt is not None and lt.size else 0.0)
+        edges = np.arange(0.0, end + interval_ms + 1e-9, interval_ms)
+        d = _binned(t, d, edges, stat)
+        mid = edges[:-1] + interval_ms / 2
+        # A bin's delay is at least its ACK-silence bound (at the bin's middle); a bin without
+        # samples inside a silence longer than itself takes the bound alone (the delay spike
+        # that froze the ACKs), any other empty bin the value before it.
+        bound = silence_bound(samples, mid)
+        silent = np.isnan(d) & (bound > 0) & (_ack_gap(samples, mid) > interval_ms)
+        d = np.where(silent, bound, d)
+        d = np.maximum(_fill(d), bound)
+        t = edges[:-1] + interval_ms / 2  # a bin's row at its middle
+        loss = (np.nan_to_num(_binned(lt, lv, edges, "mean")) if lt is not None
+                else np.zeros(t.size))
+    else:
+        d = np.maximum(d, silence_bound(samples, t))
+        if lt is not None and samples.kind == "csv":
+            loss = np.interp(t, lt, lv)
+        elif lt is not None and lt.size:
+            # Loss near each sample: the share lost among the ten probes around it.
+            order = np.searchsorted(lt, t)
+            c = np.concatenate([[0.0], np.cumsum(lv)])
+            lo = np.clip(order - 5, 0, lv.size)
+            hi = np.clip(order + 5, 0, lv.size)
+            loss = (c[hi] - c[lo]) / np.maximum(hi - lo, 1)
+        else:
+            loss = np.zeros(t.size)
+    return Profile(np.asarray(t, dtype=np.float64), d, np.clip(loss, 0.0, 1.0))
+
+
+def profile_csv(p: Profile) -> str:
+    """The profile as the stage's CSV text."""
+    out = io.StringIO()
+    if p.is_rate:
+        out.write("time_ms,rate_bps\n")
+        for t, r in zip(p.t_ms, p.rate_bps):
+            out.write(f"{t:.3f},{round(float(r))}\n")
+    else:
+        out.write("time_ms,delay_ms,loss\n")
+        for t, d, lo in zip(p.t_ms, p.delay_ms, p.loss):
+            out.write(f"{t:.3f},{d:.3f},{lo:.6g}\n")
+    return out.getvalue()
+
+
+def write_profile(p: Profile, path: str | Path) -> Path:
+    """Writes the profile CSV whole (temporary name, then renamed)."""
+    path = Path(path)
+    text = profile_csv(p)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write(path, lambda tmp: Path(tmp).write_text(text, encoding="utf-8"))
+    return path
+
+
+def import_trace(kind: str, path: str | Path, *, share: float | None = None,
+                 interval_ms: float | None = None, smooth_ms: float = 0.0,
+                 stat: str | None = None, bin_ms: float = 100.0,
+                 ping_interval_s: float | None = None, iface: str | None = None,
+                 rate_bps: float | None = None, queue: int | None = None, loss: bool = True,
+                 csv_columns: dict | None = None
+                 ) -> tuple[Samples, Profile]:
+    """Reads a trace of ``kind`` and fits its profile. Defaults per kind: ``share`` 0.5 for
+    ping and pcap (RTT → one way), 1 for CSV; ``interval_ms`` 1000 for ping, 100 for pcap, 0
+    (rows as they are) for CSV and Mahimahi (whose bins are ``bin_ms``); ``stat`` min for
+    pcap (the lower envelope of the RTT leaves out the queueing a rate stage re-creates),
+    mean otherwise. ``loss=False`` writes a zero loss column."""
+    if kind not in KINDS:
+        raise TraceError(f"unknown trace kind {kind!r}; expected one of {', '.join(KINDS)}")
+    if share is not None and not 0 < share <= 1:
+        raise TraceError(f"--share: must be in (0, 1], got {share:g}")
+    if kind == "ping":
+        s = read_ping(path, share=0.5 if share is None else share, interval_s=ping_interval_s)
+    elif kind == "mahimahi":
+        s = read_mahimahi(path, bin_ms=bin_ms)
+    elif kind == "pcap":
+        s = read_pcap(path, share=0.5 if share is None else share, iface=iface,
+                      rate_bps=rate_bps, queue=queue)
+    else:
+        s = read_csv_samples(path, share=1.0 if share is None else share,
+                             **(csv_columns or {}))
+    if interval_ms is None:
+        interval_ms = {"ping": 1000.0, "pcap": 100.0}.get(kind, 0.0)
+    if stat is None:
+        stat = "min" if kind == "pcap" else "mean"
+    prof = fit(s, interval_ms=interval_ms, smooth_ms=smooth_ms, stat=stat)
+    if not loss and prof.loss is not None:
+        prof.loss = np.zeros_like(prof.loss)
+    return s, prof

@@ -1,0 +1,261 @@
+"""``spikelab trace import``: ping logs, Mahimahi traces, pcaps of one TCP connection and CSVs
+into the profile files the stages read. The inputs are made here (their values known), the
+pcaps by simulating the repository's LTE example with ``--pcap``."""
+
+from __future__ import annotations
+
+import shutil
+import struct
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import spikelab
+from spikelab import traces
+from spikelab.traces import pcap as pcapread
+
+ROOT = Path(__file__).resolve().parents[1]
+LTE = ROOT / "examples" / "lte-handover.toml"
+
+
+def cli(*args, timeout=300):
+    return subprocess.run([sys.executable, "-m", "spikelab", *map(str, args)],
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def rows(path: Path) -> tuple[str, np.ndarray]:
+    lines = path.read_text().splitlines()
+    return lines[0], np.array([[float(x) for x in line.split(",")] for line in lines[1:]])
+
+
+# ------------------------------------------------------------------------------------ ping
+
+PING_D = """PING 192.0.2.1 (192.0.2.1) 56(84) bytes of data.
+[1700000000.020000] 64 bytes from 192.0.2.1: icmp_seq=1 ttl=57 time=20.0 ms
+[1700000001.040000] 64 bytes from 192.0.2.1: icmp_seq=2 ttl=57 time=40.0 ms
+[1700000003.200000] 64 bytes from 192.0.2.1: icmp_seq=4 ttl=57 time=200 ms
+[1700000004.030000] 64 bytes from 192.0.2.1: icmp_seq=5 ttl=57 time=30.0 ms
+[1700000005.030000] 64 bytes from 192.0.2.1: icmp_seq=6 ttl=57 time=30.0 ms (DUP!)
+
+--- 192.0.2.1 ping statistics ---
+5 packets transmitted, 4 received, +1 duplicates, 20% packet loss, time 4005ms
+rtt min/avg/max/mdev = 20.000/72.500/200.000/74.300 ms
+"""
+
+
+def test_ping_d_log_gives_half_the_rtt_at_each_probes_send_time_and_the_lost_seq(tmp_path):
+    log = tmp_path / "ping.txt"
+    log.write_text(PING_D)
+    s = traces.read_ping(log)
+    # Probes left at reply time - RTT: 0, 1.0, 3.0, 4.0 s after the first.
+    assert np.allclose(s.t_ms, [0, 1000, 3000, 4000])
+    assert np.allclose(s.delay_ms, [10, 20, 100, 15])
+    assert s.notes["lost"] == 1 and s.notes["replies"] == 4
+    assert s.notes["interval_s"] == pytest.approx(1.0)
+    # icmp_seq 3: lost, at the time between its neighbours.
+    assert np.allclose(s.loss_t_ms[s.loss > 0], [2000])
+    proc = cli("trace", "import", "ping", log, "-o", tmp_path / "p.csv")
+    assert proc.returncode == 0, proc.stderr
+    header, r = rows(tmp_path / "p.csv")
+    assert header == "time_ms,delay_ms,loss"
+    # One row per second (bin middles), the bin's mean one-way delay and its share lost.
+    assert np.allclose(r, [[500, 10, 0], [1500, 20, 0], [2500, 20, 1], [3500, 100, 0],
+                           [4500, 15, 0]])
+    assert (tmp_path / "p.png").read_bytes()[:4] == b"\x89PNG"
+    assert "replies 4, lost 1" in proc.stdout
+
+
+def test_plain_ping_uses_icmp_seq_times_the_interval(tmp_path):
+    log = tmp_path / "plain.txt"
+    log.write_text("64 bytes from 192.0.2.1: icmp_seq=10 ttl=57 time=100 ms\n"
+                   "64 bytes from 192.0.2.1: icmp_seq=11 ttl=57 time=110 ms\n"
+                   "64 bytes from 192.0.2.1: icmp_seq=14 ttl=57 time=90.5 ms\n")
+    s = traces.read_ping(log, interval_s=0.2, share=1.0)
+    assert np.allclose(s.t_ms, [0, 200, 800])
+    assert np.allclose(s.delay_ms, [100, 110, 90.5])
+    assert np.allclose(s.loss_t_ms[s.loss > 0], [400, 600])
+    _, prof = traces.import_trace("ping", log, ping_interval_s=0.2, interval_ms=0, share=1.0)
+    assert np.allclose(prof.delay_ms, [100, 110, 90.5])
+
+
+@pytest.mark.parametrize("bad, line, what", [
+    ("64 bytes from 192.0.2.1: icmp_seq=x ttl=57 time=1 ms", 2, "icmp_seq and time must be"),
+    ("hello there", 2, "not a ping reply or summary line"),
+])
+def test_a_malformed_ping_line_is_one_error_naming_its_line(tmp_path, bad, line, what):
+    log = tmp_path / "bad.txt"
+    log.write_text(f"64 bytes from 192.0.2.1: icmp_seq=1 ttl=57 time=1 ms\n{bad}\n")
+    proc = cli("trace", "import", "ping", log, "-o", tmp_path / "out.csv")
+    assert proc.returncode == 2
+    assert proc.stderr.startswith(f"spikelab: error: {log} line {line}: {what}")
+    assert len(proc.stderr.splitlines()) == 1 and "Traceback" not in proc.stderr
+    assert not (tmp_path / "out.csv").exists()  # nothing half-written
+    assert list(tmp_path.iterdir()) == [log]
+
+
+# -------------------------------------------------------------------------------- mahimahi
+
+
+def test_mahimahi_opportunities_become_a_rate_trace(tmp_path):
+    trace = tmp_path / "cell.up"
+    # 0-199 ms: one opportunity per ms (12 Mbit/s); 200-299 ms: two per ms (24 Mbit/s).
+    stamps = list(range(200)) + [t for t in range(200, 300) for _ in (0, 1)]
+    trace.write_text("\n".join(map(str, stamps)) + "\n")
+    proc = cli("trace", "import", "mahimahi", trace, "-o", tmp_path / "rate.csv", "--bin", "100")
+    assert proc.returncode == 0, proc.stderr
+    header, r = rows(tmp_path / "rate.csv")
+    assert header == "time_ms,rate_bps"
+    assert r.tolist() == [[0, 12e6], [100, 12e6], [200, 24e6]]
+    s = traces.read_mahimahi(trace, bin_ms=50)
+    assert s.rate_bps.tolist() == [12e6] * 4 + [24e6] * 2
+    assert s.notes["mean_rate_bps"] == pytest.approx(400 * 12000 / 0.3)
+
+
+@pytest.mark.parametrize("text, line, what", [
+    ("1\n2\nx3\n", 3, "expected a whole number of milliseconds, got 'x3'"),
+    ("1\n5\n4\n", 3, "timestamps must not decrease (4 after 5)"),
+    ("1\n-2\n", 2, "expected a whole number of milliseconds, got '-2'"),
+])
+def test_a_malformed_mahimahi_line_is_named(tmp_path, text, line, what):
+    trace = tmp_path / "m.down"
+    trace.write_text(text)
+    proc = cli("trace", "import", "mahimahi", trace, "-o", tmp_path / "r.csv")
+    assert proc.returncode == 2
+    assert proc.stderr.strip() == f"spikelab: error: {trace} line {line}: {what}"
+
+
+# ------------------------------------------------------------------------------------- csv
+
+
+def test_csv_columns_named_by_options(tmp_path):
+    f = tmp_path / "m.csv"
+    f.write_text("t,rtt,lossrate,junk\n0,100,0,a\n0.5,300,0.5,b\n1.0,100,0,c\n")
+    proc = cli("trace", "import", "csv", f, "-o", tmp_path / "d.csv", "--time-col", "t",
+               "--time-unit", "s", "--delay-col", "rtt", "--loss-col", "lossrate",
+               "--share", "0.5", "--no-figure")
+    assert proc.returncode == 0, proc.stderr
+    _, r = rows(tmp_path / "d.csv")
+    assert r.tolist() == [[0, 50, 0], [500, 150, 0.5], [1000, 50, 0]]
+    # A rate column makes a rate trace; resampling takes the bin's mean.
+    f.write_text("time_ms,bw\n0,1e6\n50,3e6\n100,2e6\n")
+    _, prof = traces.import_trace("csv", f, interval_ms=100,
+                                  csv_columns={"rate_col": "bw"})
+    assert prof.is_rate and prof.rate_bps.tolist() == [2e6, 2e6]
+
+
+@pytest.mark.parametrize("text, opts, message", [
+    ("t,d\n0,1\n", ["--delay-col", "x", "--time-col", "t"], "line 1: no column 'x' (columns: t, d)"),
+    ("time_ms,d\n0,1\n5,abc\n", ["--delay-col", "d"], "line 3: column 'd': expected a number, got 'abc'"),
+    ("time_ms,l\n0,0\n5,1.5\n", ["--loss-col", "l"], "line 3: column 'l': a loss probability must be in [0, 1], got 1.5"),
+    ("time_ms,d\n5,1\n0,1\n", ["--delay-col", "d"], "line 3: time must not decrease (0 after 5)"),
+])
+def test_a_malformed_csv_row_is_named(tmp_path, text, opts, message):
+    f = tmp_path / "in.csv"
+    f.write_text(text)
+    proc = cli("trace", "import", "csv", f, "-o", tmp_path / "o.csv", *opts)
+    assert proc.returncode == 2
+    assert proc.stderr.strip() == f"spikelab: error: {f} {message}"
+
+
+def test_smoothing_is_a_centred_moving_median():
+    t = np.arange(10) * 100.0
+    v = np.array([10, 10, 10, 500, 10, 10, 10, 10, 10, 10.0])
+    assert traces.smooth(t, v, 300).tolist() == [10.0] * 10  # the outlier is gone
+    assert traces.smooth(t, v, 0).tolist() == v.tolist()
+
+
+# ------------------------------------------------------------------------------------ pcap
+
+
+@pytest.fixture(scope="module")
+def lte_capture(tmp_path_factory):
+    out = tmp_path_factory.mktemp("lte") / "run"
+    res = spikelab.run(LTE, out=out, plots=False, progress=False, trace="packets",
+                       overrides=["sim.pcap=true"])
+    return out / "pcap" / "sender.pcapng", res
+
+
+def test_a_pcap_gives_the_paths_delay_and_its_losses(lte_capture, tmp_path):
+    path, res = lte_capture
+    s = traces.read_pcap(path, share=1.0, rate_bps=10e6, queue=100)
+    p = res.packets.to_pandas()
+    drops = p[p.event == "drop"].groupby("cause", observed=True).size().to_dict()
+    # The receiver's DSACKs tell the spurious retransmissions apart; the virtual queue tells
+    # the rate stage's drops from the path's: both exactly as the simulator counted them.
+    assert s.notes["dsacked"] == int(res.runs.to_pandas().dsacks_rcvd[0]) == 210
+    assert s.notes["queue_drops"] == drops["queue_full"] == 73
+    assert s.notes["losses"] == drops["profile"] == 3
+    prof = traces.fit(s, interval_ms=100, stat="min")
+    t, d = prof.t_ms, prof.delay_ms
+    # The example's profile: 50 ms, a step to 1500 ms at 10 s falling to 50 ms at 11.46 s.
+    # The sample is one-way plus the ACK's way back (1 Gbit/s, ~0.4 us), timestamps in ms.
+    calm = (t < 9500) | (t > 12000)
+    assert np.all(np.abs(d[calm] - 50) < 3), d[calm].max()
+    spike = (t > 10100) & (t < 11400)
+    truth = 1500 - (t[spike] - 10000) * (1450 / 1460)
+    # Inside the spike no segment is sampled; the ACK silence bounds the delay from below
+    # (every packet of the spike leaves at its end), within 10 ms of the profile.
+    assert np.all(np.abs(d[spike] - truth) < 10), d[spike] - truth
+    # Losses: only in the spike's bins.
+    assert set(t[prof.loss > 0]) <= {10050.0, 10150.0, 10250.0}
+    # Without the rate: every retransmission not DSACKed is a loss (queue drops included).
+    assert traces.read_pcap(path).notes["losses"] == 76
+
+
+def test_the_imported_profile_simulates_like_the_original(lte_capture, tmp_path):
+    path, res = lte_capture
+    proc = cli("trace", "import", "pcap", path, "-o", tmp_path / "lte.csv", "--share", "1",
+               "--rate", "10Mbps", "--queue", "100")
+    assert proc.returncode == 0, proc.stderr
+    assert "queue_drops 73" in proc.stdout and "losses 3" in proc.stdout
+    # The example with its delay stage's profile replaced by the imported one.
+    stage = f'path.fwd.stage[1]={{type = "delay", trace = "{tmp_path / "lte.csv"}"}}'
+    again = spikelab.run(LTE, trace="summary", overrides=[stage])
+    g0 = float(res.runs["goodput_bps"][0].as_py())
+    g1 = float(again.runs["goodput_bps"][0].as_py())
+    print(f"goodput: original {g0 / 1e6:.3f}, re-imported {g1 / 1e6:.3f} Mbit/s")
+    assert abs(g1 - g0) / g0 < 0.02
+
+
+def test_classic_pcap_reads_the_same_as_pcapng(lte_capture, tmp_path):
+    path, _ = lte_capture
+    cap = pcapread.read(path)
+    classic = tmp_path / "same.pcap"
+    with open(classic, "wb") as f:  # nanosecond magic, big-endian, as some tools write
+        f.write(struct.pack(">IHHiIII", 0xA1B23C4D, 2, 4, 0, 0, 262144, 1))
+        for fr in cap.frames:
+            f.write(struct.pack(">IIII", fr.ts_ns // 10**9, fr.ts_ns % 10**9, len(fr.data),
+                                fr.orig_len))
+            f.write(fr.data)
+    a = traces.read_pcap(path)
+    b = traces.read_pcap(classic)
+    assert np.array_equal(a.delay_ms, b.delay_ms) and np.array_equal(a.loss, b.loss)
+    assert a.notes == b.notes
+
+
+def test_bad_pcaps_are_one_line(tmp_path):
+    junk = tmp_path / "junk.pcap"
+    junk.write_bytes(b"\x00" * 64)
+    proc = cli("trace", "import", "pcap", junk, "-o", tmp_path / "x.csv")
+    assert proc.returncode == 2
+    assert proc.stderr.strip() == (f"spikelab: error: {junk}: not a pcap or pcapng file "
+                                   f"(magic 00000000)")
+    empty = tmp_path / "empty.pcap"
+    empty.write_bytes(struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 65535, 1))
+    proc = cli("trace", "import", "pcap", empty, "-o", tmp_path / "x.csv")
+    assert proc.stderr.strip() == f"spikelab: error: {empty}: no TCP segments"
+    proc = cli("trace", "import", "pcap", empty, "-o", tmp_path / "x.csv", "--queue", "5")
+    assert proc.stderr.strip() == "spikelab: error: --queue needs --rate (the virtual queue's rate)"
+
+
+@pytest.mark.skipif(not shutil.which("editcap"), reason="needs editcap (Debian wireshark-common)")
+def test_a_pcap_written_by_wireshark_tools_reads_the_same(lte_capture, tmp_path):
+    path, _ = lte_capture
+    out = tmp_path / "wireshark.pcap"
+    subprocess.run(["editcap", "-F", "pcap", str(path), str(out)], check=True,
+                   capture_output=True)
+    a, b = traces.read_pcap(path), traces.read_pcap(out)
+    assert np.allclose(a.delay_ms, b.delay_ms, atol=1e-3)  # microsecond pcap: 1 us steps
+    assert a.notes == b.notes
