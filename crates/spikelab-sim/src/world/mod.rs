@@ -5,7 +5,8 @@ use crate::table::{ColumnData, Table};
 use crate::truth::Truth;
 use spikelab_core::{Arena, ArenaId, EventQueue, Rng, SimDuration, SimTime};
 use spikelab_net::{
-    DelayStage, DropCause, LossModel, LossStage, Outcome, PacketInfo, QueueLimit, RateStage, Stage,
+    DelayStage, DropCause, LossModel, LossStage, Outcome, PacketInfo, QueueLimit, RateSchedule,
+    RateStage, RlcStage, Stage, StallStage, Switching,
 };
 use spikelab_tcp::spurious::{DetectorKind, EpisodeKind};
 use spikelab_tcp::{Segment, SpuriousEvent, TcpReceiver, TcpSender, TxKind};
@@ -524,7 +525,24 @@ pub fn build_stage(path: &str, index: usize, spec: &StageSpec, seed: u64) -> Sta
                 (Some(q), None) => QueueLimit::Packets(q as u32),
                 (None, None) => QueueLimit::Packets(1000),
             };
-            Stage::Rate(RateStage::new(spec.rate.expect("validated").0, limit))
+            if let Some(points) = &spec.rate_points {
+                Stage::Rate(RateStage::scheduled(
+                    RateSchedule::table(points.clone()),
+                    limit,
+                ))
+            } else if let Some(sw) = &spec.switching {
+                let rng = match sw.seed {
+                    Some(s) => Rng::stream(s, "rate/switching"),
+                    None => rng,
+                };
+                let rates = sw.rates.iter().map(|r| r.0).collect();
+                Stage::Rate(RateStage::scheduled(
+                    RateSchedule::switching(Switching::new(rates, sw.dwell.0, rng)),
+                    limit,
+                ))
+            } else {
+                Stage::Rate(RateStage::new(spec.rate.expect("validated").0, limit))
+            }
         }
         StageKind::Delay => {
             let reorder = spec.reorder.unwrap_or(false);
@@ -575,6 +593,14 @@ pub fn build_stage(path: &str, index: usize, spec: &StageSpec, seed: u64) -> Sta
             let (harq, channel) = spec.harq_params("stage").expect("validated");
             Stage::Harq(spikelab_net::HarqStage::new(harq, channel, rng))
         }
+        StageKind::Rlc => Stage::Rlc(RlcStage::new(
+            spec.rlc_params("stage").expect("validated"),
+            rng,
+        )),
+        StageKind::Stall => Stage::Stall(StallStage::new(
+            spec.stall_params("stage").expect("validated"),
+            rng,
+        )),
     }
 }
 
