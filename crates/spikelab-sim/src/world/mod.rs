@@ -1490,6 +1490,7 @@ impl World {
                 tlp_count: st.tlp_count as i64,
                 tlp_recoveries: st.tlp_recoveries as i64,
                 rack_loss_count: st.rack_loss_count as i64,
+                timeout_time_s: f.snd.timeout_time(stop).as_secs_f64(),
                 det: scores,
                 failovers: 0,
                 time_to_failover_s: f64::NAN,
@@ -1712,6 +1713,8 @@ struct RunRow {
     tlp_count: i64,
     tlp_recoveries: i64,
     rack_loss_count: i64,
+    /// Time in timeout recovery, s (NaN for SCTP).
+    timeout_time_s: f64,
     det: [DetScore; N_DETECTORS],
     protocol: &'static str,
     failovers: i64,
@@ -1914,6 +1917,7 @@ impl RunsBuilder {
         col!(i64 tlp_count);
         col!(i64 tlp_recoveries);
         col!(i64 rack_loss_count);
+        col!(f64 timeout_time_s);
         let protocols: Vec<String> = ["tcp", "sctp"].map(String::from).to_vec();
         t.push(
             "transport",
