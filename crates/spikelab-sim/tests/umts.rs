@@ -80,11 +80,14 @@ fn time_in_timeout_recovery_runs_from_the_rto_to_the_ack_that_ends_it() {
     // (~10.0 s); the held packets' ACKs come back from ~12.2 s on, the first of them past the
     // recovery point (everything was sent before the RTO): about 1 s in recovery.
     assert!(t > 0.8 && t < 1.3, "timeout time {t} s");
-    // With a Linux-style undo the spurious timeout ends at the same ACK, so the time is the same.
+    // Paper 003's T0: the RTO that expired (RFC 6298, 1 s minimum; srtt + 4 rttvar here).
+    let w = f64s(&runs, "rto_wait_s")[0];
+    assert!((1.0..2.0).contains(&w), "rto wait {w} s");
     let sc2 = parse(&spike(false), &[], Path::new(".")).unwrap();
     let (runs2, _) = run(&sc2, TraceLevel::Summary);
     assert_eq!(f64s(&runs2, "rto_count")[0], 0.0);
     assert_eq!(f64s(&runs2, "timeout_time_s")[0], 0.0);
+    assert_eq!(f64s(&runs2, "rto_wait_s")[0], 0.0);
 }
 
 fn umts(seed: u64, extra: &str) -> Scenario {

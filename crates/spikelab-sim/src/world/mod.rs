@@ -1491,6 +1491,7 @@ impl World {
                 tlp_recoveries: st.tlp_recoveries as i64,
                 rack_loss_count: st.rack_loss_count as i64,
                 timeout_time_s: f.snd.timeout_time(stop).as_secs_f64(),
+                rto_wait_s: st.rto_wait_ns as f64 * 1e-9,
                 det: scores,
                 failovers: 0,
                 time_to_failover_s: f64::NAN,
@@ -1715,6 +1716,8 @@ struct RunRow {
     rack_loss_count: i64,
     /// Time in timeout recovery, s (NaN for SCTP).
     timeout_time_s: f64,
+    /// The expired RTOs summed, s (NaN for SCTP).
+    rto_wait_s: f64,
     det: [DetScore; N_DETECTORS],
     protocol: &'static str,
     failovers: i64,
@@ -1918,6 +1921,7 @@ impl RunsBuilder {
         col!(i64 tlp_recoveries);
         col!(i64 rack_loss_count);
         col!(f64 timeout_time_s);
+        col!(f64 rto_wait_s);
         let protocols: Vec<String> = ["tcp", "sctp"].map(String::from).to_vec();
         t.push(
             "transport",

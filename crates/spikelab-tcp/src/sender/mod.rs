@@ -159,6 +159,9 @@ pub struct SenderStats {
     /// the ACK, or the undo, that leaves it; later RTOs of the episode extend it), ns, episodes
     /// that have ended only ([`TcpSender::timeout_time`] adds an ongoing one).
     pub timeout_time_ns: u64,
+    /// The retransmission timeouts that expired, summed (each as armed, backoff included), ns:
+    /// paper 003 §4.5's `N_tout · T0`.
+    pub rto_wait_ns: u64,
 }
 
 /// A loss-recovery episode: what the detectors judge.
