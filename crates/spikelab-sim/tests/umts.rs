@@ -27,6 +27,22 @@ fn f64s(t: &Table, name: &str) -> Vec<f64> {
     }
 }
 
+fn strs(t: &Table, name: &str) -> Vec<String> {
+    match col(t, name) {
+        ColumnData::Dict(codes, names) => codes
+            .iter()
+            .map(|&c| {
+                if c < 0 {
+                    String::new()
+                } else {
+                    names[c as usize].clone()
+                }
+            })
+            .collect(),
+        c => panic!("{name}: {c:?}"),
+    }
+}
+
 fn same(a: &ColumnData, b: &ColumnData) -> bool {
     match (a, b) {
         (ColumnData::F64(x), ColumnData::F64(y)) => {
@@ -137,9 +153,25 @@ fn a_umts_downlink_run_is_reproducible_and_in_order_at_every_trace_level() {
     assert!(g > 50e3 && g < 330e3, "goodput {g}");
     let rtt_min = f64s(&reference, "rtt_min_s")[0];
     assert!(rtt_min > 0.30 && rtt_min < 0.45, "min RTT {rtt_min}");
-    // Nothing leaves the rlc or the stall stage out of order.
-    let n = packets.columns[0].data.len();
-    assert!(n > 1000);
+    // Nothing leaves the rlc or the stall stage out of order (exits in time order carry
+    // packets in the order they entered the path).
+    let ev = strs(&packets, "event");
+    let stage = strs(&packets, "stage");
+    let path = strs(&packets, "path");
+    let t = f64s(&packets, "t_ns");
+    let pkt = f64s(&packets, "pkt");
+    for name in ["rlc", "stall"] {
+        let mut exits: Vec<(f64, f64)> = (0..ev.len())
+            .filter(|&i| ev[i] == "stage_exit" && stage[i] == name && path[i] == "fwd")
+            .map(|i| (t[i], pkt[i]))
+            .collect();
+        assert!(exits.len() > 1000, "{name}: {}", exits.len());
+        exits.sort_by(|a, b| a.partial_cmp(b).unwrap());
+        assert!(
+            exits.windows(2).all(|w| w[0].1 <= w[1].1),
+            "{name} reordered"
+        );
+    }
     println!(
         "goodput {g:.0}, rto {}, timeout time {}, rtt {}",
         f64s(&reference, "rto_count")[0],
