@@ -1056,3 +1056,20 @@ fn umts_presets_expand_into_stages_with_knobs() {
 fn kinds2<'a>(sc: &'a Scenario, p: &str) -> Vec<&'a str> {
     sc.path[p].stage.iter().map(|s| s.kind_name()).collect()
 }
+
+#[test]
+fn a_knob_set_on_a_preset_name_turns_it_into_a_table() {
+    let text = "[path.fwd]\npreset = \"umts-downlink\"\n[[flow]]\n";
+    let sc = parse(
+        text,
+        &[
+            "path.fwd.preset.buffer=\"35KB\"".into(),
+            "path.fwd.preset.stall_rate=0".into(),
+        ],
+        Path::new("."),
+    )
+    .unwrap();
+    let st = &sc.path["fwd"].stage;
+    assert_eq!(st[0].queue_bytes, Some(crate::units::Bytes(35_000)));
+    assert_eq!(kinds2(&sc, "fwd"), ["rate", "rlc", "delay"]);
+}
