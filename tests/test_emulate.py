@@ -588,6 +588,7 @@ def test_a_30s_umts_downlink_runs_against_the_kernel(tmp_path):
     rtt = ts[(ts["var"] == "rtt_sample") & (ts["flow"] == 0)]["value"]
     print(f"seed {seed}: {row['goodput_bps']:.0f} bit/s, rtt min {rtt.min():.3f} s, "
           f"max {rtt.max():.3f} s, kernel timeouts {c['TcpExtTCPTimeouts']}, "
+          f"rto wait {row['rto_wait_s']:.3f} s, in Loss {row['timeout_time_s']:.3f} s, "
           f"timing {em['timing']}")
     assert res.duration_s == pytest.approx(30.0)
     # The bearer's 330 kbit/s bound the goodput; the 300 ms of fixed delay bound the RTT.
@@ -597,6 +598,10 @@ def test_a_30s_umts_downlink_runs_against_the_kernel(tmp_path):
     assert c["TcpExtTCPTimeouts"] >= 1
     assert row["rto_count"] >= 1
     assert rtt.max() > 2.0
+    # Time in timeouts (paper 003 section 4.5), from the kernel's TCP_INFO: each expired RTO is
+    # at least the Linux minimum of 200 ms; the Loss state lasted a while.
+    assert row["rto_wait_s"] >= 0.2 * row["rto_count"]
+    assert 0.0 < row["timeout_time_s"] < 30.0
     # Every stage of both presets ran in the emulator; a stall and the delay lose nothing.
     for col in ("drops_fwd_rate", "drops_fwd_rlc", "drops_fwd_stall", "drops_fwd_delay",
                 "drops_rev_rate", "drops_rev_rlc", "drops_rev_delay"):
