@@ -113,7 +113,8 @@ impl RateSchedule {
         self.points[i].1
     }
 
-    /// The points drawn or given so far.
+    /// The points given, or drawn so far (random switching forgets those the link has left
+    /// behind, thousands at a time).
     pub fn points(&self) -> &[(SimTime, u64)] {
         &self.points
     }
@@ -140,6 +141,11 @@ impl RateSchedule {
                 }
                 _ => {
                     self.cursor = i;
+                    // Random switching draws points forever: forget the ones the link has left.
+                    if self.switching.is_some() && i >= 4096 {
+                        self.points.drain(..i);
+                        self.cursor = 0;
+                    }
                     // The last segment's rate is > 0 (validated).
                     return SimTime(t.0 + need.div_ceil(r.max(1)) as u64);
                 }
@@ -415,6 +421,22 @@ mod tests {
         let mut c = mk(8);
         c.rate_at(SimTime::from_millis(100_000));
         assert_ne!(a.points()[..5], c.points()[..5]);
+    }
+
+    #[test]
+    fn random_switching_forgets_the_points_the_link_has_left() {
+        let sw = Switching::new(
+            vec![64_000, 128_000],
+            SimDuration::from_millis(1),
+            Rng::stream(3, "sw"),
+        );
+        let mut s = RateStage::scheduled(RateSchedule::switching(sw), QueueLimit::Packets(10));
+        // 20 000 packets, one every 200 ms: 4 000 s, ~4 million switches.
+        for k in 0..20_000u64 {
+            let t = SimTime(k * 200_000_000);
+            assert!(matches!(s.on_arrival(t, &pkt(1500)), Outcome::Pass(x) if x > t));
+        }
+        assert!(s.schedule().unwrap().points().len() < 10_000);
     }
 
     #[test]

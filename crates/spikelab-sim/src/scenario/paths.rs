@@ -798,11 +798,22 @@ impl StageSpec {
             format!("{at}.sigma_ln"),
             format!("must be in [0, 3] (a log-normal sigma), got {sigma_ln}"),
         )?;
-        Ok(StallParams {
+        let p = StallParams {
             rate,
             median,
             sigma_ln,
-        })
+        };
+        check(
+            p.load() <= spikelab_net::stall::MAX_LOAD,
+            format!("{at}.stall_rate"),
+            format!(
+                "stall_rate × mean duration (median·e^(sigma_ln²/2)) must be at most {} \
+                 (stalls would cover the link nearly all the time), got {:.3}",
+                spikelab_net::stall::MAX_LOAD,
+                p.load()
+            ),
+        )?;
+        Ok(p)
     }
 
     /// The HARQ stage's and its channel's parameters, checked (defaults for what is missing).

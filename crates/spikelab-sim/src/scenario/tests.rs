@@ -933,6 +933,10 @@ fn bad_bearer_input_gets_one_line_naming_the_field() {
             "path.fwd.stage[0].stall_rate: must be >= 0 stalls per second, got -0.1",
         ),
         (
+            stage("type = \"stall\"\nstall_rate = 10\nmedian = \"1s\""),
+            "path.fwd.stage[0].stall_rate: stall_rate × mean duration (median·e^(sigma_ln²/2)) must be at most 5 (stalls would cover the link nearly all the time), got 11.331",
+        ),
+        (
             stage("type = \"stall\"\nmedian = \"0s\""),
             "path.fwd.stage[0].median: must be in (0, 1 h], got 0s",
         ),
