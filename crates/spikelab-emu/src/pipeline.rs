@@ -129,7 +129,7 @@ pub struct PipelineStats {
     pub frames_in: [u64; 2],
     pub unclassified: u64,
     /// Drops per path, stage and cause (`DropCause::ALL` order).
-    pub drops: Vec<Vec<[u64; 4]>>,
+    pub drops: Vec<Vec<[u64; DropCause::ALL.len()]>>,
     /// Times a stage was handed an arrival earlier than one it had already seen (the engine fell
     /// behind); the arrival was moved to the later time.
     pub late_stage_arrivals: u64,
@@ -212,7 +212,10 @@ impl Pipeline {
                 last_rel: 0,
             });
         }
-        let drops = paths.iter().map(|p| vec![[0; 4]; p.stages.len()]).collect();
+        let drops = paths
+            .iter()
+            .map(|p| vec![[0; DropCause::ALL.len()]; p.stages.len()])
+            .collect();
         Ok(Pipeline {
             paths,
             path_meta,

@@ -15,6 +15,8 @@ pub mod lms;
 mod loss;
 mod profile;
 mod rate;
+pub mod rlc;
+pub mod stall;
 pub mod walkaway;
 
 pub use delay::DelayStage;
@@ -22,7 +24,9 @@ pub use harq::{Combining, HarqParams, HarqStage};
 pub use lms::{LmsParams, LooParams};
 pub use loss::{LossModel, LossStage};
 pub use profile::{Profile, ProfileError, ProfileRow};
-pub use rate::{QueueLimit, RateStage};
+pub use rate::{QueueLimit, RateSchedule, RateStage, Switching};
+pub use rlc::{RlcParams, RlcStage};
+pub use stall::{StallParams, StallStage};
 
 use spikelab_core::SimTime;
 
@@ -39,15 +43,18 @@ pub enum DropCause {
     Deterministic,
     /// A HARQ link could not decode the packet within its transmissions.
     Harq,
+    /// An RLC acknowledged-mode link discarded the packet (its residual SDU loss).
+    Rlc,
 }
 
 impl DropCause {
-    pub const ALL: [DropCause; 5] = [
+    pub const ALL: [DropCause; 6] = [
         DropCause::QueueFull,
         DropCause::Random,
         DropCause::Profile,
         DropCause::Deterministic,
         DropCause::Harq,
+        DropCause::Rlc,
     ];
     pub fn as_str(self) -> &'static str {
         match self {
@@ -56,6 +63,7 @@ impl DropCause {
             DropCause::Profile => "profile",
             DropCause::Deterministic => "deterministic",
             DropCause::Harq => "harq",
+            DropCause::Rlc => "rlc",
         }
     }
 }
@@ -85,6 +93,8 @@ pub enum Stage {
     Delay(DelayStage),
     Loss(LossStage),
     Harq(HarqStage),
+    Rlc(RlcStage),
+    Stall(StallStage),
 }
 
 impl Stage {
@@ -95,7 +105,7 @@ impl Stage {
         match self {
             Stage::Delay(s) => !s.reorders(),
             Stage::Harq(s) => !s.reorders(),
-            Stage::Rate(_) | Stage::Loss(_) => true,
+            Stage::Rate(_) | Stage::Loss(_) | Stage::Rlc(_) | Stage::Stall(_) => true,
         }
     }
 
@@ -122,6 +132,8 @@ impl Stage {
             Stage::Delay(s) => s.on_arrival(now, pkt),
             Stage::Loss(s) => s.on_arrival(now, pkt),
             Stage::Harq(s) => s.on_arrival(now, pkt),
+            Stage::Rlc(s) => s.on_arrival(now, pkt),
+            Stage::Stall(s) => s.on_arrival(now, pkt),
         }
     }
 }

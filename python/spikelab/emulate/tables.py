@@ -224,6 +224,36 @@ def _events(samples: list[dict[str, int]], t0: int, total_rto_ok: bool
     return rtos, recoveries
 
 
+def _timeout_times(samples: list[dict[str, int]], t0: int, stop_ns: int,
+                   total_rto_ok: bool) -> tuple[float, float]:
+    """(time in the Loss state, expired RTOs summed), seconds, from the TCP_INFO samples: the
+    simulator's ``timeout_time_s`` (an open Loss state counts to ``stop_ns``) and
+    ``rto_wait_s`` (each expiry counted at the RTO the previous sample showed, backoff
+    included), to within one sample period."""
+    in_loss = 0
+    wait_us = 0
+    since = None
+    prev = None
+    for s in samples:
+        t = max(s["t_ns"] - t0, 0)
+        if s["ca_state"] == 4 and since is None:
+            since = t
+        elif s["ca_state"] != 4 and since is not None:
+            in_loss += t - since
+            since = None
+        if prev is not None:
+            if total_rto_ok:
+                n = max(s["total_rto"] - prev["total_rto"], 0)
+            else:
+                n = int(s["ca_state"] == 4 and prev["ca_state"] != 4
+                        or s["backoff"] > prev["backoff"])
+            wait_us += n * prev["rto"]
+        prev = s
+    if since is not None:
+        in_loss += max(stop_ns - since, 0)
+    return in_loss / 1e9, wait_us / 1e6
+
+
 def _label(events: list[tuple], retx: list[dict[str, Any]]
            ) -> list[tuple[int, bool, int, int]]:
     """Each event (time, previous sample time, ...) with the ground truth, first byte and
@@ -336,6 +366,8 @@ def build(raw: dict[str, Any], resolved: dict[str, Any], view: dict[str, Any],
         for g, (path, stage) in enumerate(stages):
             row[f"drops_{path}_{stage}"] = cf["drops"][g]
         row["drops_total"] = sum(cf["drops"])
+        row["timeout_time_s"], row["rto_wait_s"] = _timeout_times(samples, t0, stop_ns,
+                                                                  total_rto_ok)
         starts = [lab for lab, ev in zip(rtos, rto_ev, strict=True) if ev[2]]
         row["rto_episodes"] = len(starts)
         row["rto_episodes_spurious_true"] = sum(lab[1] for lab in starts)
@@ -409,6 +441,8 @@ def _unavailable(flow_kernel: list[dict[str, Any]], missing: list[str]) -> list[
         "timer retransmitted)",
         "timeseries.rto_expiry / fast_retx: times are those of the TCP_INFO sample that saw "
         "the event (within one sample period)",
+        "runs.timeout_time_s, rto_wait_s: from the TCP_INFO samples (time with ca_state Loss; "
+        "the RTO the sample before each expiry showed), within one sample period",
     ]
     if any(f["tcp_info_bytes"] < tcpinfo.SIZE for f in flow_kernel):
         out.append("runs.rto_count: this kernel's TCP_INFO has no tcpi_total_rto (< 6.7); "

@@ -426,6 +426,11 @@ impl Scenario {
             }
         }
         for (name, path) in self.path.iter_mut() {
+            if let Some(preset) = path.preset.take() {
+                let mut stages = preset.stages(&format!("path.{name}.preset"))?;
+                stages.append(&mut path.stage);
+                path.stage = stages;
+            }
             check(
                 path.stage.len() <= paths::MAX_STAGES,
                 format!("path.{name}.stage"),

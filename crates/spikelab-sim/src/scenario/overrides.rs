@@ -90,6 +90,15 @@ fn set_path(
             *child = toml::Value::Table(t);
         }
     }
+    // `path.fwd.preset.buffer=…` on `preset = "umts-downlink"`: the name becomes the table's
+    // `name` (a stage's or a path's preset alike).
+    if name == "preset" && !rest.is_empty() {
+        if let toml::Value::String(preset) = child {
+            let mut t = toml::Table::new();
+            t.insert("name".into(), toml::Value::String(std::mem::take(preset)));
+            *child = toml::Value::Table(t);
+        }
+    }
     match (child, index) {
         (toml::Value::Array(items), Some(i)) => {
             let n = items.len();

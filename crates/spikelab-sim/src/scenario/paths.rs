@@ -1,11 +1,13 @@
-//! Paths: stages (rate, delay, loss, harq), delay and loss profiles, trace files, the default
-//! link.
+//! Paths: stages (rate, delay, loss, harq, rlc, stall), delay and loss profiles, rate
+//! schedules, trace files, path presets (`umts-downlink`, `umts-uplink`), the default link.
 
 use super::*;
 use crate::units::{Bytes, Rate};
 use spikelab_core::SimTime;
 use spikelab_net::lms::{DopplerSpectrum, LmsState, ITS_S_BAND};
-use spikelab_net::{leo, walkaway, Combining, HarqParams, LmsParams, Profile, ProfileRow};
+use spikelab_net::{
+    leo, walkaway, Combining, HarqParams, LmsParams, Profile, ProfileRow, RlcParams, StallParams,
+};
 use std::path::PathBuf;
 
 /// A stage's `preset`: a measured behaviour turned into the stage's profile, given by name
@@ -114,7 +116,7 @@ impl PresetSpec {
             match kind {
                 StageKind::Delay => &["noise", "seed", "share"],
                 StageKind::Loss => &["p_max", "tau"],
-                StageKind::Rate | StageKind::Harq => &[],
+                _ => &[],
             },
             vec![
                 ("noise", t.noise.is_some()),
@@ -178,6 +180,33 @@ pub enum StageKind {
     Loss,
     /// A hybrid-ARQ link over a land-mobile-satellite channel (paper 001).
     Harq,
+    /// A UMTS RLC acknowledged-mode link: geometric extra round trips, in order (paper 003).
+    Rlc,
+    /// Delivery stalls: Poisson arrivals, log-normal durations, held and released in order.
+    Stall,
+}
+
+/// One cell of a rate stage's `schedule` row: a number (ms, or bits per second) or a rate
+/// with a unit.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum ScheduleCell {
+    Num(f64),
+    Text(String),
+}
+
+/// Random switching between rates (`switching = { rates = [...], dwell = "5s", seed = 1 }`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SwitchingSpec {
+    /// The rates switched between; the first is the rate at time 0.
+    pub rates: Vec<Rate>,
+    /// Mean dwell time in a rate (exponentially distributed).
+    pub dwell: Duration,
+    /// Seed of the switching (default: the run's seed, so each replication switches
+    /// differently; a fixed seed gives every run the same switching).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seed: Option<u64>,
 }
 
 /// How a HARQ receiver combines transmissions.
@@ -288,6 +317,15 @@ pub struct StageSpec {
     pub queue: Option<i64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub queue_bytes: Option<Bytes>,
+    /// Rate: a piecewise-constant rate, `[[time_ms, rate], ...]`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub schedule: Option<Vec<Vec<ScheduleCell>>>,
+    /// Rate: random switching between rates.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub switching: Option<SwitchingSpec>,
+    /// Rate: the `(time, bits per second)` points of `schedule` or `trace`, checked.
+    #[serde(skip)]
+    pub rate_points: Option<Vec<(SimTime, u64)>>,
     // delay
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub delay: Option<Duration>,
@@ -348,11 +386,32 @@ pub struct StageSpec {
     pub reorder_buffer: Option<bool>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub channel: Option<ChannelSpec>,
+    // rlc (and `p`)
+    /// RLC round trip: the wait per extra attempt (default 120 ms).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rlc_rtt: Option<Duration>,
+    /// Residual SDU loss probability (default 0.002).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub loss: Option<f64>,
+    // stall
+    /// Stalls per second (Poisson; default 0.05).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stall_rate: Option<f64>,
+    /// Median stall duration (default 2.5 s).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub median: Option<Duration>,
+    /// Standard deviation of a stall duration's logarithm (default 0.5).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sigma_ln: Option<f64>,
 }
 
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct PathSpec {
+    /// A path preset (`umts-downlink`, `umts-uplink`) that expands into stages placed before
+    /// `stage`; replaced by its stages when the scenario is resolved.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub preset: Option<PathPreset>,
     #[serde(default)]
     pub stage: Vec<StageSpec>,
     /// The path a packet enters when it leaves this one's last stage (`None`: it is
@@ -387,6 +446,8 @@ impl StageSpec {
             StageKind::Delay => "delay",
             StageKind::Loss => "loss",
             StageKind::Harq => "harq",
+            StageKind::Rlc => "rlc",
+            StageKind::Stall => "stall",
         }
     }
 
@@ -420,14 +481,28 @@ impl StageSpec {
             retx_delay,
             symbol_rate,
             reorder_buffer,
-            channel
+            channel,
+            schedule,
+            switching,
+            rlc_rtt,
+            loss,
+            stall_rate,
+            median,
+            sigma_ln
         );
         v
     }
 
     pub(super) fn validate(&mut self, at: &str, base_dir: &Path) -> Result<()> {
         let allowed: &[&str] = match self.kind {
-            StageKind::Rate => &["rate", "queue", "queue_bytes"],
+            StageKind::Rate => &[
+                "rate",
+                "schedule",
+                "trace",
+                "switching",
+                "queue",
+                "queue_bytes",
+            ],
             StageKind::Delay => &["delay", "profile", "trace", "preset", "leo", "reorder"],
             StageKind::Loss => &[
                 "model", "p", "r", "h", "k", "profile", "preset", "nth", "seqs",
@@ -443,6 +518,8 @@ impl StageSpec {
                 "reorder_buffer",
                 "channel",
             ],
+            StageKind::Rlc => &["p", "rlc_rtt", "loss"],
+            StageKind::Stall => &["stall_rate", "median", "sigma_ln"],
         };
         check(
             self.reorder_buffer.is_none() || self.kind == StageKind::Harq,
@@ -466,11 +543,53 @@ impl StageSpec {
         }
         match self.kind {
             StageKind::Rate => {
-                check(
+                let n = [
                     self.rate.is_some(),
-                    format!("{at}.rate"),
-                    "a rate stage needs a rate",
+                    self.schedule.is_some(),
+                    self.trace.is_some(),
+                    self.switching.is_some(),
+                ]
+                .iter()
+                .filter(|x| **x)
+                .count();
+                check(
+                    n == 1,
+                    if n == 0 {
+                        format!("{at}.rate")
+                    } else {
+                        at.to_string()
+                    },
+                    "a rate stage needs exactly one of rate, schedule, trace, switching",
                 )?;
+                if let Some(rows) = &self.schedule {
+                    self.rate_points = Some(schedule_points(rows, &format!("{at}.schedule"))?);
+                }
+                if let Some(file) = &self.trace {
+                    let full = resolve_path(base_dir, file);
+                    let field = format!("{at}.trace");
+                    let rows = read_csv(&full, &field, RATE_TRACE_HEADER)?;
+                    let cells: Vec<Vec<ScheduleCell>> = rows
+                        .iter()
+                        .map(|r| r.iter().map(|v| ScheduleCell::Num(*v)).collect())
+                        .collect();
+                    self.rate_points = Some(schedule_points(&cells, &field)?);
+                    self.trace = Some(full.to_string_lossy().into_owned());
+                }
+                if let Some(sw) = &self.switching {
+                    check(
+                        !sw.rates.is_empty(),
+                        format!("{at}.switching.rates"),
+                        "needs at least one rate",
+                    )?;
+                    check(
+                        sw.dwell.0 >= SimDuration::from_millis(1),
+                        format!("{at}.switching.dwell"),
+                        format!(
+                            "must be at least 1 ms (a mean dwell time), got {}",
+                            sw.dwell
+                        ),
+                    )?;
+                }
                 check(
                     !(self.queue.is_some() && self.queue_bytes.is_some()),
                     format!("{at}.queue_bytes"),
@@ -613,8 +732,88 @@ impl StageSpec {
                 self.max_retx.get_or_insert(3);
                 self.reorder_buffer.get_or_insert(false);
             }
+            StageKind::Rlc => {
+                let p = self.rlc_params(at)?;
+                self.p = Some(p.p);
+                self.rlc_rtt = Some(Duration(p.rtt));
+                self.loss = Some(p.loss);
+            }
+            StageKind::Stall => {
+                let p = self.stall_params(at)?;
+                self.stall_rate = Some(p.rate);
+                self.median = Some(Duration(p.median));
+                self.sigma_ln = Some(p.sigma_ln);
+            }
         }
         Ok(())
+    }
+
+    /// The RLC stage's parameters, checked (defaults for what is missing).
+    pub fn rlc_params(&self, at: &str) -> Result<RlcParams> {
+        let d = RlcParams::default();
+        let p = self.p.unwrap_or(d.p);
+        check(
+            p.is_finite() && (0.0..1.0).contains(&p),
+            format!("{at}.p"),
+            format!("must be in [0, 1) (the chance that a packet needs one more RLC round trip), got {p}"),
+        )?;
+        let rtt = self.rlc_rtt.map_or(d.rtt, |x| x.0);
+        check(
+            rtt > SimDuration::ZERO && rtt <= SimDuration::from_secs(60),
+            format!("{at}.rlc_rtt"),
+            format!("must be in (0, 60 s], got {}", Duration(rtt)),
+        )?;
+        let loss = self.loss.unwrap_or(d.loss);
+        check(
+            loss.is_finite() && (0.0..=1.0).contains(&loss),
+            format!("{at}.loss"),
+            format!("must be a probability in [0, 1], got {loss}"),
+        )?;
+        Ok(RlcParams { p, rtt, loss })
+    }
+
+    /// The stall stage's parameters, checked (defaults for what is missing).
+    pub fn stall_params(&self, at: &str) -> Result<StallParams> {
+        let d = StallParams::default();
+        let rate = self.stall_rate.unwrap_or(d.rate);
+        check(
+            rate.is_finite() && rate >= 0.0,
+            format!("{at}.stall_rate"),
+            format!("must be >= 0 stalls per second, got {rate}"),
+        )?;
+        check(
+            rate <= 1000.0,
+            format!("{at}.stall_rate"),
+            format!("must be at most 1000 stalls per second, got {rate}"),
+        )?;
+        let median = self.median.map_or(d.median, |x| x.0);
+        check(
+            median > SimDuration::ZERO && median <= SimDuration::from_secs(3600),
+            format!("{at}.median"),
+            format!("must be in (0, 1 h], got {}", Duration(median)),
+        )?;
+        let sigma_ln = self.sigma_ln.unwrap_or(d.sigma_ln);
+        check(
+            sigma_ln.is_finite() && (0.0..=3.0).contains(&sigma_ln),
+            format!("{at}.sigma_ln"),
+            format!("must be in [0, 3] (a log-normal sigma), got {sigma_ln}"),
+        )?;
+        let p = StallParams {
+            rate,
+            median,
+            sigma_ln,
+        };
+        check(
+            p.load() <= spikelab_net::stall::MAX_LOAD,
+            format!("{at}.stall_rate"),
+            format!(
+                "stall_rate × mean duration (median·e^(sigma_ln²/2)) must be at most {} \
+                 (stalls would cover the link nearly all the time), got {:.3}",
+                spikelab_net::stall::MAX_LOAD,
+                p.load()
+            ),
+        )?;
+        Ok(p)
     }
 
     /// The HARQ stage's and its channel's parameters, checked (defaults for what is missing).
@@ -808,8 +1007,20 @@ fn resolve_path(base_dir: &Path, file: &str) -> PathBuf {
 /// The largest trace file read: 256 MiB (millions of rows).
 pub const MAX_TRACE_FILE_BYTES: u64 = 256 << 20;
 
+/// The header of a delay stage's trace.
+pub const DELAY_TRACE_HEADER: &str = "time_ms,delay_ms,loss";
+/// The header of a rate stage's trace.
+pub const RATE_TRACE_HEADER: &str = "time_ms,rate_bps";
+
 /// Reads a CSV trace with the header `time_ms,delay_ms,loss`.
 pub fn read_trace(path: &Path, field: &str) -> Result<Vec<Vec<f64>>> {
+    read_csv(path, field, DELAY_TRACE_HEADER)
+}
+
+/// Reads a CSV file of numbers whose first line is `header` (blank lines and `#` comments
+/// skipped), one row per line with as many numbers as the header has names.
+pub fn read_csv(path: &Path, field: &str, header_want: &str) -> Result<Vec<Vec<f64>>> {
+    let ncols = header_want.split(',').count();
     use std::io::Read;
     let shown = path.display();
     let cannot = |e: std::io::Error| ScenarioError::new(field, format!("cannot read {shown}: {e}"));
@@ -854,10 +1065,10 @@ pub fn read_trace(path: &Path, field: &str) -> Result<Vec<Vec<f64>>> {
         .map(|(_, l)| l.replace(' ', ""))
         .unwrap_or_default();
     check(
-        header == "time_ms,delay_ms,loss",
+        header == header_want,
         field,
         format!(
-            "{}: the first line must be the header time_ms,delay_ms,loss, got {header:?}",
+            "{}: the first line must be the header {header_want}, got {header:?}",
             path.display()
         ),
     )?;
@@ -865,14 +1076,15 @@ pub fn read_trace(path: &Path, field: &str) -> Result<Vec<Vec<f64>>> {
         let vals: std::result::Result<Vec<f64>, _> =
             line.split(',').map(|c| c.trim().parse::<f64>()).collect();
         match vals {
-            Ok(v) if v.len() == 3 => rows.push(v),
+            Ok(v) if v.len() == ncols => rows.push(v),
             _ => {
                 return Err(ScenarioError::new(
                     field,
                     format!(
-                        "{} line {}: expected three numbers, got {line:?}",
+                        "{} line {}: expected {} numbers, got {line:?}",
                         path.display(),
-                        no + 1
+                        no + 1,
+                        if ncols == 3 { "three" } else { "two" }
                     ),
                 ))
             }
@@ -953,4 +1165,313 @@ pub fn delay_profile(rows: &[Vec<f64>], field: &str) -> Result<Profile> {
 
 pub fn loss_profile(rows: &[Vec<f64>], field: &str) -> Result<Profile> {
     Ok(Profile::new(profile_rows(rows, field, false)?).expect("validated"))
+}
+
+/// The points of a rate schedule (`[[time_ms, rate], ...]`, the rate a number of bits per
+/// second or a string with a unit; `0` allowed except in the last row, which holds forever).
+pub fn schedule_points(rows: &[Vec<ScheduleCell>], field: &str) -> Result<Vec<(SimTime, u64)>> {
+    check(
+        !rows.is_empty(),
+        field,
+        "a rate schedule needs at least one row [time_ms, rate]",
+    )?;
+    let max_ms = crate::units::MAX_DURATION_S * 1e3;
+    let mut out: Vec<(SimTime, u64)> = Vec::with_capacity(rows.len());
+    for (i, r) in rows.iter().enumerate() {
+        let at = |m: String| ScenarioError::new(field, format!("row {i}: {m}"));
+        if r.len() != 2 {
+            return Err(at(format!(
+                "a row is [time_ms, rate], got {} values",
+                r.len()
+            )));
+        }
+        let t = match &r[0] {
+            ScheduleCell::Num(t) => *t,
+            ScheduleCell::Text(x) => {
+                return Err(at(format!("time must be a number of ms, got {x:?}")))
+            }
+        };
+        if t.is_nan() || t < 0.0 || t > max_ms {
+            return Err(at(format!("time must be in [0, 1e12] ms, got {}", num(t))));
+        }
+        let bps = match &r[1] {
+            ScheduleCell::Num(v) => {
+                if v.is_nan() || *v < 0.0 || *v > crate::units::MAX_RATE_BPS || v.fract() != 0.0 {
+                    return Err(at(format!(
+                        "rate must be a whole number of bits per second in [0, 1e13], got {}",
+                        num(*v)
+                    )));
+                }
+                *v as u64
+            }
+            ScheduleCell::Text(x) => {
+                if x.trim()
+                    .trim_end_matches(|c: char| c.is_alphabetic() || c == '/')
+                    == "0"
+                {
+                    0
+                } else {
+                    Rate::parse(x).map_err(|e| at(format!("rate: {e}")))?.0
+                }
+            }
+        };
+        let t = SimTime::from_secs_f64(t / 1000.0);
+        if let Some(prev) = out.last() {
+            if t < prev.0 {
+                return Err(at("times must be non-decreasing".into()));
+            }
+        }
+        out.push((t, bps));
+    }
+    check(
+        out.last().is_some_and(|p| p.1 > 0),
+        field,
+        format!(
+            "row {}: the last rate holds forever and must be > 0",
+            rows.len() - 1
+        ),
+    )?;
+    Ok(out)
+}
+
+/// The knobs of a path preset; a missing one keeps the preset's value.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PathPresetTable {
+    pub name: String,
+    /// IP-level service rate of the bearer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate: Option<Rate>,
+    /// Drop-tail buffer in front of the bearer (RNC for the downlink, UE for the uplink).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub buffer: Option<Bytes>,
+    /// Fixed one-way delay.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delay: Option<Duration>,
+    /// RLC: chance of one more link round trip per packet.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rlc_p: Option<f64>,
+    /// RLC round trip.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rlc_rtt: Option<Duration>,
+    /// RLC residual SDU loss.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rlc_loss: Option<f64>,
+    /// Delivery stalls per second (0: none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stall_rate: Option<f64>,
+    /// Median stall duration.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stall_median: Option<Duration>,
+    /// Log-normal sigma of stall durations.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stall_sigma: Option<f64>,
+}
+
+/// A path's `preset`: a name (`preset = "umts-downlink"`) or a table with knobs
+/// (`preset = { name = "umts-downlink", buffer = "35KB" }`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct PathPreset {
+    pub table: PathPresetTable,
+    pub named: bool,
+}
+
+impl Serialize for PathPreset {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        if self.named {
+            s.serialize_str(&self.table.name)
+        } else {
+            self.table.serialize(s)
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for PathPreset {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        use serde::de::{self, MapAccess, Visitor};
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = PathPreset;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a path preset name or a table with `name`")
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> std::result::Result<PathPreset, E> {
+                Ok(PathPreset {
+                    table: PathPresetTable {
+                        name: v.to_string(),
+                        ..PathPresetTable::default()
+                    },
+                    named: true,
+                })
+            }
+            fn visit_map<A: MapAccess<'de>>(
+                self,
+                map: A,
+            ) -> std::result::Result<PathPreset, A::Error> {
+                let table =
+                    PathPresetTable::deserialize(de::value::MapAccessDeserializer::new(map))?;
+                Ok(PathPreset {
+                    table,
+                    named: false,
+                })
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+/// Names accepted in a path's `preset`.
+pub const PATH_PRESETS: &[&str] = &["umts-downlink", "umts-uplink"];
+
+/// The smallest preset buffer: one 1500-byte packet.
+pub const MIN_PRESET_BUFFER: u64 = 1500;
+
+/// One UMTS bearer direction's defaults (paper 003; MODELS.md §4; docs/models.md).
+struct UmtsDefaults {
+    rate: u64,
+    buffer: u64,
+    delay_ms: u64,
+    rlc_loss: f64,
+    stall_rate: f64,
+}
+
+impl PathPreset {
+    /// The stages the preset stands for: rate (drop-tail buffer in bytes), rlc, stall (when
+    /// its rate is > 0), delay.
+    pub fn stages(&self, at: &str) -> Result<Vec<StageSpec>> {
+        let t = &self.table;
+        let field = |f: &str| {
+            if self.named {
+                at.to_string()
+            } else {
+                format!("{at}.{f}")
+            }
+        };
+        let d = match t.name.as_str() {
+            "umts-downlink" => UmtsDefaults {
+                rate: 330_000,
+                buffer: 45_000,
+                delay_ms: 170,
+                rlc_loss: 0.002,
+                stall_rate: 0.05,
+            },
+            "umts-uplink" => UmtsDefaults {
+                rate: 58_000,
+                buffer: 12_000,
+                delay_ms: 130,
+                rlc_loss: 0.0003,
+                stall_rate: 0.0,
+            },
+            other => {
+                return Err(ScenarioError::new(
+                    field("name"),
+                    format!(
+                        "unknown path preset {other:?} (known: {})",
+                        PATH_PRESETS.join(", ")
+                    ),
+                ))
+            }
+        };
+        let buffer = t.buffer.map_or(d.buffer, |b| b.0);
+        check(
+            buffer >= MIN_PRESET_BUFFER,
+            field("buffer"),
+            format!(
+                "must hold at least one packet ({MIN_PRESET_BUFFER} bytes), got {buffer} bytes"
+            ),
+        )?;
+        let empty = || StageSpec {
+            kind: StageKind::Delay,
+            name: None,
+            rate: None,
+            queue: None,
+            queue_bytes: None,
+            schedule: None,
+            switching: None,
+            rate_points: None,
+            delay: None,
+            profile: None,
+            trace: None,
+            trace_rows: None,
+            reorder: None,
+            leo: None,
+            leo_rows: None,
+            preset: None,
+            preset_rows: None,
+            model: None,
+            p: None,
+            r: None,
+            h: None,
+            k: None,
+            nth: None,
+            seqs: None,
+            snr: None,
+            combining: None,
+            delta: None,
+            max_retx: None,
+            first_delay: None,
+            retx_delay: None,
+            symbol_rate: None,
+            reorder_buffer: None,
+            channel: None,
+            rlc_rtt: None,
+            loss: None,
+            stall_rate: None,
+            median: None,
+            sigma_ln: None,
+        };
+        let rate = StageSpec {
+            kind: StageKind::Rate,
+            rate: Some(t.rate.unwrap_or(Rate(d.rate))),
+            queue_bytes: Some(Bytes(buffer)),
+            ..empty()
+        };
+        let rlc = StageSpec {
+            kind: StageKind::Rlc,
+            p: t.rlc_p,
+            rlc_rtt: t.rlc_rtt,
+            loss: Some(t.rlc_loss.unwrap_or(d.rlc_loss)),
+            ..empty()
+        };
+        // Knob errors name the preset's knob, not the generated stage's field.
+        let named_err = |e: ScenarioError, knob: &str| ScenarioError::new(field(knob), e.message);
+        rlc.rlc_params("").map_err(|e| {
+            let knob = match e.field.as_str() {
+                ".p" => "rlc_p",
+                ".rlc_rtt" => "rlc_rtt",
+                _ => "rlc_loss",
+            };
+            named_err(e, knob)
+        })?;
+        let stall_rate = t.stall_rate.unwrap_or(d.stall_rate);
+        let stall = StageSpec {
+            kind: StageKind::Stall,
+            stall_rate: Some(stall_rate),
+            median: t.stall_median,
+            sigma_ln: t.stall_sigma,
+            ..empty()
+        };
+        stall.stall_params("").map_err(|e| {
+            let knob = match e.field.as_str() {
+                ".stall_rate" => "stall_rate",
+                ".median" => "stall_median",
+                _ => "stall_sigma",
+            };
+            named_err(e, knob)
+        })?;
+        let delay = StageSpec {
+            kind: StageKind::Delay,
+            delay: Some(
+                t.delay
+                    .unwrap_or(Duration(SimDuration::from_millis(d.delay_ms))),
+            ),
+            ..empty()
+        };
+        let mut out = vec![rate, rlc];
+        if stall_rate > 0.0 {
+            out.push(stall);
+        }
+        out.push(delay);
+        Ok(out)
+    }
 }

@@ -2,6 +2,7 @@
 
 use super::*;
 use crate::units::Rate;
+use spikelab_core::SimTime;
 use spikelab_tcp::spurious::FrtoVariant;
 
 fn err(text: &str) -> String {
@@ -845,4 +846,234 @@ fn a_flow_level_rwnd_sets_either_protocols_window() {
         let e = err(text);
         assert!(e.starts_with(field), "{e}");
     }
+}
+
+#[test]
+fn rlc_and_stall_stages_get_their_defaults_and_round_trip() {
+    let text = "[path.fwd]\n[[path.fwd.stage]]\ntype = \"rlc\"\n[[path.fwd.stage]]\ntype = \"stall\"\n[[flow]]\n";
+    let sc = parse(text, &[], Path::new(".")).unwrap();
+    let st = &sc.path["fwd"].stage;
+    assert_eq!(st[0].p, Some(0.1));
+    assert_eq!(st[0].rlc_rtt, Some(d_ms(120)));
+    assert_eq!(st[0].loss, Some(0.002));
+    assert_eq!(st[1].stall_rate, Some(0.05));
+    assert_eq!(st[1].median, Some(d_ms(2500)));
+    assert_eq!(st[1].sigma_ln, Some(0.5));
+    assert_round_trips(&sc);
+}
+
+#[test]
+fn a_rate_stage_takes_a_schedule_a_trace_or_switching() {
+    let sc = parse(
+        "[path.fwd]\n[[path.fwd.stage]]\ntype = \"rate\"\nschedule = [[0, \"384kbps\"], [5000, 128000], [9000, \"0bps\"], [9500, \"64kbps\"]]\n[[flow]]\n",
+        &[],
+        Path::new("."),
+    )
+    .unwrap();
+    assert_eq!(
+        sc.path["fwd"].stage[0].rate_points,
+        Some(vec![
+            (SimTime::ZERO, 384_000),
+            (SimTime::from_millis(5000), 128_000),
+            (SimTime::from_millis(9000), 0),
+            (SimTime::from_millis(9500), 64_000),
+        ])
+    );
+    assert_round_trips(&sc);
+    let dir = std::env::temp_dir().join(format!("spikelab-rate-trace-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("r.csv"),
+        "time_ms,rate_bps\n0,1000000\n# a comment\n1000,500000\n",
+    )
+    .unwrap();
+    std::fs::write(dir.join("bad.csv"), "time_ms,delay_ms,loss\n0,1,0\n").unwrap();
+    let text = |f: &str| {
+        format!("[path.fwd]\n[[path.fwd.stage]]\ntype = \"rate\"\ntrace = \"{f}\"\n[[flow]]\n")
+    };
+    let sc = parse(&text("r.csv"), &[], &dir).unwrap();
+    assert_eq!(
+        sc.path["fwd"].stage[0].rate_points,
+        Some(vec![
+            (SimTime::ZERO, 1_000_000),
+            (SimTime::from_millis(1000), 500_000)
+        ])
+    );
+    let e = parse(&text("bad.csv"), &[], &dir).unwrap_err().to_string();
+    assert!(
+        e.starts_with("path.fwd.stage[0].trace: ")
+            && e.contains("the first line must be the header time_ms,rate_bps"),
+        "{e}"
+    );
+    std::fs::remove_dir_all(&dir).ok();
+    let sc = parse(
+        "[path.fwd]\n[[path.fwd.stage]]\ntype = \"rate\"\nswitching = { rates = [\"384kbps\", \"128kbps\", \"64kbps\"], dwell = \"5s\", seed = 1 }\n[[flow]]\n",
+        &[],
+        Path::new("."),
+    )
+    .unwrap();
+    assert_eq!(
+        sc.path["fwd"].stage[0]
+            .switching
+            .as_ref()
+            .unwrap()
+            .rates
+            .len(),
+        3
+    );
+    assert_round_trips(&sc);
+}
+
+#[test]
+fn bad_bearer_input_gets_one_line_naming_the_field() {
+    let stage = |body: &str| format!("[path.fwd]\n[[path.fwd.stage]]\n{body}\n[[flow]]\n");
+    let cases: Vec<(String, &str)> = vec![
+        (
+            stage("type = \"stall\"\nstall_rate = -0.1"),
+            "path.fwd.stage[0].stall_rate: must be >= 0 stalls per second, got -0.1",
+        ),
+        (
+            stage("type = \"stall\"\nstall_rate = 10\nmedian = \"1s\""),
+            "path.fwd.stage[0].stall_rate: stall_rate × mean duration (median·e^(sigma_ln²/2)) must be at most 5 (stalls would cover the link nearly all the time), got 11.331",
+        ),
+        (
+            stage("type = \"stall\"\nmedian = \"0s\""),
+            "path.fwd.stage[0].median: must be in (0, 1 h], got 0s",
+        ),
+        (
+            stage("type = \"stall\"\nsigma_ln = -1"),
+            "path.fwd.stage[0].sigma_ln: must be in [0, 3] (a log-normal sigma), got -1",
+        ),
+        (
+            stage("type = \"rlc\"\np = 1.0"),
+            "path.fwd.stage[0].p: must be in [0, 1) (the chance that a packet needs one more RLC round trip), got 1",
+        ),
+        (
+            stage("type = \"rlc\"\nloss = 1.5"),
+            "path.fwd.stage[0].loss: must be a probability in [0, 1], got 1.5",
+        ),
+        (
+            stage("type = \"rlc\"\nrlc_rtt = 0"),
+            "path.fwd.stage[0].rlc_rtt: must be in (0, 60 s], got 0s",
+        ),
+        (
+            stage("type = \"rate\"\nswitching = { rates = [], dwell = \"5s\" }"),
+            "path.fwd.stage[0].switching.rates: needs at least one rate",
+        ),
+        (
+            stage("type = \"rate\"\nswitching = { rates = [\"64kbps\"], dwell = \"0s\" }"),
+            "path.fwd.stage[0].switching.dwell: must be at least 1 ms (a mean dwell time), got 0s",
+        ),
+        (
+            stage("type = \"rate\"\nschedule = []"),
+            "path.fwd.stage[0].schedule: a rate schedule needs at least one row [time_ms, rate]",
+        ),
+        (
+            stage("type = \"rate\"\nschedule = [[0, \"1Mbps\"], [1000, \"fast\"]]"),
+            "path.fwd.stage[0].schedule: row 1: rate: expected a number with a unit, got \"fast\"",
+        ),
+        (
+            stage("type = \"rate\"\nschedule = [[100, \"1Mbps\"], [50, \"2Mbps\"]]"),
+            "path.fwd.stage[0].schedule: row 1: times must be non-decreasing",
+        ),
+        (
+            stage("type = \"rate\"\nschedule = [[0, \"1Mbps\"], [50, 0]]"),
+            "path.fwd.stage[0].schedule: row 1: the last rate holds forever and must be > 0",
+        ),
+        (
+            stage("type = \"rate\"\nschedule = [[0]]"),
+            "path.fwd.stage[0].schedule: row 0: a row is [time_ms, rate], got 1 values",
+        ),
+        (
+            stage("type = \"rate\"\nrate = \"1Mbps\"\nschedule = [[0, 1000]]"),
+            "path.fwd.stage[0]: a rate stage needs exactly one of rate, schedule, trace, switching",
+        ),
+        (
+            stage("type = \"rate\""),
+            "path.fwd.stage[0].rate: a rate stage needs exactly one of rate, schedule, trace, switching",
+        ),
+        (
+            stage("type = \"stall\"\np = 0.1"),
+            "path.fwd.stage[0].p: not a field of a stall stage (allowed: stall_rate, median, sigma_ln)",
+        ),
+        (
+            "[path.fwd]\npreset = { name = \"umts-downlink\", buffer = \"1000B\" }\n[[flow]]\n"
+                .into(),
+            "path.fwd.preset.buffer: must hold at least one packet (1500 bytes), got 1000 bytes",
+        ),
+        (
+            "[path.fwd]\npreset = { name = \"umts-downlink\", stall_rate = -1 }\n[[flow]]\n".into(),
+            "path.fwd.preset.stall_rate: must be >= 0 stalls per second, got -1",
+        ),
+        (
+            "[path.fwd]\npreset = { name = \"umts-downlink\", rlc_p = 2 }\n[[flow]]\n".into(),
+            "path.fwd.preset.rlc_p: must be in [0, 1) (the chance that a packet needs one more RLC round trip), got 2",
+        ),
+        (
+            "[path.fwd]\npreset = \"gprs\"\n[[flow]]\n".into(),
+            "path.fwd.preset: unknown path preset \"gprs\" (known: umts-downlink, umts-uplink)",
+        ),
+    ];
+    for (text, want) in cases {
+        let e = err(&text);
+        assert_eq!(e, want);
+        assert!(!e.contains('\n'), "one line: {e}");
+    }
+}
+
+#[test]
+fn umts_presets_expand_into_stages_with_knobs() {
+    let sc = parse(
+        "[path.fwd]\npreset = \"umts-downlink\"\n[path.rev]\npreset = { name = \"umts-uplink\", delay = \"100ms\" }\n[[path.rev.stage]]\ntype = \"loss\"\np = 0.01\n[[flow]]\n",
+        &[],
+        Path::new("."),
+    )
+    .unwrap();
+    let kinds = |p: &str| -> Vec<&str> { sc.path[p].stage.iter().map(|s| s.kind_name()).collect() };
+    assert_eq!(kinds("fwd"), ["rate", "rlc", "stall", "delay"]);
+    assert_eq!(kinds("rev"), ["rate", "rlc", "delay", "loss"]);
+    let fwd = &sc.path["fwd"].stage;
+    assert_eq!(fwd[0].rate, Some(Rate(330_000)));
+    assert_eq!(fwd[0].queue_bytes, Some(crate::units::Bytes(45_000)));
+    assert_eq!(fwd[1].p, Some(0.1));
+    assert_eq!(fwd[1].loss, Some(0.002));
+    assert_eq!(fwd[2].stall_rate, Some(0.05));
+    assert_eq!(fwd[3].delay, Some(d_ms(170)));
+    let rev = &sc.path["rev"].stage;
+    assert_eq!(rev[0].rate, Some(Rate(58_000)));
+    assert_eq!(rev[0].queue_bytes, Some(crate::units::Bytes(12_000)));
+    assert_eq!(rev[2].delay, Some(d_ms(100)));
+    // The resolved scenario lists the stages; the preset is gone, so it runs again as is.
+    assert!(sc.path["fwd"].preset.is_none());
+    assert_round_trips(&sc);
+    // Stalls on the uplink when asked; none on the downlink when switched off.
+    let sc = parse(
+        "[path.fwd]\npreset = { name = \"umts-downlink\", stall_rate = 0 }\n[path.rev]\npreset = { name = \"umts-uplink\", stall_rate = 0.01 }\n[[flow]]\n",
+        &[],
+        Path::new("."),
+    )
+    .unwrap();
+    assert_eq!(kinds2(&sc, "fwd"), ["rate", "rlc", "delay"]);
+    assert_eq!(kinds2(&sc, "rev"), ["rate", "rlc", "stall", "delay"]);
+}
+
+fn kinds2<'a>(sc: &'a Scenario, p: &str) -> Vec<&'a str> {
+    sc.path[p].stage.iter().map(|s| s.kind_name()).collect()
+}
+
+#[test]
+fn a_knob_set_on_a_preset_name_turns_it_into_a_table() {
+    let text = "[path.fwd]\npreset = \"umts-downlink\"\n[[flow]]\n";
+    let sc = parse(
+        text,
+        &[
+            "path.fwd.preset.buffer=\"35KB\"".into(),
+            "path.fwd.preset.stall_rate=0".into(),
+        ],
+        Path::new("."),
+    )
+    .unwrap();
+    let st = &sc.path["fwd"].stage;
+    assert_eq!(st[0].queue_bytes, Some(crate::units::Bytes(35_000)));
+    assert_eq!(kinds2(&sc, "fwd"), ["rate", "rlc", "delay"]);
 }

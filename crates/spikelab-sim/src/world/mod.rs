@@ -7,7 +7,8 @@ use crate::table::{ColumnData, Table};
 use crate::truth::Truth;
 use spikelab_core::{Arena, ArenaId, EventQueue, Rng, SimDuration, SimTime};
 use spikelab_net::{
-    DelayStage, DropCause, LossModel, LossStage, Outcome, PacketInfo, QueueLimit, RateStage, Stage,
+    DelayStage, DropCause, LossModel, LossStage, Outcome, PacketInfo, QueueLimit, RateSchedule,
+    RateStage, RlcStage, Stage, StallStage, Switching,
 };
 use spikelab_tcp::spurious::{DetectorKind, EpisodeKind};
 use spikelab_tcp::{Segment, SpuriousEvent, TcpReceiver, TcpSender, TxKind};
@@ -538,7 +539,24 @@ pub fn build_stage(path: &str, index: usize, spec: &StageSpec, seed: u64) -> Sta
                 (Some(q), None) => QueueLimit::Packets(q as u32),
                 (None, None) => QueueLimit::Packets(1000),
             };
-            Stage::Rate(RateStage::new(spec.rate.expect("validated").0, limit))
+            if let Some(points) = &spec.rate_points {
+                Stage::Rate(RateStage::scheduled(
+                    RateSchedule::table(points.clone()),
+                    limit,
+                ))
+            } else if let Some(sw) = &spec.switching {
+                let rng = match sw.seed {
+                    Some(s) => Rng::stream(s, "rate/switching"),
+                    None => rng,
+                };
+                let rates = sw.rates.iter().map(|r| r.0).collect();
+                Stage::Rate(RateStage::scheduled(
+                    RateSchedule::switching(Switching::new(rates, sw.dwell.0, rng)),
+                    limit,
+                ))
+            } else {
+                Stage::Rate(RateStage::new(spec.rate.expect("validated").0, limit))
+            }
         }
         StageKind::Delay => {
             let reorder = spec.reorder.unwrap_or(false);
@@ -589,6 +607,14 @@ pub fn build_stage(path: &str, index: usize, spec: &StageSpec, seed: u64) -> Sta
             let (harq, channel) = spec.harq_params("stage").expect("validated");
             Stage::Harq(spikelab_net::HarqStage::new(harq, channel, rng))
         }
+        StageKind::Rlc => Stage::Rlc(RlcStage::new(
+            spec.rlc_params("stage").expect("validated"),
+            rng,
+        )),
+        StageKind::Stall => Stage::Stall(StallStage::new(
+            spec.stall_params("stage").expect("validated"),
+            rng,
+        )),
     }
 }
 
@@ -1632,6 +1658,8 @@ impl World {
                 tlp_count: st.tlp_count as i64,
                 tlp_recoveries: st.tlp_recoveries as i64,
                 rack_loss_count: st.rack_loss_count as i64,
+                timeout_time_s: f.snd.timeout_time(stop).as_secs_f64(),
+                rto_wait_s: st.rto_wait_ns as f64 * 1e-9,
                 det: scores,
                 failovers: 0,
                 time_to_failover_s: f64::NAN,
@@ -1855,6 +1883,10 @@ struct RunRow {
     tlp_count: i64,
     tlp_recoveries: i64,
     rack_loss_count: i64,
+    /// Time in timeout recovery, s (NaN for SCTP).
+    timeout_time_s: f64,
+    /// The expired RTOs summed, s (NaN for SCTP).
+    rto_wait_s: f64,
     det: [DetScore; N_DETECTORS],
     protocol: &'static str,
     failovers: i64,
@@ -2057,6 +2089,8 @@ impl RunsBuilder {
         col!(i64 tlp_count);
         col!(i64 tlp_recoveries);
         col!(i64 rack_loss_count);
+        col!(f64 timeout_time_s);
+        col!(f64 rto_wait_s);
         let protocols: Vec<String> = ["tcp", "sctp"].map(String::from).to_vec();
         t.push(
             "transport",

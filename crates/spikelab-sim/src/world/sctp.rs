@@ -481,6 +481,8 @@ impl World {
                 tlp_count: 0,
                 tlp_recoveries: 0,
                 rack_loss_count: 0,
+                timeout_time_s: f64::NAN,
+                rto_wait_s: f64::NAN,
                 det: [DetScore::default(); N_DETECTORS],
                 failovers: st.failovers.len() as i64,
                 time_to_failover_s: time_to_failover,

@@ -155,6 +155,13 @@ pub struct SenderStats {
     pub tlp_recoveries: u64,
     /// Segments marked lost by RACK (RFC 8985 §6.2 step 5).
     pub rack_loss_count: u64,
+    /// Time spent in timeout recovery (the `Loss` state: from an RTO that starts an episode to
+    /// the ACK, or the undo, that leaves it; later RTOs of the episode extend it), ns, episodes
+    /// that have ended only ([`TcpSender::timeout_time`] adds an ongoing one).
+    pub timeout_time_ns: u64,
+    /// The retransmission timeouts that expired, summed (each as armed, backoff included), ns:
+    /// paper 003 §4.5's `N_tout · T0`.
+    pub rto_wait_ns: u64,
 }
 
 /// A loss-recovery episode: what the detectors judge.
@@ -248,6 +255,8 @@ pub struct TcpSender {
     cwnd: u64,
     ssthresh: u64,
     state: CaState,
+    /// When the current timeout recovery began (`state == Loss`).
+    loss_since: Option<SimTime>,
     dupacks: u32,
     /// RFC 6582 `recover` / RFC 6675 `RecoveryPoint`, as one past the byte (exclusive).
     recover: Option<u64>,
@@ -368,6 +377,7 @@ impl TcpSender {
             cwnd: cfg.initial_window as u64 * mss,
             ssthresh: cfg.initial_ssthresh.unwrap_or(u64::MAX),
             state: CaState::Open,
+            loss_since: None,
             dupacks: 0,
             recover: None,
             partial_acks: 0,
@@ -416,6 +426,13 @@ impl TcpSender {
     }
     pub fn stats(&self) -> &SenderStats {
         &self.stats
+    }
+
+    /// Time spent in timeout recovery up to `now`, an ongoing episode included (paper 003 §4.5:
+    /// `E[t_out] = E[N_tout]·E[T0]`).
+    pub fn timeout_time(&self, now: SimTime) -> SimDuration {
+        let open = self.loss_since.map_or(0, |t0| now.0.saturating_sub(t0.0));
+        SimDuration(self.stats.timeout_time_ns + open)
     }
     pub fn config(&self) -> &TcpConfig {
         &self.cfg
@@ -527,6 +544,13 @@ impl TcpSender {
     pub(super) fn set_ca_state(&mut self, now: SimTime, to: CaState) {
         let from = self.state;
         self.state = to;
+        if from != to && to == CaState::Loss {
+            self.loss_since = Some(now);
+        } else if from == CaState::Loss && to != CaState::Loss {
+            if let Some(t0) = self.loss_since.take() {
+                self.stats.timeout_time_ns += now.since(t0).as_nanos();
+            }
+        }
         if from != to && matches!(from, CaState::Recovery | CaState::Loss) && to == CaState::Open {
             self.rack_on_recovery_exit();
         }

@@ -27,6 +27,8 @@ impl TcpSender {
             return;
         }
         self.stats.rto_count += 1;
+        // Paper 003 §4.5's T0: the retransmission timeout that expired (backed off as armed).
+        self.stats.rto_wait_ns += self.rtt.rto().as_nanos();
         let recurring = self.state == CaState::Loss && self.rto_without_progress;
         if !recurring {
             self.start_episode(now, EpisodeKind::Timeout);

@@ -1,0 +1,91 @@
+"""Study decicco-umts (paper 003): parses with its 48 cells and 14 claims; the full study (1440
+runs of 100 s) runs from the CLI in well under its 15-minute budget and its report holds every
+target of MODELS.md section 4 with the paper's value, the model's mean and 95 % interval; the
+time-in-timeouts claim's numbers equal those of direct ``spikelab.run`` calls."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+import spikelab
+from spikelab.analysis.query import query
+from spikelab.cli import main
+from spikelab.study import parse
+
+STUDY = Path(spikelab.__file__).parent / "studies" / "decicco-umts"
+CLAIMS = {"downlink-goodput-in-band", "downlink-rtt-in-band", "downlink-rtt-sigma-in-band",
+          "downlink-queueing-delay-in-band",
+          "downlink-timeouts-in-band", "downlink-retransmissions-in-band", "jfi-near-paper",
+          "utilisation-rises-with-flows", "uplink-timeouts-below-half", "uplink-goodput-in-band",
+          "three-tcps-within-15pct", "time-in-timeouts-35s", "detectors-recover-capacity",
+          "file-goodput-flat-in-size"}
+
+
+def test_study_parses():
+    study = parse(STUDY)
+    assert study.name == "decicco-umts"
+    assert {c.id for c in study.claims} == CLAIMS
+    assert study.sweep["replications"] == 30
+    assert study.sweep["mode"] == "zip"
+    cells = study.sweep["params"]["flow"]["labels"]
+    assert len(cells) == 48
+    assert sum(c.startswith("down ") and c.endswith(("x1", "x2", "x4")) for c in cells) == 9
+    assert sum(c.startswith("up ") for c in cells) == 9
+    assert sum(c.endswith("F-RTO") for c in cells) == sum(c.endswith("Eifel") for c in cells) == 9
+
+
+@pytest.fixture(scope="module")
+def full(tmp_path_factory):
+    out = tmp_path_factory.mktemp("decicco") / "out"
+    t0 = time.monotonic()
+    assert main(["study", "run", str(STUDY), "-o", str(out), "-j", "2", "-q"]) == 0
+    return out, time.monotonic() - t0
+
+
+def _numbers(out: Path, claim: str) -> dict:
+    data = json.loads((out / "claims.json").read_text())
+    return next(c["numbers"] for c in data["claims"] if c["id"] == claim)
+
+
+def test_full_study_runs_in_budget_and_reports_every_target(full):
+    out, secs = full
+    assert secs < 15 * 60
+    data = json.loads((out / "claims.json").read_text())
+    assert {c["id"] for c in data["claims"]} == CLAIMS
+    assert all(c["status"] in ("holds", "fails") for c in data["claims"]), data["claims"]
+    n = query(out, "SELECT count(DISTINCT run_id) AS runs, count(*) FILTER (WHERE status <> 'ok') AS bad FROM runs")
+    assert n["runs"][0] == 48 * 30 and n["bad"][0] == 0
+    report = (out / "report.md").read_text()
+    assert "Targets: paper 003 against the model" in report
+    # 54 downlink targets (Tables 1, 3, 5, 6 for nine cells: goodput, E[RTT], sigma(RTT),
+    # E[t_q], timeouts, retransmissions), 6 JFI ones (2 and 4 flows) and 3 uplink ones, each
+    # with the paper's value, the mean, its interval and whether it is in band.
+    rows = [line for line in report.splitlines() if line.startswith(("| down |", "| up |"))
+            and ("True" in line or "False" in line)]
+    assert len(rows) == 63
+    assert len(list((out / "figures").glob("*.png"))) == 8
+    # What the model is calibrated to reproduce (docs/studies.md records the rest).
+    holds = {c["id"] for c in data["claims"] if c["status"] == "holds"}
+    assert {"utilisation-rises-with-flows", "three-tcps-within-15pct",
+            "uplink-goodput-in-band"} <= holds
+
+
+def test_time_in_timeouts_equals_direct_runs(full):
+    out, _ = full
+    rows = query(out, "SELECT seed, rto_wait_s, timeout_time_s, rto_count FROM runs "
+                      "WHERE cell = 'down NewReno x1' ORDER BY seed LIMIT 3")
+    for seed, wait, tt, rtos in zip(*(rows[c] for c in rows.columns), strict=True):
+        res = spikelab.run(STUDY / "scenario.toml", seed=int(seed), trace="summary", plots=False,
+                           progress=False)
+        row = res.runs.to_pylist()[0]
+        assert row["rto_count"] == rtos
+        assert row["rto_wait_s"] == pytest.approx(wait, rel=1e-12)
+        assert row["timeout_time_s"] == pytest.approx(tt, rel=1e-12)
+    n = _numbers(out, "time-in-timeouts-35s")
+    all_rows = query(out, "WITH r AS (SELECT *, count(*) OVER (PARTITION BY run_id) AS n FROM runs "
+                          "WHERE cell LIKE 'down %' AND cell NOT LIKE '%F-RTO' AND cell NOT LIKE '%Eifel') "
+                          "SELECT avg(rto_wait_s) AS w FROM r WHERE n = 1")
+    assert n["rto_wait_s"] == pytest.approx(all_rows["w"][0], rel=1e-9)
