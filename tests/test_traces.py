@@ -113,6 +113,41 @@ def test_mahimahi_opportunities_become_a_rate_trace(tmp_path):
     assert s.notes["mean_rate_bps"] == pytest.approx(400 * 12000 / 0.3)
 
 
+def test_an_imported_mahimahi_trace_drives_a_rate_stage(tmp_path):
+    """The Mahimahi import's CSV is the rate stage's `trace` format: a bulk flow over it gets
+    the trace's capacity (4 Mbit/s for 10 s, then 1 Mbit/s for 10 s: 6.25 MB in 20 s)."""
+    trace = tmp_path / "cell.down"
+    # 1500-byte delivery opportunities: one every 3 ms (4 Mbit/s), then one every 12 ms.
+    stamps = list(range(0, 10_000, 3)) + list(range(10_000, 20_000, 12))
+    trace.write_text("\n".join(map(str, stamps)) + "\n")
+    csv = tmp_path / "rate.csv"
+    proc = cli("trace", "import", "mahimahi", trace, "-o", csv, "--bin", "1000")
+    assert proc.returncode == 0, proc.stderr
+    scenario = tmp_path / "cell.toml"
+    scenario.write_text(f"""
+[sim]
+duration = "20s"
+[path.fwd]
+[[path.fwd.stage]]
+type = "rate"
+trace = "{csv.name}"
+queue = 50
+[[path.fwd.stage]]
+type = "delay"
+delay = "20ms"
+[path.rev]
+[[path.rev.stage]]
+type = "delay"
+delay = "20ms"
+[[flow]]
+app = {{ type = "bulk" }}
+""")
+    res = spikelab.run(scenario, trace="summary", plots=False, progress=False)
+    delivered = res.runs["bytes_delivered"][0].as_py()
+    capacity = (4e6 * 10 + 1e6 * 10) / 8  # 6.25 MB of IP packets; payload 1448 of 1500 bytes
+    assert 0.85 * capacity * 1448 / 1500 < delivered <= capacity * 1448 / 1500, delivered
+
+
 @pytest.mark.parametrize("text, line, what", [
     ("1\n2\nx3\n", 3, "expected a whole number of milliseconds, got 'x3'"),
     ("1\n5\n4\n", 3, "timestamps must not decrease (4 after 5)"),

@@ -222,3 +222,49 @@ fn the_packets_trace_gives_each_packets_harq_transmissions_and_decode_delay() {
         assert!(per_tx[1..4].iter().all(|&n| n > 10), "{per_tx:?}");
     }
 }
+
+#[test]
+fn the_leo_lms_preset_runs_as_its_stages_written_out() {
+    let by_preset = r#"
+[sim]
+duration = "30s"
+seed = 3
+[path.fwd]
+preset = { name = "leo-lms", snr = 9 }
+[path.rev]
+preset = "leo-return"
+[[flow]]
+cc = "cubic"
+"#;
+    let written = r#"
+[sim]
+duration = "30s"
+seed = 3
+[path.fwd]
+[[path.fwd.stage]]
+type = "rate"
+rate = "40Mbps"
+queue = 1000
+[[path.fwd.stage]]
+type = "delay"
+leo = { seed = 1 }
+[[path.fwd.stage]]
+type = "harq"
+snr = 9
+[path.rev]
+[[path.rev.stage]]
+type = "delay"
+leo = { seed = 2 }
+[[flow]]
+cc = "cubic"
+"#;
+    let a = parse(by_preset, &[], Path::new(".")).unwrap();
+    let b = parse(written, &[], Path::new(".")).unwrap();
+    let (ra, _) = run(&a, TraceLevel::Summary);
+    let (rb, _) = run(&b, TraceLevel::Summary);
+    assert!(f64_of(&ra, "goodput_bps") > 1e5);
+    for (x, y) in ra.columns.iter().zip(&rb.columns) {
+        assert_eq!(x.name, y.name);
+        assert!(same(&x.data, &y.data), "{}", x.name);
+    }
+}

@@ -1266,6 +1266,18 @@ pub struct PathPresetTable {
     /// Log-normal sigma of stall durations.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stall_sigma: Option<f64>,
+    /// `leo-lms`: the drop-tail queue in packets in front of the link.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub queue: Option<i64>,
+    /// `leo-lms`: the HARQ link's reference SNR, dB.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub snr: Option<f64>,
+    /// `leo-lms`: the link-layer reordering buffer after HARQ.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reorder_buffer: Option<bool>,
+    /// `leo-lms`, `leo-return`: the seed of the LEO delay trace.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub leo_seed: Option<u64>,
 }
 
 /// A path's `preset`: a name (`preset = "umts-downlink"`) or a table with knobs
@@ -1321,7 +1333,7 @@ impl<'de> Deserialize<'de> for PathPreset {
 }
 
 /// Names accepted in a path's `preset`.
-pub const PATH_PRESETS: &[&str] = &["umts-downlink", "umts-uplink"];
+pub const PATH_PRESETS: &[&str] = &["umts-downlink", "umts-uplink", "leo-lms", "leo-return"];
 
 /// The smallest preset buffer: one 1500-byte packet.
 pub const MIN_PRESET_BUFFER: u64 = 1500;
@@ -1347,6 +1359,50 @@ impl PathPreset {
                 format!("{at}.{f}")
             }
         };
+        // Each family's knobs; a knob of the other family is refused by name.
+        const UMTS: [&str; 9] = [
+            "rate",
+            "buffer",
+            "delay",
+            "rlc_p",
+            "rlc_rtt",
+            "rlc_loss",
+            "stall_rate",
+            "stall_median",
+            "stall_sigma",
+        ];
+        const LEO_LMS: [&str; 5] = ["rate", "queue", "snr", "reorder_buffer", "leo_seed"];
+        let set = [
+            ("rate", t.rate.is_some()),
+            ("buffer", t.buffer.is_some()),
+            ("delay", t.delay.is_some()),
+            ("rlc_p", t.rlc_p.is_some()),
+            ("rlc_rtt", t.rlc_rtt.is_some()),
+            ("rlc_loss", t.rlc_loss.is_some()),
+            ("stall_rate", t.stall_rate.is_some()),
+            ("stall_median", t.stall_median.is_some()),
+            ("stall_sigma", t.stall_sigma.is_some()),
+            ("queue", t.queue.is_some()),
+            ("snr", t.snr.is_some()),
+            ("reorder_buffer", t.reorder_buffer.is_some()),
+            ("leo_seed", t.leo_seed.is_some()),
+        ];
+        let knobs: &[&str] = match t.name.as_str() {
+            "leo-lms" => &LEO_LMS,
+            "leo-return" => &["leo_seed"],
+            _ => &UMTS,
+        };
+        if PATH_PRESETS.contains(&t.name.as_str()) {
+            if let Some((k, _)) = set.iter().find(|(k, on)| *on && !knobs.contains(k)) {
+                return Err(ScenarioError::new(
+                    format!("{at}.{k}"),
+                    format!("not a knob of {} (its knobs: {})", t.name, knobs.join(", ")),
+                ));
+            }
+        }
+        if t.name.starts_with("leo-") {
+            return self.leo_stages(at);
+        }
         let d = match t.name.as_str() {
             "umts-downlink" => UmtsDefaults {
                 rate: 330_000,
@@ -1380,46 +1436,7 @@ impl PathPreset {
                 "must hold at least one packet ({MIN_PRESET_BUFFER} bytes), got {buffer} bytes"
             ),
         )?;
-        let empty = || StageSpec {
-            kind: StageKind::Delay,
-            name: None,
-            rate: None,
-            queue: None,
-            queue_bytes: None,
-            schedule: None,
-            switching: None,
-            rate_points: None,
-            delay: None,
-            profile: None,
-            trace: None,
-            trace_rows: None,
-            reorder: None,
-            leo: None,
-            leo_rows: None,
-            preset: None,
-            preset_rows: None,
-            model: None,
-            p: None,
-            r: None,
-            h: None,
-            k: None,
-            nth: None,
-            seqs: None,
-            snr: None,
-            combining: None,
-            delta: None,
-            max_retx: None,
-            first_delay: None,
-            retx_delay: None,
-            symbol_rate: None,
-            reorder_buffer: None,
-            channel: None,
-            rlc_rtt: None,
-            loss: None,
-            stall_rate: None,
-            median: None,
-            sigma_ln: None,
-        };
+        let empty = blank_stage;
         let rate = StageSpec {
             kind: StageKind::Rate,
             rate: Some(t.rate.unwrap_or(Rate(d.rate))),
@@ -1473,5 +1490,100 @@ impl PathPreset {
         }
         out.push(delay);
         Ok(out)
+    }
+
+    /// `leo-lms` (paper 001 §III's forward path: rate, queue, the LEO constellation's delay,
+    /// HARQ over the LMS channel) and `leo-return` (the error-free return path: the LEO delay
+    /// of another seed).
+    fn leo_stages(&self, at: &str) -> Result<Vec<StageSpec>> {
+        let t = &self.table;
+        let field = |f: &str| {
+            if self.named {
+                at.to_string()
+            } else {
+                format!("{at}.{f}")
+            }
+        };
+        let forward = t.name == "leo-lms";
+        let leo = StageSpec {
+            kind: StageKind::Delay,
+            leo: Some(LeoSpec {
+                seed: Some(t.leo_seed.unwrap_or(if forward { 1 } else { 2 })),
+                ..LeoSpec::default()
+            }),
+            ..blank_stage()
+        };
+        if !forward {
+            return Ok(vec![leo]);
+        }
+        let queue = t.queue.unwrap_or(1000);
+        check(
+            (1..=1_000_000_000).contains(&queue),
+            field("queue"),
+            format!("must be 1 to 1000000000 packets, got {queue}"),
+        )?;
+        let snr = t.snr.unwrap_or(10.0);
+        check(
+            (-10.0..=40.0).contains(&snr),
+            field("snr"),
+            format!("must be a reference SNR in [-10, 40] dB, got {snr}"),
+        )?;
+        let rate = StageSpec {
+            kind: StageKind::Rate,
+            rate: Some(t.rate.unwrap_or(Rate(40_000_000))),
+            queue: Some(queue),
+            ..blank_stage()
+        };
+        let harq = StageSpec {
+            kind: StageKind::Harq,
+            snr: Some(snr),
+            reorder_buffer: Some(t.reorder_buffer.unwrap_or(false)),
+            ..blank_stage()
+        };
+        Ok(vec![rate, leo, harq])
+    }
+}
+
+/// A stage with no keys set (a preset fills in its own).
+fn blank_stage() -> StageSpec {
+    StageSpec {
+        kind: StageKind::Delay,
+        name: None,
+        rate: None,
+        queue: None,
+        queue_bytes: None,
+        schedule: None,
+        switching: None,
+        rate_points: None,
+        delay: None,
+        profile: None,
+        trace: None,
+        trace_rows: None,
+        reorder: None,
+        leo: None,
+        leo_rows: None,
+        preset: None,
+        preset_rows: None,
+        model: None,
+        p: None,
+        r: None,
+        h: None,
+        k: None,
+        nth: None,
+        seqs: None,
+        snr: None,
+        combining: None,
+        delta: None,
+        max_retx: None,
+        first_delay: None,
+        retx_delay: None,
+        symbol_rate: None,
+        reorder_buffer: None,
+        channel: None,
+        rlc_rtt: None,
+        loss: None,
+        stall_rate: None,
+        median: None,
+        sigma_ln: None,
     }
 }

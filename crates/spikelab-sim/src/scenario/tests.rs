@@ -1011,7 +1011,7 @@ fn bad_bearer_input_gets_one_line_naming_the_field() {
         ),
         (
             "[path.fwd]\npreset = \"gprs\"\n[[flow]]\n".into(),
-            "path.fwd.preset: unknown path preset \"gprs\" (known: umts-downlink, umts-uplink)",
+            "path.fwd.preset: unknown path preset \"gprs\" (known: umts-downlink, umts-uplink, leo-lms, leo-return)",
         ),
     ];
     for (text, want) in cases {
@@ -1076,4 +1076,65 @@ fn a_knob_set_on_a_preset_name_turns_it_into_a_table() {
     let st = &sc.path["fwd"].stage;
     assert_eq!(st[0].queue_bytes, Some(crate::units::Bytes(35_000)));
     assert_eq!(kinds2(&sc, "fwd"), ["rate", "rlc", "delay"]);
+}
+
+#[test]
+fn the_leo_presets_expand_into_paper_001s_path_and_refuse_other_knobs() {
+    let sc = parse(
+        "[path.fwd]\npreset = { name = \"leo-lms\", snr = 7, reorder_buffer = true }\n[path.rev]\npreset = \"leo-return\"\n[[flow]]\n",
+        &[],
+        Path::new("."),
+    )
+    .unwrap();
+    let kinds = |p: &str| -> Vec<&str> { sc.path[p].stage.iter().map(|s| s.kind_name()).collect() };
+    assert_eq!(kinds("fwd"), ["rate", "delay", "harq"]);
+    assert_eq!(kinds("rev"), ["delay"]);
+    let fwd = &sc.path["fwd"].stage;
+    // Paper 001 §III: 40 Mbit/s; the LEO delay; HARQ at the given reference SNR.
+    assert_eq!(fwd[0].rate, Some(Rate(40_000_000)));
+    assert_eq!(fwd[0].queue, Some(1000));
+    assert_eq!(fwd[1].leo.as_ref().and_then(|l| l.seed), Some(1));
+    assert_eq!(fwd[2].snr, Some(7.0));
+    assert_eq!(fwd[2].reorder_buffer, Some(true));
+    assert_eq!(
+        sc.path["rev"].stage[0].leo.as_ref().and_then(|l| l.seed),
+        Some(2)
+    );
+    assert_round_trips(&sc);
+    for (preset, field, what) in [
+        (
+            "{ name = \"leo-lms\", snr = 50 }",
+            "path.fwd.preset.snr",
+            "[-10, 40] dB",
+        ),
+        (
+            "{ name = \"leo-lms\", queue = 0 }",
+            "path.fwd.preset.queue",
+            "1 to 1000000000",
+        ),
+        (
+            "{ name = \"leo-lms\", rlc_p = 0.1 }",
+            "path.fwd.preset.rlc_p",
+            "not a knob of leo-lms",
+        ),
+        (
+            "{ name = \"leo-return\", snr = 9 }",
+            "path.fwd.preset.snr",
+            "not a knob of leo-return",
+        ),
+        (
+            "{ name = \"umts-downlink\", snr = 9 }",
+            "path.fwd.preset.snr",
+            "not a knob of umts-downlink",
+        ),
+    ] {
+        let e = parse(
+            &format!("[path.fwd]\npreset = {preset}\n[[flow]]\n"),
+            &[],
+            Path::new("."),
+        )
+        .unwrap_err();
+        assert_eq!(e.field, field, "{preset}: {e}");
+        assert!(e.message.contains(what), "{preset}: {e}");
+    }
 }
