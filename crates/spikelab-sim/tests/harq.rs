@@ -2,8 +2,11 @@
 //! reordering buffer the receiver sees data out of order, with it in order; every trace level
 //! gives the same summary.
 
-use spikelab_sim::{parse, ColumnData, Scenario, Table, TraceLevel, World};
+use spikelab_sim::{parse, Table, TraceLevel};
 use std::path::Path;
+
+mod common;
+use common::*;
 
 fn scenario(buffer: bool) -> String {
     format!(
@@ -33,47 +36,6 @@ app = {{ type = "file", size = 1000000 }}
     )
 }
 
-fn run(sc: &Scenario, level: TraceLevel) -> (Table, Table) {
-    let r = World::new(sc, sc.sim.seed, level).run(None).unwrap();
-    (r.runs, r.packets)
-}
-
-fn col<'a>(t: &'a Table, name: &str) -> &'a ColumnData {
-    &t.columns.iter().find(|c| c.name == name).unwrap().data
-}
-
-fn i64s(t: &Table, name: &str) -> Vec<i64> {
-    match col(t, name) {
-        ColumnData::I64(v) => v.clone(),
-        ColumnData::I32(v) => v.iter().map(|&x| x as i64).collect(),
-        c => panic!("{name}: {c:?}"),
-    }
-}
-
-/// The dictionary strings of a column, row by row.
-fn strs(t: &Table, name: &str) -> Vec<String> {
-    match col(t, name) {
-        ColumnData::Dict(codes, names) => codes
-            .iter()
-            .map(|&c| {
-                if c < 0 {
-                    String::new()
-                } else {
-                    names[c as usize].clone()
-                }
-            })
-            .collect(),
-        c => panic!("{name}: {c:?}"),
-    }
-}
-
-fn f64_of(t: &Table, name: &str) -> f64 {
-    match col(t, name) {
-        ColumnData::F64(v) => v[0],
-        c => panic!("{name}: {c:?}"),
-    }
-}
-
 /// Data segments leaving the harq stage (new data, first transmissions only, by time), and
 /// how many of them carry a lower sequence number than one that left before; plus the
 /// number of harq drops.
@@ -101,16 +63,6 @@ fn order(packets: &Table) -> (usize, usize, usize) {
         highest = highest.max(seq[i]);
     }
     (n, late, drops)
-}
-
-/// Equal values, NaN equal to NaN (bit for bit).
-fn same(a: &ColumnData, b: &ColumnData) -> bool {
-    match (a, b) {
-        (ColumnData::F64(x), ColumnData::F64(y)) => {
-            x.len() == y.len() && x.iter().zip(y).all(|(p, q)| p.to_bits() == q.to_bits())
-        }
-        _ => a == b,
-    }
 }
 
 #[test]

@@ -2,55 +2,11 @@
 //! `umts-downlink` preset's run (reproducible per seed, the same summary at every trace level,
 //! nothing reordered, stall-driven spurious timeouts), a rate schedule in a run.
 
-use spikelab_sim::{parse, ColumnData, Scenario, Table, TraceLevel, World};
+use spikelab_sim::{parse, Scenario, TraceLevel};
 use std::path::Path;
 
-fn run(sc: &Scenario, level: TraceLevel) -> (Table, Table) {
-    let r = World::new(sc, sc.sim.seed, level).run(None).unwrap();
-    (r.runs, r.packets)
-}
-
-fn col<'a>(t: &'a Table, name: &str) -> &'a ColumnData {
-    &t.columns
-        .iter()
-        .find(|c| c.name == name)
-        .unwrap_or_else(|| panic!("no column {name}"))
-        .data
-}
-
-fn f64s(t: &Table, name: &str) -> Vec<f64> {
-    match col(t, name) {
-        ColumnData::F64(v) => v.clone(),
-        ColumnData::I64(v) => v.iter().map(|&x| x as f64).collect(),
-        ColumnData::I32(v) => v.iter().map(|&x| x as f64).collect(),
-        c => panic!("{name}: {c:?}"),
-    }
-}
-
-fn strs(t: &Table, name: &str) -> Vec<String> {
-    match col(t, name) {
-        ColumnData::Dict(codes, names) => codes
-            .iter()
-            .map(|&c| {
-                if c < 0 {
-                    String::new()
-                } else {
-                    names[c as usize].clone()
-                }
-            })
-            .collect(),
-        c => panic!("{name}: {c:?}"),
-    }
-}
-
-fn same(a: &ColumnData, b: &ColumnData) -> bool {
-    match (a, b) {
-        (ColumnData::F64(x), ColumnData::F64(y)) => {
-            x.len() == y.len() && x.iter().zip(y).all(|(p, q)| p.to_bits() == q.to_bits())
-        }
-        _ => a == b,
-    }
-}
+mod common;
+use common::*;
 
 /// A 100 ms path whose delay jumps to 2.1 s for the packets sent in [10, 10.01) s: FIFO holds
 /// the ones behind them, the ACK clock stops for ~2 s and a 1 s-minimum RTO fires once.

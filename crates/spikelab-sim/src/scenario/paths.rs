@@ -1,5 +1,6 @@
 //! Paths: stages (rate, delay, loss, harq, rlc, stall), delay and loss profiles, rate
-//! schedules, trace files, path presets (`umts-downlink`, `umts-uplink`), the default link.
+//! schedules, trace files, path presets (`umts-downlink`, `umts-uplink`, `leo-lms`, `leo-return`),
+//! the default link.
 
 use super::*;
 use crate::units::{Bytes, Rate};
@@ -35,53 +36,80 @@ pub struct PresetTable {
     pub tau: Option<Duration>,
 }
 
+/// A preset's knobs table, each with its `name` (stage and path presets alike).
+pub trait PresetKnobs: Default + Serialize + for<'de> Deserialize<'de> {
+    fn name(&self) -> &str;
+    fn set_name(&mut self, name: String);
+}
+
+impl PresetKnobs for PresetTable {
+    fn name(&self) -> &str {
+        &self.name
+    }
+    fn set_name(&mut self, name: String) {
+        self.name = name;
+    }
+}
+
+impl PresetKnobs for PathPresetTable {
+    fn name(&self) -> &str {
+        &self.name
+    }
+    fn set_name(&mut self, name: String) {
+        self.name = name;
+    }
+}
+
+/// A `preset` given by name (`preset = "NAME"`) or as a table with knobs (`preset = { name =
+/// "NAME", ... }`), written back the way it came.
 #[derive(Clone, Debug, PartialEq)]
-pub struct PresetSpec {
-    pub table: PresetTable,
+pub struct Named<T> {
+    pub table: T,
     /// Given as a bare name.
     pub named: bool,
 }
 
-impl Serialize for PresetSpec {
+/// A stage's `preset`.
+pub type PresetSpec = Named<PresetTable>;
+/// A path's `preset` (`umts-downlink`, `leo-lms`, ...).
+pub type PathPreset = Named<PathPresetTable>;
+
+impl<T: PresetKnobs> Serialize for Named<T> {
     fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
         if self.named {
-            s.serialize_str(&self.table.name)
+            s.serialize_str(self.table.name())
         } else {
             self.table.serialize(s)
         }
     }
 }
 
-impl<'de> Deserialize<'de> for PresetSpec {
+impl<'de, T: PresetKnobs> Deserialize<'de> for Named<T> {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
         use serde::de::{self, MapAccess, Visitor};
-        struct V;
-        impl<'de> Visitor<'de> for V {
-            type Value = PresetSpec;
+        struct V<T>(std::marker::PhantomData<T>);
+        impl<'de, T: PresetKnobs> Visitor<'de> for V<T> {
+            type Value = Named<T>;
             fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
                 f.write_str("a preset name or a table with `name`")
             }
-            fn visit_str<E: de::Error>(self, v: &str) -> std::result::Result<PresetSpec, E> {
-                Ok(PresetSpec {
-                    table: PresetTable {
-                        name: v.to_string(),
-                        ..PresetTable::default()
-                    },
-                    named: true,
-                })
+            fn visit_str<E: de::Error>(self, v: &str) -> std::result::Result<Named<T>, E> {
+                let mut table = T::default();
+                table.set_name(v.to_string());
+                Ok(Named { table, named: true })
             }
             fn visit_map<A: MapAccess<'de>>(
                 self,
                 map: A,
-            ) -> std::result::Result<PresetSpec, A::Error> {
-                let table = PresetTable::deserialize(de::value::MapAccessDeserializer::new(map))?;
-                Ok(PresetSpec {
+            ) -> std::result::Result<Named<T>, A::Error> {
+                let table = T::deserialize(de::value::MapAccessDeserializer::new(map))?;
+                Ok(Named {
                     table,
                     named: false,
                 })
             }
         }
-        d.deserialize_any(V)
+        d.deserialize_any(V(std::marker::PhantomData))
     }
 }
 
@@ -1278,58 +1306,6 @@ pub struct PathPresetTable {
     /// `leo-lms`, `leo-return`: the seed of the LEO delay trace.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub leo_seed: Option<u64>,
-}
-
-/// A path's `preset`: a name (`preset = "umts-downlink"`) or a table with knobs
-/// (`preset = { name = "umts-downlink", buffer = "35KB" }`).
-#[derive(Clone, Debug, PartialEq)]
-pub struct PathPreset {
-    pub table: PathPresetTable,
-    pub named: bool,
-}
-
-impl Serialize for PathPreset {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
-        if self.named {
-            s.serialize_str(&self.table.name)
-        } else {
-            self.table.serialize(s)
-        }
-    }
-}
-
-impl<'de> Deserialize<'de> for PathPreset {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
-        use serde::de::{self, MapAccess, Visitor};
-        struct V;
-        impl<'de> Visitor<'de> for V {
-            type Value = PathPreset;
-            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-                f.write_str("a path preset name or a table with `name`")
-            }
-            fn visit_str<E: de::Error>(self, v: &str) -> std::result::Result<PathPreset, E> {
-                Ok(PathPreset {
-                    table: PathPresetTable {
-                        name: v.to_string(),
-                        ..PathPresetTable::default()
-                    },
-                    named: true,
-                })
-            }
-            fn visit_map<A: MapAccess<'de>>(
-                self,
-                map: A,
-            ) -> std::result::Result<PathPreset, A::Error> {
-                let table =
-                    PathPresetTable::deserialize(de::value::MapAccessDeserializer::new(map))?;
-                Ok(PathPreset {
-                    table,
-                    named: false,
-                })
-            }
-        }
-        d.deserialize_any(V)
-    }
 }
 
 /// Names accepted in a path's `preset`.
