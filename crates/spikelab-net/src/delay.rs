@@ -72,12 +72,7 @@ mod tests {
     use super::*;
     use crate::ProfileRow;
 
-    fn info() -> PacketInfo {
-        PacketInfo {
-            wire_size: 1500,
-            data_seq: Some(0),
-        }
-    }
+    use crate::test_packet as info;
 
     fn falling() -> Profile {
         // 1 s delay at t=0 falling to 0 at t=1 s: later packets would overtake.

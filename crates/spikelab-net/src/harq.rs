@@ -329,12 +329,7 @@ mod tests {
         }
     }
 
-    fn info() -> PacketInfo {
-        PacketInfo {
-            wire_size: 1500,
-            data_seq: Some(0),
-        }
-    }
+    use crate::test_packet as info;
 
     struct Run {
         loss: f64,

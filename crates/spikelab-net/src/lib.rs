@@ -137,3 +137,12 @@ impl Stage {
         }
     }
 }
+
+/// A full-sized data packet (1500 bytes on the wire), for the stages' unit tests.
+#[cfg(test)]
+pub(crate) fn test_packet() -> PacketInfo {
+    PacketInfo {
+        wire_size: 1500,
+        data_seq: Some(0),
+    }
+}

@@ -103,12 +103,7 @@ impl RlcStage {
 mod tests {
     use super::*;
 
-    fn info() -> PacketInfo {
-        PacketInfo {
-            wire_size: 1500,
-            data_seq: Some(0),
-        }
-    }
+    use crate::test_packet as info;
 
     fn run(seed: u64, p: RlcParams, gap: SimDuration, n: u64) -> Vec<Outcome> {
         let mut s = RlcStage::new(p, Rng::stream(seed, "rlc"));

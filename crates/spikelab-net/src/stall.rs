@@ -174,12 +174,7 @@ impl StallStage {
 mod tests {
     use super::*;
 
-    fn info() -> PacketInfo {
-        PacketInfo {
-            wire_size: 1500,
-            data_seq: Some(0),
-        }
-    }
+    use crate::test_packet as info;
 
     #[test]
     fn a_stall_holds_then_releases_in_order() {
