@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import NoReturn
 
-from .common import _plural, _scenario_file, print_outputs, summary_table
+from .common import _plural, _scenario_file, checked, print_outputs, summary_table
 
 PROG = "spikelab"
 EXIT_USAGE = 2
@@ -60,14 +60,7 @@ def _zoom(text: str) -> tuple[float | None, float | None]:
     return t0, t1
 
 
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
-    return value
+_positive = checked(int, lambda v: v >= 1, "a positive integer")
 
 
 # ---------------------------------------------------------------------------------- commands

@@ -3,12 +3,27 @@ run, and where the results went."""
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import os
 from collections.abc import Iterator
 from pathlib import Path
 
 from .._core import ScenarioError
+
+
+def checked(convert, ok, expected: str):
+    """An argparse ``type``: ``convert(text)``, accepted when ``ok(value)``; a value that does
+    not convert or is refused is the one-line error "expected EXPECTED, got 'TEXT'"."""
+    def parse(text: str):
+        try:
+            value = convert(text)
+        except ValueError:
+            value = None
+        if value is None or not ok(value):
+            raise argparse.ArgumentTypeError(f"expected {expected}, got {text!r}")
+        return value
+    return parse
 
 
 @contextlib.contextmanager

@@ -8,6 +8,8 @@ import argparse
 import math
 import re
 
+from .common import checked
+
 _UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "": 1.0, "min": 60.0}
 TOP, BOTTOM = 10, 3
 
@@ -35,36 +37,14 @@ def _grid(text: str) -> tuple[float, ...]:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
-def _sigma(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = -1.0
-    if not (math.isfinite(value) and 0 <= value <= 10):
-        raise argparse.ArgumentTypeError(f"expected a number between 0 and 10, got {text!r}")
-    return value
+_sigma = checked(float, lambda v: math.isfinite(v) and 0 <= v <= 10, "a number between 0 and 10")
 
 
-def _seconds(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if not 1 <= value <= 10_000_000:
-        raise argparse.ArgumentTypeError(f"expected a whole number of seconds between 1 and "
-                                         f"10000000, got {text!r}")
-    return value
+_seconds = checked(int, lambda v: 1 <= v <= 10_000_000,
+                   "a whole number of seconds between 1 and 10000000")
 
 
-def _seed(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = -1
-    if not 0 <= value < 2**64:
-        raise argparse.ArgumentTypeError(f"expected an integer between 0 and 2^64 - 1, "
-                                         f"got {text!r}")
-    return value
+_seed = checked(int, lambda v: 0 <= v < 2**64, "an integer between 0 and 2^64 - 1")
 
 
 def _s(v: float) -> str:

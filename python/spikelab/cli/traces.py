@@ -8,15 +8,10 @@ import argparse
 import math
 from pathlib import Path
 
+from .common import checked
 
-def _ms(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = -1.0
-    if not (math.isfinite(value) and value >= 0):
-        raise argparse.ArgumentTypeError(f"expected milliseconds >= 0, got {text!r}")
-    return value
+
+_ms = checked(float, lambda v: math.isfinite(v) and v >= 0, "milliseconds >= 0")
 
 
 def _positive_ms(text: str) -> float:
@@ -26,14 +21,7 @@ def _positive_ms(text: str) -> float:
     return value
 
 
-def _share(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = -1.0
-    if not 0 < value <= 1:
-        raise argparse.ArgumentTypeError(f"expected a number in (0, 1], got {text!r}")
-    return value
+_share = checked(float, lambda v: 0 < v <= 1, "a number in (0, 1]")
 
 
 _RATE_UNITS = {"bps": 1.0, "kbps": 1e3, "Mbps": 1e6, "Gbps": 1e9, "": 1.0}
@@ -55,14 +43,7 @@ def _rate(text: str) -> float:
     return value
 
 
-def _packets(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a whole number of packets >= 1, got {text!r}")
-    return value
+_packets = checked(int, lambda v: v >= 1, "a whole number of packets >= 1")
 
 
 def cmd_trace_import(args: argparse.Namespace) -> int:
