@@ -225,18 +225,8 @@ impl TcpReceiver {
             }
             let rcv_nxt = self.rcv_nxt;
             self.recent.retain(|&b| b >= rcv_nxt);
-            let sample = seg
-                .ts
-                .filter(|ts| ts.ecr != 0 && seg.len >= self.cfg.mss)
-                .map(|ts| {
-                    let ticks = self.ts_now(now).wrapping_sub(ts.ecr) as u64;
-                    SimDuration(ticks * self.cfg.ts_tick.as_nanos().max(1))
-                });
-            let mss = self.cfg.mss as u64;
-            if let Some(t) = self.tune.as_mut() {
-                if t.on_data(now, rcv_nxt, seg.len as u64, mss, sample) {
-                    self.quick = self.quick.max(1);
-                }
+            if self.tune.is_some() {
+                self.autotune(now, seg);
             }
             if had_gap || self.dsack.is_some() || !self.cfg.delayed_ack {
                 self.ack_now = true;
@@ -288,6 +278,25 @@ impl TcpReceiver {
         if self.delack_deadline.is_some_and(|d| now >= d) {
             self.delack_deadline = None;
             self.ack_now = true;
+        }
+    }
+
+    /// Receive-window autotuning's part of an in-order data segment: the receiver's RTT
+    /// sample from the timestamp it gets echoed, then the window's growth (a segment that grows
+    /// it is ACKed at once).
+    fn autotune(&mut self, now: SimTime, seg: &Segment) {
+        let sample = seg
+            .ts
+            .filter(|ts| ts.ecr != 0 && seg.len >= self.cfg.mss)
+            .map(|ts| {
+                let ticks = self.ts_now(now).wrapping_sub(ts.ecr) as u64;
+                SimDuration(ticks * self.cfg.ts_tick.as_nanos().max(1))
+            });
+        let (rcv_nxt, mss) = (self.rcv_nxt, self.cfg.mss as u64);
+        if let Some(t) = self.tune.as_mut() {
+            if t.on_data(now, rcv_nxt, seg.len as u64, mss, sample) {
+                self.quick = self.quick.max(1);
+            }
         }
     }
 

@@ -136,8 +136,11 @@ impl TcpSender {
             if m.sacked {
                 continue;
             }
-            let sent_ts = (m.xmit_time.as_nanos() / tick) as u32;
-            if m.tx_count > 1 && ecr.is_some_and(|e| (e.wrapping_sub(sent_ts) as i32) < 0) {
+            let spurious = |e: u32| {
+                let sent_ts = (m.xmit_time.as_nanos() / tick) as u32;
+                (e.wrapping_sub(sent_ts) as i32) < 0
+            };
+            if m.tx_count > 1 && ecr.is_some_and(spurious) {
                 continue;
             }
             rack.on_delivered(now, seq + m.len as u64, m, prior_fack);
