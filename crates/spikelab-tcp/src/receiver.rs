@@ -79,8 +79,12 @@ struct Autotune {
     /// `rcv_nxt` and the time when the current measurement began.
     space_seq: u64,
     space_time: Option<SimTime>,
-    /// The receiver's RTT estimate (EWMA with gain 1/8 over timestamp samples).
+    /// The receiver's RTT estimate (Linux `rcv_rtt_est`: the minimum of the timestamp samples,
+    /// followed upwards by an EWMA of gain 1/8).
     rtt: Option<SimDuration>,
+    /// The echoed timestamp of the last sample: one sample per distinct `TSecr`
+    /// (`rcv_rtt_last_tsecr`).
+    last_tsecr: Option<u32>,
 }
 
 impl Autotune {
@@ -93,6 +97,7 @@ impl Autotune {
             space_seq: 0,
             space_time: None,
             rtt: None,
+            last_tsecr: None,
         }
     }
 
@@ -107,12 +112,22 @@ impl Autotune {
         rtt: Option<SimDuration>,
     ) -> bool {
         if let Some(sample) = rtt {
+            // tcp_rcv_rtt_update (timestamp samples): a smaller sample is taken at once, a
+            // larger one through an EWMA of gain 1/8.
             self.rtt = Some(match self.rtt {
-                None => sample,
-                Some(r) => SimDuration((r.0 * 7 + sample.0) / 8),
+                Some(r) if sample >= r => SimDuration((r.0 * 7 + sample.0) / 8),
+                _ => sample,
             });
         }
-        // tcp_rcv_space_adjust: once per receiver RTT, the clamp follows what was read.
+        // tcp_grow_window, when the segment arrives: two segments per full segment, up to the
+        // clamp.
+        let grew = len >= 128 && self.ssthresh < self.clamp;
+        if grew {
+            self.ssthresh = (self.ssthresh + 2 * mss).min(self.clamp);
+        }
+        // tcp_rcv_space_adjust, when the application has read it (after the window check and
+        // the ACK decision for this segment): once per receiver RTT, the clamp follows what was
+        // read.
         let start = *self.space_time.get_or_insert(now);
         if self.rtt.is_some_and(|r| now.since(start) >= r) {
             let copied = rcv_nxt - self.space_seq;
@@ -127,12 +142,7 @@ impl Autotune {
             self.space_seq = rcv_nxt;
             self.space_time = Some(now);
         }
-        // tcp_grow_window: two segments per full segment, up to the clamp.
-        if len >= 128 && self.ssthresh < self.clamp {
-            self.ssthresh = (self.ssthresh + 2 * mss).min(self.clamp);
-            return true;
-        }
-        false
+        grew
     }
 }
 
@@ -285,17 +295,26 @@ impl TcpReceiver {
     /// sample from the timestamp it gets echoed, then the window's growth (a segment that grows
     /// it is ACKed at once).
     fn autotune(&mut self, now: SimTime, seg: &Segment) {
-        let sample = seg
-            .ts
-            .filter(|ts| ts.ecr != 0 && seg.len >= self.cfg.mss)
-            .map(|ts| {
-                let ticks = self.ts_now(now).wrapping_sub(ts.ecr) as u64;
-                SimDuration(ticks * self.cfg.ts_tick.as_nanos().max(1))
-            });
         let (rcv_nxt, mss) = (self.rcv_nxt, self.cfg.mss as u64);
+        let ts_now = self.ts_now(now);
+        let tick = self.cfg.ts_tick.as_nanos().max(1);
         if let Some(t) = self.tune.as_mut() {
+            // tcp_rcv_rtt_measure_ts: once per new TSecr, from full-sized segments, and never
+            // a zero sample.
+            let fresh = seg
+                .ts
+                .filter(|ts| ts.ecr != 0 && t.last_tsecr != Some(ts.ecr));
+            if let Some(ts) = fresh {
+                t.last_tsecr = Some(ts.ecr);
+            }
+            let sample = fresh
+                .filter(|_| seg.len >= self.cfg.mss)
+                .map(|ts| ts_now.wrapping_sub(ts.ecr) as u64)
+                .filter(|&ticks| ticks > 0 && ticks < 1 << 31)
+                .map(|ticks| SimDuration(ticks * tick));
             if t.on_data(now, rcv_nxt, seg.len as u64, mss, sample) {
-                self.quick = self.quick.max(1);
+                // Linux `icsk_ack.quick |= 1`: an even count gains one.
+                self.quick |= 1;
             }
         }
     }

@@ -85,10 +85,20 @@ fn once_a_receiver_rtt_the_clamp_follows_what_was_read_as_dynamic_right_sizing_d
     let clamp = base + 2 * (base * (copied - space) / space);
     assert_eq!(clamp, 268_748);
     // Until 70 ms the window sat at the first clamp; since then it grows two segments per
-    // segment (19 segments after the one that moved the clamp, and that one).
-    assert_eq!(window, 79_953 + 20 * 2 * MSS);
-    // It grows on to the new clamp and stops there.
-    let (_, later) = feed(&mut r, 40, 140, 90_000, 40);
+    // segment: the 19 segments after the one that moved the clamp (that one met the old clamp:
+    // the kernel checks the window when a segment arrives and moves the clamp when the
+    // application has read it).
+    assert_eq!(window, 79_953 + 19 * 2 * MSS);
+    // It grows on to the new clamp and stops there (100 segments 0.2 ms apart, all before
+    // the next measurement ends at 120 ms).
+    let mut later = 0;
+    for k in 40..140 {
+        let now = us(90_000 + (k - 40) * 200);
+        r.on_segment(now, &data(k, 40));
+        if let Some(a) = r.poll_transmit(now) {
+            later = a.window;
+        }
+    }
     assert!(later.abs_diff(clamp) <= 1, "{later} vs {clamp}");
 }
 
@@ -98,4 +108,56 @@ fn without_autotuning_the_window_is_rwnd_and_every_second_segment_is_acked() {
     let (acks, window) = feed(&mut r, 0, 12, 0, 0);
     assert_eq!(acks, vec![2, 4, 6, 8, 10, 12]);
     assert_eq!(window, TcpConfig::default().rwnd);
+}
+
+#[test]
+fn quick_acks_as_the_kernel_counts_them_sixteen_then_one_per_growing_segment() {
+    // Kernel 6.18 over a 50 ms path: the first 10-segment flight and the first 12 segments of
+    // the next are ACKed one by one, then every second segment (the captures of the fidelity
+    // suite). The quick-ACK budget is 16 at the first data; each segment that grows the window
+    // sets `quick |= 1`, which gives an even count one more: the 6 growing segments of the
+    // first flight keep it at 16, so 16 + 6 = 22 segments are ACKed at once.
+    let mut r = TcpReceiver::new(TcpConfig {
+        quickack: 16,
+        ..cfg(true)
+    });
+    let mut acks = Vec::new();
+    for k in 0..10 {
+        let now = us(76_000 + k * 1200);
+        r.on_segment(now, &data(k, 25));
+        acks.extend(r.poll_transmit(now).map(|a| a.ack / MSS));
+    }
+    for k in 10..30 {
+        // Each pair of the second flight echoes the ACK that released it.
+        let now = us(127_000 + (k - 10) * 1200);
+        r.on_segment(now, &data(k, 76 + ((k - 10) / 2) as u32));
+        acks.extend(r.poll_transmit(now).map(|a| a.ack / MSS));
+    }
+    let expected: Vec<u64> = (1..=22).chain([24, 26, 28, 30]).collect();
+    assert_eq!(acks, expected);
+}
+
+#[test]
+fn the_receiver_rtt_takes_one_sample_per_echoed_timestamp_and_latches_a_smaller_one() {
+    // Segments echoing the same timestamp give one sample (the first); a smaller sample
+    // replaces the estimate at once. Measured through when the clamp moves: the measurement
+    // that began with the first segment ends at the first segment one receiver RTT later.
+    let run = |ecr_late: u32| {
+        let mut r = TcpReceiver::new(cfg(true));
+        // First segment at 60 ms echoing tick 10: a 50 ms sample. Then segments 1 ms apart
+        // all echoing tick 10 (samples of 51, 52, ... ms if each were taken).
+        r.on_segment(us(60_000), &data(0, 10));
+        r.poll_transmit(us(60_000));
+        let (_, w1) = feed(&mut r, 1, 30, 61_000, 10);
+        // At 110 ms (50 ms after the first segment) a segment echoing `ecr_late`.
+        r.on_segment(us(110_000), &data(30, ecr_late));
+        r.poll_transmit(us(110_000));
+        let (_, w2) = feed(&mut r, 31, 33, 111_000, ecr_late);
+        (w1, w2)
+    };
+    // The estimate stayed 50 ms (one sample per TSecr): the clamp moves at 110 ms and the
+    // next segments grow the window past the first clamp.
+    let (w1, w2) = run(60);
+    assert_eq!(w1, 79_953);
+    assert!(w2 > 79_953, "the clamp moved after one receiver RTT: {w2}");
 }

@@ -245,6 +245,7 @@ mod tests {
                 acked: 2 * MSS,
                 dupack: false,
                 rtt: None,
+                ca_rtt: None,
                 srtt: None,
                 snd_una: 0,
                 snd_max: 0,

@@ -425,7 +425,8 @@ impl Cubic {
     }
 
     fn linux_pkts_acked(&mut self, w: &mut Window, a: &AckSample) {
-        let Some(rtt) = a.rtt else {
+        // The kernel hands its congestion controls the RTT of the newest segment delivered.
+        let Some(rtt) = a.ca_rtt else {
             return;
         };
         let jiffies = self.jiffies();
@@ -444,18 +445,23 @@ impl Cubic {
             s.delay_min = delay;
         }
         let cwnd = (w.cwnd / w.mss) as u32;
-        if !(hystart && !s.found && w.cwnd < w.ssthresh && cwnd >= HYSTART_LOW_WINDOW) {
+        if !(hystart && !s.found && w.cwnd < w.ssthresh) {
             return;
         }
-        // hystart_update
+        // hystart_update: rounds are tracked from the first ACK, below hystart_low_window too
+        // (kernel 6.18: its ACK-train exit at 63 segments on a 50 ms, 10 Mbit/s path comes
+        // from a round that began with the third flight's first ACK).
         let now_us = a.now.as_nanos() / 1000;
         if a.snd_una > s.end_seq {
             Self::hystart_reset(s, now_us, a.snd_max);
         }
-        // ACK train: ACKs closely spaced for longer than delay_min / 2.
+        if cwnd < HYSTART_LOW_WINDOW {
+            return;
+        }
+        // ACK train: ACKs closely spaced for longer than (delay_min + ack delay) / 2.
         if now_us.saturating_sub(s.last_ack) <= HYSTART_ACK_DELTA_US {
             s.last_ack = now_us;
-            let threshold = (s.delay_min >> 1) as u64;
+            let threshold = (s.delay_min as u64 + hystart_ack_delay_us(w, a)) >> 1;
             if now_us.saturating_sub(s.round_start) > threshold {
                 s.found = true;
                 w.ssthresh = w.cwnd;
@@ -472,6 +478,19 @@ impl Cubic {
             w.ssthresh = w.cwnd;
         }
     }
+}
+
+/// Linux `hystart_ack_delay`: a cushion for TSO/GRO batching, 4 GSO packets (64 KB each) at
+/// the pacing rate, at most 1 ms. Without fq the kernel still computes the pacing rate
+/// (`tcp_update_pacing_rate`): twice cwnd (or the packets in flight) per SRTT in slow start.
+fn hystart_ack_delay_us(w: &Window, a: &AckSample) -> u64 {
+    const GSO_MAX_SIZE: u64 = 65_536;
+    let Some(srtt) = a.srtt.filter(|s| s.as_nanos() > 0) else {
+        return 0;
+    };
+    let flight = w.cwnd.max(a.snd_max.saturating_sub(a.snd_una));
+    let rate = 2 * flight * 1_000_000_000 / srtt.as_nanos().max(1); // bytes per second
+    (GSO_MAX_SIZE * 4 * 1_000_000 / rate.max(1)).min(1000)
 }
 
 /// The kernel's cube root: the top bits of `a` index a 64-entry table of `cbrt(x·2^18)`
@@ -616,6 +635,7 @@ mod tests {
             acked: bytes,
             dupack: false,
             rtt: Some(srtt),
+            ca_rtt: Some(srtt),
             srtt: Some(srtt),
             snd_una: 0,
             snd_max: 0,
@@ -886,6 +906,7 @@ mod tests {
                 acked: MSS,
                 dupack: false,
                 rtt: Some(rtt),
+                ca_rtt: Some(rtt),
                 srtt: Some(rtt),
                 snd_una: (i + 1) * MSS,
                 // The first round ends after 10 ACKs; the second sees only the later RTT.
@@ -934,6 +955,7 @@ mod tests {
                 acked: MSS,
                 dupack: false,
                 rtt: Some(rtt),
+                ca_rtt: Some(rtt),
                 srtt: Some(rtt),
                 snd_una: (i + 1) * MSS,
                 snd_max: 1_000_000,
@@ -951,6 +973,65 @@ mod tests {
             Some(21),
             "the first ACK more than 20 ms into the train"
         );
+    }
+
+    /// Slow start from an initial window of 10 on a 40 ms path, one ACK per segment 1 ms apart
+    /// within a flight and each flight sent as the previous one is ACKed (two segments per
+    /// ACK): returns (index of the ACK that ended slow start, cwnd in segments there).
+    fn hystart_flights(ack_gap_us: u64) -> Option<(u64, u64)> {
+        let mut c = Cubic::new(CubicParams::linux(), AckCounting::PerAck);
+        let mut w = Window {
+            cwnd: 10 * MSS,
+            ssthresh: u64::MAX,
+            mss: MSS,
+        };
+        let rtt = SimDuration::from_millis(40);
+        let (mut first, mut size) = (1u64, 10u64);
+        let mut start = SimTime::from_millis(50);
+        while first < 200 {
+            for j in 0..size {
+                let i = first + j; // this ACK acknowledges segments up to i
+                let a = AckSample {
+                    now: start + SimDuration(j * ack_gap_us * 1000),
+                    acked: MSS,
+                    dupack: false,
+                    rtt: Some(rtt),
+                    ca_rtt: Some(rtt),
+                    srtt: Some(rtt),
+                    snd_una: i * MSS,
+                    // Sent before this ACK: the initial window and two per earlier ACK.
+                    snd_max: (10 + 2 * (i - 1)) * MSS,
+                    state: CaState::Open,
+                };
+                c.pkts_acked(&mut w, &a);
+                if w.ssthresh != u64::MAX {
+                    return Some((i, w.ssthresh / MSS));
+                }
+                c.cong_avoid(&mut w, MSS);
+            }
+            first += size;
+            size *= 2;
+            start += rtt;
+        }
+        None
+    }
+
+    #[test]
+    fn hystart_rounds_begin_with_each_flight_below_the_low_window_too_linux() {
+        // Kernel 6.18 resets the round on every ACK past end_seq, also while cwnd < 16: the
+        // rounds begin with ACKs 1, 11, 31 (the first ACK of each flight). The second flight's
+        // train lasts 19 ms, under (delay_min + 1 ms) / 2 = 20.5 ms; the third flight's 21st
+        // ACK after its first (ACK 52) is the first more than 20.5 ms into its round: cwnd 61.
+        // (Rounds counted only from cwnd 16 would begin at ACK 23, whose train breaks at the
+        // gap after ACK 30, and at ACK 55.)
+        assert_eq!(hystart_flights(1000), Some((52, 61)));
+        // ACKs 0.99 ms apart: 20 gaps are 19.8 ms, 21 are 20.79 ms: still ACK 52.
+        assert_eq!(hystart_flights(990), Some((52, 61)));
+        // 1.03 ms apart: 20 gaps are 20.6 ms > 20.5 ms: one ACK earlier.
+        assert_eq!(hystart_flights(1030), Some((51, 60)));
+        // 1.02 ms apart: 20 gaps are 20.4 ms: past delay_min / 2 = 20 ms but not past the
+        // cushioned 20.5 ms, so ACK 52 again (without the cushion it would be ACK 51).
+        assert_eq!(hystart_flights(1020), Some((52, 61)));
     }
 
     #[test]

@@ -214,6 +214,7 @@ mod tests {
             acked: MSS,
             dupack: false,
             rtt: Some(srtt),
+            ca_rtt: Some(srtt),
             srtt: Some(srtt),
             snd_una: 0,
             snd_max: 0,

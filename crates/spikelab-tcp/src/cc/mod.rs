@@ -93,6 +93,10 @@ pub struct AckSample {
     pub dupack: bool,
     /// The RTT sample this ACK gave, if any.
     pub rtt: Option<SimDuration>,
+    /// The RTT of the newest segment this ACK delivered, from its send time (Linux
+    /// `ack_sample.rtt_us`, `ca_rtt_us`): what the kernel's congestion controls see; the
+    /// timestamp sample when no original was delivered.
+    pub ca_rtt: Option<SimDuration>,
     /// The smoothed RTT after that sample (`None` before the first sample).
     pub srtt: Option<SimDuration>,
     /// `snd_una` after the ACK, bytes.

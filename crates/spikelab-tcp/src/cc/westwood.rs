@@ -216,6 +216,7 @@ mod tests {
             acked: 0,
             dupack: false,
             rtt: Some(rtt),
+            ca_rtt: Some(rtt),
             srtt: Some(rtt),
             snd_una,
             snd_max: u64::MAX,

@@ -9,6 +9,7 @@ impl TcpSender {
     /// Processes an ACK arriving at `now`.
     pub fn on_ack(&mut self, now: SimTime, seg: &Segment) {
         self.last_rtt_sample = None;
+        self.ack_rtt = AckRtt::default();
         if !self.established() {
             self.on_synack(now, seg);
             return;
@@ -92,6 +93,18 @@ impl TcpSender {
                 }
                 _ => None,
             };
+            let mut seq = self.snd_una;
+            for (_, m) in self.board.iter() {
+                if seq + m.len as u64 > ack {
+                    break;
+                }
+                seq += m.len as u64;
+                if m.tx_count > 1 {
+                    self.ack_rtt.retrans_acked = true;
+                } else if !m.sacked {
+                    self.ack_rtt.last_ackt = Some(m.xmit_time);
+                }
+            }
             self.snd_una = ack;
             let sacked_before = self.board.sacked_bytes();
             self.board.advance(ack);
@@ -177,6 +190,14 @@ impl TcpSender {
             self.eifel_rtt_after = Some(self.ledger.rfc4015_snd_max);
         }
 
+        let a = self.ack_rtt;
+        let from = |t: Option<SimTime>| t.map(|t| now.since(t));
+        self.ack_rtt.ca_rtt = match (a.last_sackt, a.last_ackt, a.retrans_acked) {
+            (Some(_), _, _) => from(a.last_sackt),
+            (None, Some(_), false) => from(a.last_ackt),
+            // No send-time sample: the timestamp one, if any (tcp_ack_update_rtt).
+            _ => sample.filter(|_| self.cfg.timestamps && acked > 0),
+        };
         if let Some(r) = sample {
             if self.eifel_rtt_after.is_some_and(|h| ack > h) {
                 self.eifel_rtt_after = None;

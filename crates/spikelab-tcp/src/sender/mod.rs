@@ -242,6 +242,22 @@ enum NextSegRule {
     Rescue,
 }
 
+/// What one ACK newly acknowledged, for the RTT the congestion control sees (Linux
+/// `tcp_clean_rtx_queue`'s `last_ackt` and `FLAG_RETRANS_DATA_ACKED`, `tcp_sacktag_one`'s
+/// `last_sackt`, `tcp_ack_update_rtt`'s `rs->rtt_us`).
+#[derive(Clone, Copy, Debug, Default)]
+pub(super) struct AckRtt {
+    /// Send time of the newest cumulatively ACKed segment that was neither retransmitted nor
+    /// SACKed before.
+    pub last_ackt: Option<SimTime>,
+    /// A cumulatively ACKed segment had been retransmitted (Karn: no sequence sample).
+    pub retrans_acked: bool,
+    /// Send time of the newest newly SACKed original transmission.
+    pub last_sackt: Option<SimTime>,
+    /// The result: the RTT of the newest segment this ACK delivered.
+    pub ca_rtt: Option<SimDuration>,
+}
+
 pub struct TcpSender {
     cfg: TcpConfig,
     mss: u64,
@@ -278,6 +294,8 @@ pub struct TcpSender {
     /// TS.Recent of the sender: the receiver's last TSval, echoed in TSecr.
     ts_recent: u32,
     last_rtt_sample: Option<SimDuration>,
+    /// The send times behind this ACK's congestion-control RTT (Linux `ca_rtt_us`).
+    ack_rtt: AckRtt,
     stats: SenderStats,
     // ---- spurious retransmissions ----
     eifel: Option<Eifel>,
@@ -393,6 +411,7 @@ impl TcpSender {
             pending: None,
             ts_recent: 0,
             last_rtt_sample: None,
+            ack_rtt: AckRtt::default(),
             stats: SenderStats::default(),
             cfg,
         }
@@ -577,6 +596,7 @@ impl TcpSender {
             acked,
             dupack,
             rtt: self.last_rtt_sample,
+            ca_rtt: self.ack_rtt.ca_rtt,
             srtt: self.rtt.srtt(),
             snd_una: self.snd_una,
             snd_max: self.snd_max,

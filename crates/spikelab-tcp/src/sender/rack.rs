@@ -150,11 +150,16 @@ impl TcpSender {
     /// Marks `[s, e)` SACKed, feeding RACK with the newly SACKed entries; returns the newly
     /// SACKed bytes. `prior_fack`: `RACK.fack` before this ACK.
     pub(super) fn mark_sacked(&mut self, now: SimTime, s: u64, e: u64, prior_fack: u64) -> u64 {
-        let Some(rack) = self.rack.as_mut() else {
-            return self.board.mark_sacked(s, e);
-        };
+        let mut rack = self.rack.as_mut();
+        let last_sackt = &mut self.ack_rtt.last_sackt;
         self.board.mark_sacked_visit(s, e, |seq, m| {
-            rack.on_delivered(now, seq + m.len as u64, m, prior_fack);
+            // Linux tcp_sacktag_one: the send time of the newest newly SACKed original.
+            if m.tx_count == 1 {
+                *last_sackt = Some(last_sackt.map_or(m.xmit_time, |t| t.max(m.xmit_time)));
+            }
+            if let Some(rack) = rack.as_mut() {
+                rack.on_delivered(now, seq + m.len as u64, m, prior_fack);
+            }
         })
     }
 
