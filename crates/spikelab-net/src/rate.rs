@@ -93,6 +93,9 @@ pub struct AdaptParams {
     pub scale_queue: bool,
 }
 
+/// How many of its past switches a load-driven rate keeps (a bound on memory in long runs).
+pub const MAX_KEPT_SWITCHES: usize = 4096;
+
 /// A load-driven rate's state (see the module's documentation).
 #[derive(Debug)]
 pub struct Adapt {
@@ -139,7 +142,8 @@ impl Adapt {
         }
     }
 
-    /// The switches decided so far: (time it takes effect, rate in bits per second).
+    /// The switches decided so far, the last [`MAX_KEPT_SWITCHES`] at most: (time it takes
+    /// effect, rate in bits per second).
     pub fn switches(&self) -> impl Iterator<Item = (SimTime, u64)> + '_ {
         self.switches.iter().map(|&(t, l)| (t, self.p.rates[l]))
     }
@@ -164,6 +168,9 @@ impl Adapt {
         self.before = self.level;
         self.level = to;
         self.switch_at = when;
+        if self.switches.len() >= 2 * MAX_KEPT_SWITCHES {
+            self.switches.drain(..MAX_KEPT_SWITCHES);
+        }
         self.switches.push((when, to));
         Some((when, self.p.rates[to]))
     }
@@ -177,6 +184,9 @@ pub struct RateSchedule {
     switching: Option<Switching>,
     /// The segment the last packet finished in (packets start in non-decreasing time).
     cursor: usize,
+    /// Points are appended as the link runs (random switching, a load-driven rate): the ones
+    /// the link has left are forgotten.
+    grows: bool,
 }
 
 impl RateSchedule {
@@ -189,6 +199,7 @@ impl RateSchedule {
             points,
             switching: None,
             cursor: 0,
+            grows: false,
         }
     }
 
@@ -196,6 +207,7 @@ impl RateSchedule {
         let first = s.rates[0];
         RateSchedule {
             points: vec![(SimTime::ZERO, first)],
+            grows: true,
             switching: Some(s),
             cursor: 0,
         }
@@ -204,6 +216,7 @@ impl RateSchedule {
     /// Appends a rate from `at` on (`at` not before the last point).
     fn push(&mut self, at: SimTime, rate: u64) {
         debug_assert!(self.switching.is_none());
+        self.grows = true;
         let last = self.points.last().expect("never empty").0;
         debug_assert!(at >= last);
         self.points.push((at.max(last), rate));
@@ -233,8 +246,8 @@ impl RateSchedule {
         self.points[i].1
     }
 
-    /// The points given, or drawn so far (random switching forgets those the link has left
-    /// behind, thousands at a time).
+    /// The points given, or drawn or decided so far (random switching and a load-driven rate
+    /// forget those the link has left behind, thousands at a time).
     pub fn points(&self) -> &[(SimTime, u64)] {
         &self.points
     }
@@ -261,8 +274,9 @@ impl RateSchedule {
                 }
                 _ => {
                     self.cursor = i;
-                    // Random switching draws points forever: forget the ones the link has left.
-                    if self.switching.is_some() && i >= 4096 {
+                    // Random switching and a load-driven rate add points forever: forget the
+                    // ones the link has left.
+                    if self.grows && i >= 4096 {
                         self.points.drain(..i);
                         self.cursor = 0;
                     }
@@ -810,5 +824,36 @@ mod tests {
                 last = d;
             }
         }
+    }
+
+    #[test]
+    fn a_load_driven_rate_forgets_the_switches_the_link_has_left() {
+        let mut s = RateStage::adaptive(
+            AdaptParams {
+                rates: vec![8_000, 80_000],
+                start: 0,
+                up_bytes: 1500,
+                up_after: SimDuration::ZERO,
+                down_bytes: 0,
+                down_after: SimDuration::ZERO,
+                delay: SimDuration::ZERO,
+                scale_queue: false,
+            },
+            QueueLimit::Packets(10),
+        );
+        // Two packets a second: up when both are in, down when they have left: 20 000 switches.
+        for k in 0..10_000u64 {
+            let t = SimTime(k * 1_000_000_000);
+            s.on_arrival(t, &pkt(1000));
+            s.on_arrival(t, &pkt(1000));
+        }
+        let a = s.adapt().unwrap();
+        let n = a.switches().count();
+        assert!(
+            (MAX_KEPT_SWITCHES..=2 * MAX_KEPT_SWITCHES).contains(&n),
+            "{n}"
+        );
+        assert!(a.switches().last().unwrap().0 > SimTime::from_millis(9_990_000));
+        assert!(s.schedule().unwrap().points().len() < 10_000);
     }
 }
