@@ -609,3 +609,31 @@ def test_a_30s_umts_downlink_runs_against_the_kernel(tmp_path):
     assert row["drops_fwd_stall"] == 0 and row["drops_fwd_delay"] == 0
     assert em["timing"]["departures"] > 500
     assert em["timing"]["within_1ms"] > 0.95
+
+
+@as_root
+def test_a_load_driven_bearer_rate_switches_in_the_emulator_as_in_the_simulator(tmp_path):
+    """The rate stage's `adapt` (docs/scenario.md) runs in the emulator's pipeline: starting at
+    200 kbit/s, a bulk flow fills the buffer past 10 KB and the link moves to 2 Mbit/s 2 s
+    later, so the goodput over 10 s is above the low rate in both (and below the high one)."""
+    text = """
+[sim]
+duration = "10s"
+seed = 1
+[[path.fwd.stage]]
+type = "rate"
+queue_bytes = "60KB"
+adapt = { rates = ["200kbps", "2Mbps"], up_bytes = "10KB", down_after = "100s", delay = "2s" }
+[[path.fwd.stage]]
+type = "delay"
+delay = "20ms"
+[[flow]]
+app = { type = "bulk" }
+cc = "reno"
+"""
+    path = tmp_path / "adapt.toml"
+    path.write_text(text)
+    sim = spikelab.run(path, trace="summary", plots=False, progress=False).runs
+    res = spikelab.emulate.emulate(path, out=tmp_path / "emu", plots=False, progress=False)
+    for g in (sim["goodput_bps"][0].as_py(), res.runs["goodput_bps"][0].as_py()):
+        assert 400e3 < g < 2e6, g

@@ -24,7 +24,7 @@ pub use harq::{Combining, HarqParams, HarqStage};
 pub use lms::{LmsParams, LooParams};
 pub use loss::{LossModel, LossStage};
 pub use profile::{Profile, ProfileError, ProfileRow};
-pub use rate::{QueueLimit, RateSchedule, RateStage, Switching};
+pub use rate::{Adapt, AdaptParams, QueueLimit, RateSchedule, RateStage, Switching};
 pub use rlc::{RlcParams, RlcStage};
 pub use stall::{StallParams, StallStage};
 

@@ -9,6 +9,19 @@
 //! (or their bytes), not the one being serialised, as ns-3's device queues and Linux qdiscs do.
 //! A packet arriving to a full queue is dropped at once (`queue_full`). Serialisation time is
 //! `wire_size · 8 / rate`, rounded up to the nanosecond.
+//!
+//! **Load-driven rate** ([`Adapt`]): the rate steps between levels by what is queued, as an R99
+//! RNC allocates a DCH rate from traffic-volume measurements (3GPP TS 25.331 §14.4, events 4a
+//! and 4b): the level goes up one step when the buffer payload (bytes accepted and not yet
+//! sent, the packet on the wire included) has stayed above `up_bytes` for `up_after`, down one
+//! step when it has stayed at or below `down_bytes` for `down_after`; a decided switch takes
+//! effect `delay` later (the radio-bearer reconfiguration). The buffer payload only falls
+//! between arrivals, so both conditions are decided exactly at the next arrival from the
+//! departures already computed. **Approximation:** packets accepted before the switch keep the
+//! departure computed at their arrival, so a switch takes effect at `decision + delay` or when
+//! the link finishes the packets accepted so far, whichever is later: it lags by at most the
+//! backlog's serialisation time beyond `delay` (the buffer's worth at the old rate, less
+//! `delay`). Deterministic: no random draws.
 
 use crate::{DropCause, Outcome, PacketInfo};
 use spikelab_core::{Rng, SimDuration, SimTime};
@@ -57,6 +70,112 @@ impl Switching {
     }
 }
 
+/// Knobs of a load-driven rate ([`Adapt`]).
+#[derive(Clone, Debug, PartialEq)]
+pub struct AdaptParams {
+    /// The levels, bits per second, ascending (each > 0).
+    pub rates: Vec<u64>,
+    /// Index of the level at time 0.
+    pub start: usize,
+    /// Up one level when the buffer payload has stayed above this many bytes (event 4a) ...
+    pub up_bytes: u64,
+    /// ... for this long (its time-to-trigger).
+    pub up_after: SimDuration,
+    /// Down one level when the buffer payload has stayed at or below this many bytes (event
+    /// 4b; 0: empty) ...
+    pub down_bytes: u64,
+    /// ... for this long.
+    pub down_after: SimDuration,
+    /// From a decision to the new rate (the radio-bearer reconfiguration).
+    pub delay: SimDuration,
+    /// The queue limit scales with the level's rate over the top rate (a buffer sized in
+    /// time), instead of staying fixed.
+    pub scale_queue: bool,
+}
+
+/// How many of its past switches a load-driven rate keeps (a bound on memory in long runs).
+pub const MAX_KEPT_SWITCHES: usize = 4096;
+
+/// A load-driven rate's state (see the module's documentation).
+#[derive(Debug)]
+pub struct Adapt {
+    p: AdaptParams,
+    /// The level decided last, in effect from `switch_at`; `before` until then.
+    level: usize,
+    before: usize,
+    switch_at: SimTime,
+    /// (finish, wire bytes) of the accepted packets not yet sent, in order; their bytes.
+    system: VecDeque<(SimTime, u32)>,
+    payload: u64,
+    /// Since when the payload has been above `up_bytes` / at or below `down_bytes`.
+    above_since: Option<SimTime>,
+    below_since: Option<SimTime>,
+    /// Every switch that took or will take effect: (time, level).
+    switches: Vec<(SimTime, usize)>,
+}
+
+impl Adapt {
+    pub fn new(p: AdaptParams) -> Adapt {
+        assert!(
+            !p.rates.is_empty() && p.start < p.rates.len() && p.rates.iter().all(|r| *r > 0),
+            "validated by the scenario"
+        );
+        Adapt {
+            level: p.start,
+            before: p.start,
+            switch_at: SimTime::ZERO,
+            system: VecDeque::with_capacity(256),
+            payload: 0,
+            above_since: None,
+            below_since: Some(SimTime::ZERO),
+            switches: Vec::new(),
+            p,
+        }
+    }
+
+    /// The level in effect at `t` (not before the last decision's time).
+    fn level_at(&self, t: SimTime) -> usize {
+        if t >= self.switch_at {
+            self.level
+        } else {
+            self.before
+        }
+    }
+
+    /// The switches decided so far, the last [`MAX_KEPT_SWITCHES`] at most: (time it takes
+    /// effect, rate in bits per second).
+    pub fn switches(&self) -> impl Iterator<Item = (SimTime, u64)> + '_ {
+        self.switches.iter().map(|&(t, l)| (t, self.p.rates[l]))
+    }
+
+    /// A condition held since `since` decides a switch `after` later, counted from the last
+    /// switch at the earliest; `None` if that is not before `until`.
+    fn due(&self, since: Option<SimTime>, after: SimDuration, until: SimTime) -> Option<SimTime> {
+        let s = since?.max(self.switch_at);
+        let at = s + after;
+        (at <= until).then_some(at)
+    }
+
+    /// Decides a one-level step at `at` (`up` or down), effective at `delay` later or when the
+    /// link has sent what it accepted (`busy_until`), whichever is later; returns the switch.
+    fn decide(&mut self, at: SimTime, up: bool, busy_until: SimTime) -> Option<(SimTime, u64)> {
+        let to = if up {
+            (self.level + 1 < self.p.rates.len()).then_some(self.level + 1)?
+        } else {
+            self.level.checked_sub(1)?
+        };
+        let when = (at + self.p.delay).max(busy_until);
+        self.before = self.level;
+        self.level = to;
+        self.switch_at = when;
+        if self.switches.len() >= 2 * MAX_KEPT_SWITCHES {
+            self.switches.drain(..MAX_KEPT_SWITCHES);
+        }
+        self.switches.push((when, to));
+        Some((when, self.p.rates[to]))
+    }
+}
+
 /// A piecewise-constant rate: `(from, bits per second)` points in time order, the first holding
 /// before its time too and the last forever; extended lazily when it switches at random.
 #[derive(Debug)]
@@ -65,6 +184,9 @@ pub struct RateSchedule {
     switching: Option<Switching>,
     /// The segment the last packet finished in (packets start in non-decreasing time).
     cursor: usize,
+    /// Points are appended as the link runs (random switching, a load-driven rate): the ones
+    /// the link has left are forgotten.
+    grows: bool,
 }
 
 impl RateSchedule {
@@ -77,6 +199,7 @@ impl RateSchedule {
             points,
             switching: None,
             cursor: 0,
+            grows: false,
         }
     }
 
@@ -84,9 +207,19 @@ impl RateSchedule {
         let first = s.rates[0];
         RateSchedule {
             points: vec![(SimTime::ZERO, first)],
+            grows: true,
             switching: Some(s),
             cursor: 0,
         }
+    }
+
+    /// Appends a rate from `at` on (`at` not before the last point).
+    fn push(&mut self, at: SimTime, rate: u64) {
+        debug_assert!(self.switching.is_none());
+        self.grows = true;
+        let last = self.points.last().expect("never empty").0;
+        debug_assert!(at >= last);
+        self.points.push((at.max(last), rate));
     }
 
     /// The start of segment `i + 1` (`None`: segment `i` lasts forever), drawing the random
@@ -113,8 +246,8 @@ impl RateSchedule {
         self.points[i].1
     }
 
-    /// The points given, or drawn so far (random switching forgets those the link has left
-    /// behind, thousands at a time).
+    /// The points given, or drawn or decided so far (random switching and a load-driven rate
+    /// forget those the link has left behind, thousands at a time).
     pub fn points(&self) -> &[(SimTime, u64)] {
         &self.points
     }
@@ -141,8 +274,9 @@ impl RateSchedule {
                 }
                 _ => {
                     self.cursor = i;
-                    // Random switching draws points forever: forget the ones the link has left.
-                    if self.switching.is_some() && i >= 4096 {
+                    // Random switching and a load-driven rate add points forever: forget the
+                    // ones the link has left.
+                    if self.grows && i >= 4096 {
                         self.points.drain(..i);
                         self.cursor = 0;
                     }
@@ -160,6 +294,8 @@ pub struct RateStage {
     rate_bps: u64,
     /// A time-varying rate (boxed: the common constant case stays small).
     schedule: Option<Box<RateSchedule>>,
+    /// A load-driven rate (its switches go into `schedule`).
+    adapt: Option<Box<Adapt>>,
     limit: QueueLimit,
     /// Time the link finishes serialising the last accepted packet.
     busy_until: SimTime,
@@ -178,6 +314,7 @@ impl RateStage {
         RateStage {
             rate_bps,
             schedule: None,
+            adapt: None,
             limit,
             busy_until: SimTime::ZERO,
             waiting: VecDeque::with_capacity(256),
@@ -192,6 +329,19 @@ impl RateStage {
         let mut s = RateStage::new(schedule.points[0].1.max(1), limit);
         s.schedule = Some(Box::new(schedule));
         s
+    }
+
+    /// A rate stage whose rate follows its load ([`Adapt`]).
+    pub fn adaptive(p: AdaptParams, limit: QueueLimit) -> RateStage {
+        let first = p.rates[p.start];
+        let mut s = RateStage::scheduled(RateSchedule::table(vec![(SimTime::ZERO, first)]), limit);
+        s.adapt = Some(Box::new(Adapt::new(p)));
+        s
+    }
+
+    /// The load-driven rate, if the rate follows the load.
+    pub fn adapt(&self) -> Option<&Adapt> {
+        self.adapt.as_deref()
     }
 
     /// The rate schedule, if the rate varies.
@@ -239,13 +389,63 @@ impl RateStage {
         }
     }
 
+    /// A load-driven rate's decisions up to `now` (before the packet arriving at `now` is
+    /// counted), exact because the payload only falls between arrivals.
+    fn adapt_until(&mut self, now: SimTime) {
+        let Some(a) = self.adapt.as_deref_mut() else {
+            return;
+        };
+        let busy_until = self.busy_until;
+        let mut decided = Vec::new();
+        while let Some(&(finish, size)) = a.system.front() {
+            if finish > now {
+                break;
+            }
+            a.system.pop_front();
+            let was = a.payload;
+            a.payload -= size as u64;
+            if was > a.p.up_bytes && a.payload <= a.p.up_bytes {
+                // Above until `finish`: an upgrade is due if it held long enough by then.
+                if let Some(at) = a.due(a.above_since, a.p.up_after, finish) {
+                    decided.extend(a.decide(at, true, busy_until));
+                }
+                a.above_since = None;
+            }
+            if a.payload <= a.p.down_bytes && a.below_since.is_none() {
+                a.below_since = Some(finish);
+            }
+        }
+        // Still holding at `now`.
+        if let Some(at) = a.due(a.above_since, a.p.up_after, now) {
+            decided.extend(a.decide(at, true, busy_until));
+        }
+        if let Some(at) = a.due(a.below_since, a.p.down_after, now) {
+            decided.extend(a.decide(at, false, busy_until));
+        }
+        if let Some(s) = self.schedule.as_deref_mut() {
+            for (t, r) in decided {
+                s.push(t, r);
+            }
+        }
+    }
+
     pub fn on_arrival(&mut self, now: SimTime, pkt: &PacketInfo) -> Outcome {
         self.purge(now);
+        self.adapt_until(now);
         let start = self.busy_until.max(now);
         if start > now {
+            // A buffer sized in time holds the level's share of the limit.
+            let scale = |x: u64| match self.adapt.as_deref() {
+                Some(a) if a.p.scale_queue => {
+                    let top = *a.p.rates.last().expect("validated") as u128;
+                    let r = a.p.rates[a.level_at(now)] as u128;
+                    ((x as u128 * r / top) as u64).max(1)
+                }
+                _ => x,
+            };
             let full = match self.limit {
-                QueueLimit::Packets(n) => self.waiting.len() as u64 >= n as u64,
-                QueueLimit::Bytes(b) => self.waiting_bytes + pkt.wire_size as u64 > b,
+                QueueLimit::Packets(n) => self.waiting.len() as u64 >= scale(n as u64),
+                QueueLimit::Bytes(b) => self.waiting_bytes + pkt.wire_size as u64 > scale(b),
             };
             if full {
                 return Outcome::Drop(now, DropCause::QueueFull);
@@ -262,6 +462,16 @@ impl RateStage {
             self.busy = self.busy + (done.min(clip) - start);
         }
         self.busy_until = done;
+        if let Some(a) = self.adapt.as_deref_mut() {
+            a.system.push_back((done, pkt.wire_size));
+            a.payload += pkt.wire_size as u64;
+            if a.payload > a.p.up_bytes && a.above_since.is_none() {
+                a.above_since = Some(now);
+            }
+            if a.payload > a.p.down_bytes {
+                a.below_since = None;
+            }
+        }
         Outcome::Pass(self.busy_until)
     }
 }
@@ -447,5 +657,203 @@ mod tests {
         assert!(matches!(s.on_arrival(t0, &pkt(600)), Outcome::Pass(_)));
         assert!(matches!(s.on_arrival(t0, &pkt(500)), Outcome::Drop(..)));
         assert!(matches!(s.on_arrival(t0, &pkt(400)), Outcome::Pass(_)));
+    }
+
+    /// 1000-byte packets; 8 kbit/s serialises one per second, 80 kbit/s one per 100 ms.
+    fn adapt(up_after_ms: u64, delay_ms: u64, start: usize) -> RateStage {
+        RateStage::adaptive(
+            AdaptParams {
+                rates: vec![8_000, 80_000],
+                start,
+                up_bytes: 3000,
+                up_after: SimDuration::from_millis(up_after_ms),
+                down_bytes: 0,
+                down_after: SimDuration::from_millis(2000),
+                delay: SimDuration::from_millis(delay_ms),
+                scale_queue: false,
+            },
+            QueueLimit::Packets(100),
+        )
+    }
+
+    fn switches(s: &RateStage) -> Vec<(SimTime, u64)> {
+        s.adapt().unwrap().switches().collect()
+    }
+
+    #[test]
+    fn a_load_driven_rate_steps_up_its_delay_after_the_payload_held_above_the_threshold() {
+        // Four packets at 0: 4000 bytes until the first leaves at 1 s, 3000 (not above the
+        // threshold) after: above for exactly 1 s.
+        let mut s = adapt(1000, 5000, 0);
+        for k in 1..=4u64 {
+            assert_eq!(
+                s.on_arrival(SimTime::ZERO, &pkt(1000)),
+                Outcome::Pass(SimTime::from_millis(1000 * k))
+            );
+        }
+        // Decided at the next arrival: due at 1 s, in effect 5 s later. This packet starts at
+        // 4 s, still at 8 kbit/s: it leaves at 5 s.
+        assert_eq!(
+            s.on_arrival(SimTime::from_millis(2000), &pkt(1000)),
+            Outcome::Pass(SimTime::from_millis(5000))
+        );
+        assert_eq!(switches(&s), [(SimTime::from_millis(6000), 80_000)]);
+        // From 6 s on the link runs at 80 kbit/s; one straddling the switch is exact across it.
+        assert_eq!(
+            s.on_arrival(SimTime::from_millis(5500), &pkt(1000)),
+            Outcome::Pass(SimTime::from_millis(6000) + SimDuration::from_millis(50))
+        );
+        assert_eq!(
+            s.on_arrival(SimTime::from_millis(7000), &pkt(1000)),
+            Outcome::Pass(SimTime::from_millis(7100))
+        );
+        // Held for 1 s is not enough for a 1.001 s time-to-trigger.
+        let mut s = adapt(1001, 5000, 0);
+        for _ in 0..4 {
+            s.on_arrival(SimTime::ZERO, &pkt(1000));
+        }
+        s.on_arrival(SimTime::from_millis(30_000), &pkt(1000));
+        assert!(switches(&s).is_empty());
+    }
+
+    #[test]
+    fn a_decided_switch_waits_for_the_packets_already_accepted() {
+        // Time-to-trigger 0: due at 0, but the delay (1 s) is shorter than the backlog (4 s at
+        // the old rate): the switch comes when the link has sent what it had accepted.
+        let mut s = adapt(0, 1000, 0);
+        for _ in 0..4 {
+            s.on_arrival(SimTime::ZERO, &pkt(1000));
+        }
+        s.on_arrival(SimTime::from_millis(500), &pkt(1000));
+        assert_eq!(switches(&s), [(SimTime::from_millis(4000), 80_000)]);
+    }
+
+    #[test]
+    fn a_load_driven_rate_steps_down_after_the_buffer_stayed_empty() {
+        let mut s = adapt(0, 0, 1);
+        assert_eq!(
+            s.on_arrival(SimTime::ZERO, &pkt(1000)),
+            Outcome::Pass(SimTime::from_millis(100))
+        );
+        // Empty from 0.1 s to 1 s (0.9 s): not yet.
+        assert_eq!(
+            s.on_arrival(SimTime::from_millis(1000), &pkt(1000)),
+            Outcome::Pass(SimTime::from_millis(1100))
+        );
+        assert!(switches(&s).is_empty());
+        // Empty from 1.1 s: due at 3.1 s, delay 0; this one is sent at 8 kbit/s.
+        assert_eq!(
+            s.on_arrival(SimTime::from_millis(3200), &pkt(1000)),
+            Outcome::Pass(SimTime::from_millis(4200))
+        );
+        assert_eq!(switches(&s), [(SimTime::from_millis(3100), 8_000)]);
+        // Never below the lowest level.
+        s.on_arrival(SimTime::from_millis(60_000), &pkt(1000));
+        assert_eq!(switches(&s).len(), 1);
+    }
+
+    #[test]
+    fn a_time_sized_buffer_holds_the_levels_share() {
+        let mut s = RateStage::adaptive(
+            AdaptParams {
+                rates: vec![8_000, 80_000],
+                start: 0,
+                up_bytes: 1_000_000,
+                up_after: SimDuration::ZERO,
+                down_bytes: 0,
+                down_after: SimDuration::from_secs(1000),
+                delay: SimDuration::ZERO,
+                scale_queue: true,
+            },
+            QueueLimit::Bytes(20_000),
+        );
+        // At the low level the limit is 20 000 · 8/80 = 2000 bytes waiting.
+        for _ in 0..3 {
+            assert!(matches!(
+                s.on_arrival(SimTime::ZERO, &pkt(1000)),
+                Outcome::Pass(_)
+            ));
+        }
+        assert!(matches!(
+            s.on_arrival(SimTime::ZERO, &pkt(1000)),
+            Outcome::Drop(..)
+        ));
+    }
+
+    #[test]
+    fn a_load_driven_rate_is_a_function_of_its_arrivals_and_keeps_order() {
+        let run = || {
+            let mut s = RateStage::adaptive(
+                AdaptParams {
+                    rates: vec![64_000, 128_000, 384_000],
+                    start: 1,
+                    up_bytes: 8000,
+                    up_after: SimDuration::from_millis(300),
+                    down_bytes: 1500,
+                    down_after: SimDuration::from_millis(700),
+                    delay: SimDuration::from_millis(400),
+                    scale_queue: true,
+                },
+                QueueLimit::Bytes(30_000),
+            );
+            let mut rng = Rng::stream(5, "arrivals");
+            let mut t = SimTime::ZERO;
+            let mut out = Vec::new();
+            for _ in 0..20_000 {
+                // Bursts and gaps: the load moves across both thresholds.
+                let gap = if rng.next_f64() < 0.02 {
+                    2_000_000_000
+                } else {
+                    15_000_000
+                };
+                t = SimTime(t.0 + (rng.next_f64() * gap as f64) as u64);
+                out.push((t, s.on_arrival(t, &pkt(1500))));
+            }
+            (out, switches(&s))
+        };
+        let (a, sw) = run();
+        assert_eq!((a.clone(), sw.clone()), run());
+        assert!(sw.len() > 20, "{} switches", sw.len());
+        assert!(sw.windows(2).all(|w| w[0].0 <= w[1].0 && w[0].1 != w[1].1));
+        // In order, one at a time: each leaves after the one before by at least its
+        // serialisation at the top rate.
+        let mut last = SimTime::ZERO;
+        for (t, o) in a {
+            if let Outcome::Pass(d) = o {
+                assert!(d >= t && d.0 >= last.0 + 31_250_000, "{t:?} {d:?} {last:?}");
+                last = d;
+            }
+        }
+    }
+
+    #[test]
+    fn a_load_driven_rate_forgets_the_switches_the_link_has_left() {
+        let mut s = RateStage::adaptive(
+            AdaptParams {
+                rates: vec![8_000, 80_000],
+                start: 0,
+                up_bytes: 1500,
+                up_after: SimDuration::ZERO,
+                down_bytes: 0,
+                down_after: SimDuration::ZERO,
+                delay: SimDuration::ZERO,
+                scale_queue: false,
+            },
+            QueueLimit::Packets(10),
+        );
+        // Two packets a second: up when both are in, down when they have left: 20 000 switches.
+        for k in 0..10_000u64 {
+            let t = SimTime(k * 1_000_000_000);
+            s.on_arrival(t, &pkt(1000));
+            s.on_arrival(t, &pkt(1000));
+        }
+        let a = s.adapt().unwrap();
+        let n = a.switches().count();
+        assert!(
+            (MAX_KEPT_SWITCHES..=2 * MAX_KEPT_SWITCHES).contains(&n),
+            "{n}"
+        );
+        assert!(a.switches().last().unwrap().0 > SimTime::from_millis(9_990_000));
+        assert!(s.schedule().unwrap().points().len() < 10_000);
     }
 }

@@ -7,7 +7,8 @@ use crate::units::{Bytes, Rate};
 use spikelab_core::SimTime;
 use spikelab_net::lms::{DopplerSpectrum, LmsState, ITS_S_BAND};
 use spikelab_net::{
-    leo, walkaway, Combining, HarqParams, LmsParams, Profile, ProfileRow, RlcParams, StallParams,
+    leo, walkaway, AdaptParams, Combining, HarqParams, LmsParams, Profile, ProfileRow, RlcParams,
+    StallParams,
 };
 use std::path::PathBuf;
 
@@ -237,6 +238,97 @@ pub struct SwitchingSpec {
     pub seed: Option<u64>,
 }
 
+/// A load-driven rate (`adapt = { rates = [...], up_bytes = ..., ... }`): an R99 RNC's
+/// traffic-volume bearer allocation (3GPP TS 25.331 events 4a / 4b; docs/models.md, "UMTS
+/// bearer").
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AdaptSpec {
+    /// The levels, ascending (e.g. a 128 and a 384 kbit/s bearer at IP level).
+    pub rates: Vec<Rate>,
+    /// Index of the level at time 0 (default 0, the lowest).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start: Option<i64>,
+    /// Up one level when the buffer payload stays above this ...
+    pub up_bytes: Bytes,
+    /// ... for this long (default 0).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub up_after: Option<Duration>,
+    /// Down one level when the buffer payload stays at or below this (default 0: empty) ...
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub down_bytes: Option<Bytes>,
+    /// ... for this long.
+    pub down_after: Duration,
+    /// From a decision to the new rate (default 0).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delay: Option<Duration>,
+    /// The queue limit scales with the level's rate over the top rate (a buffer sized in time;
+    /// default false).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scale_queue: Option<bool>,
+}
+
+/// The smallest `adapt.up_bytes`: one 1500-byte packet.
+pub const MIN_ADAPT_UP_BYTES: u64 = 1500;
+
+impl AdaptSpec {
+    /// The stage's parameters, checked; errors name `{at}.adapt.<field>`.
+    pub fn params(&self, at: &str) -> Result<AdaptParams> {
+        let f = |k: &str| format!("{at}.adapt.{k}");
+        check(
+            !self.rates.is_empty(),
+            f("rates"),
+            "needs at least one rate",
+        )?;
+        for (i, r) in self.rates.iter().enumerate() {
+            check(r.0 > 0, f("rates"), format!("rate {i} must be > 0"))?;
+            if i > 0 {
+                check(
+                    r.0 > self.rates[i - 1].0,
+                    f("rates"),
+                    "the rates must be ascending (lowest level first)",
+                )?;
+            }
+        }
+        let start = self.start.unwrap_or(0);
+        check(
+            start >= 0 && (start as usize) < self.rates.len(),
+            f("start"),
+            format!(
+                "must index a rate (0 to {}), got {start}",
+                self.rates.len() - 1
+            ),
+        )?;
+        check(
+            self.up_bytes.0 >= MIN_ADAPT_UP_BYTES,
+            f("up_bytes"),
+            format!(
+                "must be at least one packet ({MIN_ADAPT_UP_BYTES} bytes), got {} bytes",
+                self.up_bytes.0
+            ),
+        )?;
+        let down = self.down_bytes.map_or(0, |b| b.0);
+        check(
+            down < self.up_bytes.0,
+            f("down_bytes"),
+            format!(
+                "must be below up_bytes ({} bytes), got {down} bytes",
+                self.up_bytes.0
+            ),
+        )?;
+        Ok(AdaptParams {
+            rates: self.rates.iter().map(|r| r.0).collect(),
+            start: start as usize,
+            up_bytes: self.up_bytes.0,
+            up_after: self.up_after.map_or(SimDuration::ZERO, |d| d.0),
+            down_bytes: down,
+            down_after: self.down_after.0,
+            delay: self.delay.map_or(SimDuration::ZERO, |d| d.0),
+            scale_queue: self.scale_queue.unwrap_or(false),
+        })
+    }
+}
+
 /// How a HARQ receiver combines transmissions.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -351,6 +443,9 @@ pub struct StageSpec {
     /// Rate: random switching between rates.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub switching: Option<SwitchingSpec>,
+    /// Rate: a load-driven rate (bearer allocation by traffic volume).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub adapt: Option<AdaptSpec>,
     /// Rate: the `(time, bits per second)` points of `schedule` or `trace`, checked.
     #[serde(skip)]
     pub rate_points: Option<Vec<(SimTime, u64)>>,
@@ -512,6 +607,7 @@ impl StageSpec {
             channel,
             schedule,
             switching,
+            adapt,
             rlc_rtt,
             loss,
             stall_rate,
@@ -528,6 +624,7 @@ impl StageSpec {
                 "schedule",
                 "trace",
                 "switching",
+                "adapt",
                 "queue",
                 "queue_bytes",
             ],
@@ -576,6 +673,7 @@ impl StageSpec {
                     self.schedule.is_some(),
                     self.trace.is_some(),
                     self.switching.is_some(),
+                    self.adapt.is_some(),
                 ]
                 .iter()
                 .filter(|x| **x)
@@ -587,8 +685,11 @@ impl StageSpec {
                     } else {
                         at.to_string()
                     },
-                    "a rate stage needs exactly one of rate, schedule, trace, switching",
+                    "a rate stage needs exactly one of rate, schedule, trace, switching, adapt",
                 )?;
+                if let Some(a) = &self.adapt {
+                    a.params(at)?;
+                }
                 if let Some(rows) = &self.schedule {
                     self.rate_points = Some(schedule_points(rows, &format!("{at}.schedule"))?);
                 }
@@ -1294,6 +1395,28 @@ pub struct PathPresetTable {
     /// Log-normal sigma of stall durations.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stall_sigma: Option<f64>,
+    /// The downgraded bearer's IP-level rate: with it the rate follows the load (the RNC's
+    /// traffic-volume allocation between `low_rate` and `rate`; 0: a fixed `rate`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub low_rate: Option<Rate>,
+    /// Upgrade when the buffer holds more than this (event 4a threshold) ...
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub up_bytes: Option<Bytes>,
+    /// ... for this long (time-to-trigger).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub up_after: Option<Duration>,
+    /// Downgrade when the buffer has held at most `down_bytes` (event 4b; default 0, empty) ...
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub down_bytes: Option<Bytes>,
+    /// ... for this long.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub down_after: Option<Duration>,
+    /// From a decision to the new rate (radio-bearer reconfiguration).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub switch_delay: Option<Duration>,
+    /// The buffer is sized in time: at the low rate it holds `buffer · low_rate / rate`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scale_buffer: Option<bool>,
     /// `leo-lms`: the drop-tail queue in packets in front of the link.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub queue: Option<i64>,
@@ -1321,6 +1444,13 @@ struct UmtsDefaults {
     delay_ms: u64,
     rlc_loss: f64,
     stall_rate: f64,
+    /// The load-driven rate's defaults (`low_rate` 0: off).
+    low_rate: u64,
+    up_bytes: u64,
+    up_after_ms: u64,
+    down_after_ms: u64,
+    switch_delay_ms: u64,
+    scale_buffer: bool,
 }
 
 impl PathPreset {
@@ -1336,7 +1466,7 @@ impl PathPreset {
             }
         };
         // Each family's knobs; a knob of the other family is refused by name.
-        const UMTS: [&str; 9] = [
+        const UMTS: [&str; 16] = [
             "rate",
             "buffer",
             "delay",
@@ -1346,6 +1476,13 @@ impl PathPreset {
             "stall_rate",
             "stall_median",
             "stall_sigma",
+            "low_rate",
+            "up_bytes",
+            "up_after",
+            "down_bytes",
+            "down_after",
+            "switch_delay",
+            "scale_buffer",
         ];
         const LEO_LMS: [&str; 5] = ["rate", "queue", "snr", "reorder_buffer", "leo_seed"];
         let set = [
@@ -1358,6 +1495,13 @@ impl PathPreset {
             ("stall_rate", t.stall_rate.is_some()),
             ("stall_median", t.stall_median.is_some()),
             ("stall_sigma", t.stall_sigma.is_some()),
+            ("low_rate", t.low_rate.is_some()),
+            ("up_bytes", t.up_bytes.is_some()),
+            ("up_after", t.up_after.is_some()),
+            ("down_bytes", t.down_bytes.is_some()),
+            ("down_after", t.down_after.is_some()),
+            ("switch_delay", t.switch_delay.is_some()),
+            ("scale_buffer", t.scale_buffer.is_some()),
             ("queue", t.queue.is_some()),
             ("snr", t.snr.is_some()),
             ("reorder_buffer", t.reorder_buffer.is_some()),
@@ -1386,6 +1530,12 @@ impl PathPreset {
                 delay_ms: 170,
                 rlc_loss: 0.002,
                 stall_rate: 0.05,
+                low_rate: 0,
+                up_bytes: 20_000,
+                up_after_ms: 0,
+                down_after_ms: 1000,
+                switch_delay_ms: 1000,
+                scale_buffer: false,
             },
             "umts-uplink" => UmtsDefaults {
                 rate: 58_000,
@@ -1393,6 +1543,12 @@ impl PathPreset {
                 delay_ms: 130,
                 rlc_loss: 0.0003,
                 stall_rate: 0.0,
+                low_rate: 0,
+                up_bytes: 20_000,
+                up_after_ms: 0,
+                down_after_ms: 1000,
+                switch_delay_ms: 1000,
+                scale_buffer: false,
             },
             other => {
                 return Err(ScenarioError::new(
@@ -1413,9 +1569,40 @@ impl PathPreset {
             ),
         )?;
         let empty = blank_stage;
+        let top = t.rate.unwrap_or(Rate(d.rate));
+        let low = t.low_rate.map_or(d.low_rate, |r| r.0);
+        let ms =
+            |v: Option<Duration>, def: u64| v.unwrap_or(Duration(SimDuration::from_millis(def)));
+        let adapt = (low > 0).then(|| AdaptSpec {
+            rates: vec![Rate(low), top],
+            // The UE holds the top rate at the start (it is on a DCH already).
+            start: Some(1),
+            up_bytes: t.up_bytes.unwrap_or(Bytes(d.up_bytes)),
+            up_after: Some(ms(t.up_after, d.up_after_ms)),
+            down_bytes: t.down_bytes,
+            down_after: ms(t.down_after, d.down_after_ms),
+            delay: Some(ms(t.switch_delay, d.switch_delay_ms)),
+            scale_queue: Some(t.scale_buffer.unwrap_or(d.scale_buffer)),
+        });
+        if let Some(a) = &adapt {
+            check(
+                low < top.0,
+                field("low_rate"),
+                format!("must be below rate ({} bit/s), got {low} bit/s", top.0),
+            )?;
+            a.params("").map_err(|e| {
+                let knob = match e.field.as_str() {
+                    ".adapt.up_bytes" => "up_bytes",
+                    ".adapt.down_bytes" => "down_bytes",
+                    _ => "low_rate",
+                };
+                ScenarioError::new(field(knob), e.message)
+            })?;
+        }
         let rate = StageSpec {
             kind: StageKind::Rate,
-            rate: Some(t.rate.unwrap_or(Rate(d.rate))),
+            rate: adapt.is_none().then_some(top),
+            adapt,
             queue_bytes: Some(Bytes(buffer)),
             ..empty()
         };
@@ -1530,6 +1717,7 @@ fn blank_stage() -> StageSpec {
         queue_bytes: None,
         schedule: None,
         switching: None,
+        adapt: None,
         rate_points: None,
         delay: None,
         profile: None,

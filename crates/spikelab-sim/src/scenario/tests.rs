@@ -986,11 +986,47 @@ fn bad_bearer_input_gets_one_line_naming_the_field() {
         ),
         (
             stage("type = \"rate\"\nrate = \"1Mbps\"\nschedule = [[0, 1000]]"),
-            "path.fwd.stage[0]: a rate stage needs exactly one of rate, schedule, trace, switching",
+            "path.fwd.stage[0]: a rate stage needs exactly one of rate, schedule, trace, switching, adapt",
         ),
         (
             stage("type = \"rate\""),
-            "path.fwd.stage[0].rate: a rate stage needs exactly one of rate, schedule, trace, switching",
+            "path.fwd.stage[0].rate: a rate stage needs exactly one of rate, schedule, trace, switching, adapt",
+        ),
+        (
+            stage("type = \"rate\"\nadapt = { rates = [], up_bytes = \"10KB\", down_after = \"1s\" }"),
+            "path.fwd.stage[0].adapt.rates: needs at least one rate",
+        ),
+        (
+            stage("type = \"rate\"\nadapt = { rates = [\"384kbps\", \"128kbps\"], up_bytes = \"10KB\", down_after = \"1s\" }"),
+            "path.fwd.stage[0].adapt.rates: the rates must be ascending (lowest level first)",
+        ),
+        (
+            stage("type = \"rate\"\nadapt = { rates = [\"0bps\", \"128kbps\"], up_bytes = \"10KB\", down_after = \"1s\" }"),
+            "path.fwd.stage[0].adapt.rates[0]: must be a positive rate of at least 1 bps, got 0bps",
+        ),
+        (
+            stage("type = \"rate\"\nadapt = { rates = [\"128kbps\", \"384kbps\"], up_bytes = \"1000B\", down_after = \"1s\" }"),
+            "path.fwd.stage[0].adapt.up_bytes: must be at least one packet (1500 bytes), got 1000 bytes",
+        ),
+        (
+            stage("type = \"rate\"\nadapt = { rates = [\"128kbps\", \"384kbps\"], up_bytes = \"10KB\", down_bytes = \"10KB\", down_after = \"1s\" }"),
+            "path.fwd.stage[0].adapt.down_bytes: must be below up_bytes (10000 bytes), got 10000 bytes",
+        ),
+        (
+            stage("type = \"rate\"\nadapt = { rates = [\"128kbps\", \"384kbps\"], start = 2, up_bytes = \"10KB\", down_after = \"1s\" }"),
+            "path.fwd.stage[0].adapt.start: must index a rate (0 to 1), got 2",
+        ),
+        (
+            stage("type = \"rate\"\nrate = \"1Mbps\"\nadapt = { rates = [\"128kbps\"], up_bytes = \"10KB\", down_after = \"1s\" }"),
+            "path.fwd.stage[0]: a rate stage needs exactly one of rate, schedule, trace, switching, adapt",
+        ),
+        (
+            "[path.fwd]\npreset = { name = \"umts-downlink\", low_rate = \"400kbps\" }\n[[flow]]\n".into(),
+            "path.fwd.preset.low_rate: must be below rate (330000 bit/s), got 400000 bit/s",
+        ),
+        (
+            "[path.fwd]\npreset = { name = \"umts-downlink\", low_rate = \"128kbps\", up_bytes = \"1KB\" }\n[[flow]]\n".into(),
+            "path.fwd.preset.up_bytes: must be at least one packet (1500 bytes), got 1000 bytes",
         ),
         (
             stage("type = \"stall\"\np = 0.1"),
@@ -1055,6 +1091,42 @@ fn umts_presets_expand_into_stages_with_knobs() {
     .unwrap();
     assert_eq!(kinds2(&sc, "fwd"), ["rate", "rlc", "delay"]);
     assert_eq!(kinds2(&sc, "rev"), ["rate", "rlc", "stall", "delay"]);
+}
+
+#[test]
+fn a_rate_stage_follows_its_load_and_the_umts_preset_can_turn_that_on() {
+    let sc = parse(
+        "[path.fwd]\n[[path.fwd.stage]]\ntype = \"rate\"\nqueue_bytes = \"45KB\"\nadapt = { rates = [\"128kbps\", \"384kbps\"], up_bytes = \"20KB\", up_after = \"500ms\", down_after = \"2s\", delay = \"1s\", scale_queue = true }\n[[flow]]\n",
+        &[],
+        Path::new("."),
+    )
+    .unwrap();
+    let a = sc.path["fwd"].stage[0].adapt.as_ref().unwrap();
+    let p = a.params("x").unwrap();
+    assert_eq!(p.rates, [128_000, 384_000]);
+    assert_eq!((p.start, p.up_bytes, p.down_bytes), (0, 20_000, 0));
+    assert_eq!(p.up_after, SimDuration::from_millis(500));
+    assert_eq!(p.down_after, SimDuration::from_millis(2000));
+    assert_eq!(p.delay, SimDuration::from_millis(1000));
+    assert!(p.scale_queue);
+    assert_round_trips(&sc);
+    // Off in the preset by default; `low_rate` turns it on, with the preset's other knobs.
+    let sc = parse(
+        "[path.fwd]\npreset = { name = \"umts-downlink\", low_rate = \"123kbps\", rate = \"370kbps\", up_bytes = \"38KB\", up_after = \"1s\", down_after = \"1s\", switch_delay = \"1s\" }\n[[flow]]\n",
+        &[],
+        Path::new("."),
+    )
+    .unwrap();
+    let r = &sc.path["fwd"].stage[0];
+    assert_eq!(r.rate, None);
+    let p = r.adapt.as_ref().unwrap().params("x").unwrap();
+    assert_eq!(p.rates, [123_000, 370_000]);
+    assert_eq!(
+        (p.up_bytes, p.down_bytes, p.scale_queue),
+        (38_000, 0, false)
+    );
+    assert_eq!(r.queue_bytes, Some(crate::units::Bytes(45_000)));
+    assert_round_trips(&sc);
 }
 
 fn kinds2<'a>(sc: &'a Scenario, p: &str) -> Vec<&'a str> {

@@ -544,6 +544,11 @@ pub fn build_stage(path: &str, index: usize, spec: &StageSpec, seed: u64) -> Sta
                     RateSchedule::table(points.clone()),
                     limit,
                 ))
+            } else if let Some(a) = &spec.adapt {
+                Stage::Rate(RateStage::adaptive(
+                    a.params("stage").expect("validated"),
+                    limit,
+                ))
             } else if let Some(sw) = &spec.switching {
                 let rng = match sw.seed {
                     Some(s) => Rng::stream(s, "rate/switching"),
