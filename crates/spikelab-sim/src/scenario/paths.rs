@@ -1453,6 +1453,24 @@ struct UmtsDefaults {
     scale_buffer: bool,
 }
 
+impl UmtsDefaults {
+    /// Both presets' load-driven rate defaults (off until `low_rate` is set); the other
+    /// fields are placeholders the presets override.
+    const ADAPT_OFF: UmtsDefaults = UmtsDefaults {
+        rate: 0,
+        buffer: 0,
+        delay_ms: 0,
+        rlc_loss: 0.0,
+        stall_rate: 0.0,
+        low_rate: 0,
+        up_bytes: 20_000,
+        up_after_ms: 0,
+        down_after_ms: 1000,
+        switch_delay_ms: 1000,
+        scale_buffer: false,
+    };
+}
+
 impl PathPreset {
     /// The stages the preset stands for: rate (drop-tail buffer in bytes), rlc, stall (when
     /// its rate is > 0), delay.
@@ -1530,12 +1548,7 @@ impl PathPreset {
                 delay_ms: 170,
                 rlc_loss: 0.002,
                 stall_rate: 0.05,
-                low_rate: 0,
-                up_bytes: 20_000,
-                up_after_ms: 0,
-                down_after_ms: 1000,
-                switch_delay_ms: 1000,
-                scale_buffer: false,
+                ..UmtsDefaults::ADAPT_OFF
             },
             "umts-uplink" => UmtsDefaults {
                 rate: 58_000,
@@ -1543,12 +1556,7 @@ impl PathPreset {
                 delay_ms: 130,
                 rlc_loss: 0.0003,
                 stall_rate: 0.0,
-                low_rate: 0,
-                up_bytes: 20_000,
-                up_after_ms: 0,
-                down_after_ms: 1000,
-                switch_delay_ms: 1000,
-                scale_buffer: false,
+                ..UmtsDefaults::ADAPT_OFF
             },
             other => {
                 return Err(ScenarioError::new(
