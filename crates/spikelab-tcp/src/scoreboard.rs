@@ -102,13 +102,14 @@ impl Scoreboard {
         self.segs.get(((seq - self.base) / mss) as usize)
     }
 
-    /// Drops entries below the new cumulative ACK.
-    pub fn advance(&mut self, ack: u64) {
+    /// Drops entries below the new cumulative ACK, calling `visit(meta)` on each, oldest first.
+    pub fn advance_visit(&mut self, ack: u64, mut visit: impl FnMut(&SegMeta)) {
         while let Some(front) = self.segs.front() {
             let end = self.base + front.len as u64;
             if end > ack {
                 break;
             }
+            visit(front);
             if front.sacked {
                 self.sacked_bytes -= front.len as u64;
             }

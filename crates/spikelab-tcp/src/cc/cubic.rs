@@ -629,18 +629,24 @@ mod tests {
         }
     }
 
-    fn ack_at(c: &mut Cubic, w: &mut Window, t: SimTime, srtt: SimDuration, bytes: u64) {
-        let a = AckSample {
-            now: t,
-            acked: bytes,
+    /// An ACK of `acked` bytes at `now` in Open state whose RTT sample (estimator's and
+    /// congestion control's) and SRTT are all `rtt`.
+    fn sample(now: SimTime, acked: u64, rtt: SimDuration, snd_una: u64, snd_max: u64) -> AckSample {
+        AckSample {
+            now,
+            acked,
             dupack: false,
-            rtt: Some(srtt),
-            ca_rtt: Some(srtt),
-            srtt: Some(srtt),
-            snd_una: 0,
-            snd_max: 0,
+            rtt: Some(rtt),
+            ca_rtt: Some(rtt),
+            srtt: Some(rtt),
+            snd_una,
+            snd_max,
             state: CaState::Open,
-        };
+        }
+    }
+
+    fn ack_at(c: &mut Cubic, w: &mut Window, t: SimTime, srtt: SimDuration, bytes: u64) {
+        let a = sample(t, bytes, srtt, 0, 0);
         c.pkts_acked(w, &a);
         c.cong_avoid(w, bytes);
     }
@@ -901,18 +907,9 @@ mod tests {
         for i in 0..30u64 {
             t += SimDuration::from_millis(3);
             let rtt = SimDuration::from_millis(if i < 10 { 40 } else { later });
-            let a = AckSample {
-                now: t,
-                acked: MSS,
-                dupack: false,
-                rtt: Some(rtt),
-                ca_rtt: Some(rtt),
-                srtt: Some(rtt),
-                snd_una: (i + 1) * MSS,
-                // The first round ends after 10 ACKs; the second sees only the later RTT.
-                snd_max: if i < 10 { 10 * MSS } else { 1_000_000 },
-                state: CaState::Open,
-            };
+            // The first round ends after 10 ACKs; the second sees only the later RTT.
+            let snd_max = if i < 10 { 10 * MSS } else { 1_000_000 };
+            let a = sample(t, MSS, rtt, (i + 1) * MSS, snd_max);
             c.pkts_acked(&mut w, &a);
             if w.cwnd >= w.ssthresh {
                 break;
@@ -950,17 +947,7 @@ mod tests {
         let mut exit_at = None;
         for i in 0..40u64 {
             let t = t0 + SimDuration::from_millis(i);
-            let a = AckSample {
-                now: t,
-                acked: MSS,
-                dupack: false,
-                rtt: Some(rtt),
-                ca_rtt: Some(rtt),
-                srtt: Some(rtt),
-                snd_una: (i + 1) * MSS,
-                snd_max: 1_000_000,
-                state: CaState::Open,
-            };
+            let a = sample(t, MSS, rtt, (i + 1) * MSS, 1_000_000);
             c.pkts_acked(&mut w, &a);
             if w.ssthresh != u64::MAX {
                 exit_at = Some(i);
@@ -991,18 +978,9 @@ mod tests {
         while first < 200 {
             for j in 0..size {
                 let i = first + j; // this ACK acknowledges segments up to i
-                let a = AckSample {
-                    now: start + SimDuration(j * ack_gap_us * 1000),
-                    acked: MSS,
-                    dupack: false,
-                    rtt: Some(rtt),
-                    ca_rtt: Some(rtt),
-                    srtt: Some(rtt),
-                    snd_una: i * MSS,
-                    // Sent before this ACK: the initial window and two per earlier ACK.
-                    snd_max: (10 + 2 * (i - 1)) * MSS,
-                    state: CaState::Open,
-                };
+                let now = start + SimDuration(j * ack_gap_us * 1000);
+                // Sent before this ACK: the initial window and two per earlier ACK.
+                let a = sample(now, MSS, rtt, i * MSS, (10 + 2 * (i - 1)) * MSS);
                 c.pkts_acked(&mut w, &a);
                 if w.ssthresh != u64::MAX {
                     return Some((i, w.ssthresh / MSS));

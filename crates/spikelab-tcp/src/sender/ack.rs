@@ -93,21 +93,16 @@ impl TcpSender {
                 }
                 _ => None,
             };
-            let mut seq = self.snd_una;
-            for (_, m) in self.board.iter() {
-                if seq + m.len as u64 > ack {
-                    break;
-                }
-                seq += m.len as u64;
-                if m.tx_count > 1 {
-                    self.ack_rtt.retrans_acked = true;
-                } else if !m.sacked {
-                    self.ack_rtt.last_ackt = Some(m.xmit_time);
-                }
-            }
             self.snd_una = ack;
             let sacked_before = self.board.sacked_bytes();
-            self.board.advance(ack);
+            let ack_rtt = &mut self.ack_rtt;
+            self.board.advance_visit(ack, |m| {
+                if m.tx_count > 1 {
+                    ack_rtt.retrans_acked = true;
+                } else if !m.sacked {
+                    ack_rtt.last_ackt = Some(m.xmit_time);
+                }
+            });
             delivered += acked - (sacked_before - self.board.sacked_bytes());
             if self.snd_nxt < ack {
                 self.snd_nxt = ack;
