@@ -43,6 +43,9 @@ pub fn scenario_view(sc: &Scenario) -> Value {
                     "delayed_ack": c.delayed_ack,
                     "delack_timeout_ns": c.delack_timeout.as_nanos(),
                     "delack_segments": c.delack_segments,
+                    "comp_sack": c.comp_sack,
+                    "comp_sack_delay_ns": c.comp_sack_delay.as_nanos(),
+                    "comp_sack_slack_ns": c.comp_sack_slack.as_nanos(),
                     "rto": {
                         "estimator": estimator,
                         "alpha": alpha,

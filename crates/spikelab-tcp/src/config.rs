@@ -122,6 +122,16 @@ pub struct TcpConfig {
     /// Receive gap that re-enters quick-ACK mode (Linux: the receiver's RTO, 1 s without RTT
     /// samples of its own).
     pub quickack_idle: SimDuration,
+    /// Receiver SACK compression (Linux `tcp_comp_sack_nr`, 44; 0: off): while out-of-order
+    /// data is held and quick-ACK mode is over, the first three ACKs for each `rcv_nxt` go at
+    /// once, later ones wait for a timer of `comp_sack_delay` (at most the receiver's RTT / 20)
+    /// plus `comp_sack_slack`, or until this many segments are held back.
+    pub comp_sack: u32,
+    /// The compressed-ACK timer's upper bound (Linux `tcp_comp_sack_delay_ns`, 1 ms).
+    pub comp_sack_delay: SimDuration,
+    /// The timer's slack (Linux `tcp_comp_sack_slack_ns`, 100 us; the kernel's timer fires at
+    /// its end when nothing else wakes the CPU).
+    pub comp_sack_slack: SimDuration,
     /// The receiver's advertised window grows as Linux grows it (receive-buffer autotuning:
     /// `tcp_grow_window`, `tcp_rcv_space_adjust`), and a segment that grows it is ACKed at once;
     /// `rwnd` is then its upper bound. Off: the window is `rwnd` throughout.
@@ -196,6 +206,9 @@ impl Default for TcpConfig {
             cwnd_limited_check: false,
             quickack: 0,
             quickack_idle: SimDuration::from_secs(1),
+            comp_sack: 0,
+            comp_sack_delay: SimDuration::from_millis(1),
+            comp_sack_slack: SimDuration::from_micros(100),
             rcv_autotune: false,
             rearm_rto_on_retransmit: false,
             handshake: false,

@@ -16,7 +16,16 @@
 //! * Quick-ACK mode (optional, `quickack`; Linux `tcp_incr_quickack`,
 //!   `tcp_enter_quickack_mode`): the first `quickack` data segments of the connection, those
 //!   after a receive gap longer than `quickack_idle` (Linux: the receiver's RTO), and those after
-//!   a duplicate segment are acknowledged at once, one ACK each.
+//!   a duplicate segment are acknowledged at once, one ACK each. Every data ACK sent uses up one
+//!   of them (`tcp_dec_quickack_mode`), out-of-order and gap-filling ones too.
+//!
+//! * SACK compression (optional, `comp_sack`; Linux `__tcp_ack_snd_check`,
+//!   `tcp_sack_new_ofo_skb`, since 4.19): out-of-order data outside quick-ACK mode is
+//!   acknowledged at once only for the first three ACKs of each `rcv_nxt` (`dup_ack_counter`);
+//!   later ones are held back until `comp_sack` segments wait (the next one then goes at once),
+//!   or until a timer of min(`comp_sack_delay`, RTT / 20) + `comp_sack_slack` armed by the
+//!   first held segment fires. A segment that lands outside the two most recent SACK blocks
+//!   first sends the held ACK (without itself). Any ACK sent clears what was held.
 //!
 //! * Receive-window autotuning (optional, `rcv_autotune`; Linux `tcp_grow_window`,
 //!   `tcp_rcv_space_adjust`): the window starts at 64 KB rounded down to whole segments and
@@ -58,6 +67,14 @@ pub struct TcpReceiver {
     last_rcv: Option<SimTime>,
     /// Receive-window autotuning (`rcv_autotune`), else `None`.
     tune: Option<Autotune>,
+    /// SACK compression: segments whose ACK is held back (Linux `compressed_ack`), the
+    /// `rcv_nxt` the immediate ones were counted for and their count (`dup_ack_counter`), the
+    /// held ACK's deadline, and an ACK built before the segment that forced it out.
+    compressed: u32,
+    comp_rcv_nxt: u64,
+    dup_acks: u32,
+    comp_deadline: Option<SimTime>,
+    flushed: Option<Segment>,
     stats: ReceiverStats,
 }
 
@@ -163,6 +180,11 @@ impl TcpReceiver {
             syn_ack: false,
             quick: 0,
             last_rcv: None,
+            compressed: 0,
+            comp_rcv_nxt: 0,
+            dup_acks: 0,
+            comp_deadline: None,
+            flushed: None,
             stats: ReceiverStats::default(),
         }
     }
@@ -178,7 +200,10 @@ impl TcpReceiver {
         &self.ooo
     }
     pub fn next_timer(&self) -> Option<SimTime> {
-        self.delack_deadline
+        match (self.delack_deadline, self.comp_deadline) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
     }
 
     /// Processes a data segment arriving at `now`.
@@ -201,8 +226,9 @@ impl TcpReceiver {
         if seg.len == 0 {
             return;
         }
-        if self.cfg.quickack > 0 {
-            // First data, or a gap longer than the receiver's RTO: quick-ACK mode.
+        if self.cfg.quickack > 0 && start <= self.rcv_nxt && end > self.rcv_nxt {
+            // First data, or a gap since the last in-order data longer than the receiver's RTO:
+            // quick-ACK mode (Linux tcp_event_data_recv, which only in-order data reaches).
             let idle = self
                 .last_rcv
                 .is_none_or(|t| now.since(t) > self.cfg.quickack_idle);
@@ -238,11 +264,16 @@ impl TcpReceiver {
             if self.tune.is_some() {
                 self.autotune(now, seg);
             }
-            if had_gap || self.dsack.is_some() || !self.cfg.delayed_ack {
+            if self.quick > 0 || self.dsack.is_some() || !self.cfg.delayed_ack {
                 self.ack_now = true;
-            } else if self.quick > 0 {
-                self.quick -= 1;
-                self.ack_now = true;
+            } else if had_gap {
+                // The gap closed: ACK at once (RFC 5681 §4.2); part of it: the ACK goes at once
+                // as the first for the new rcv_nxt.
+                if self.ooo.is_empty() {
+                    self.ack_now = true;
+                } else {
+                    self.ack_ooo(now);
+                }
             } else {
                 self.unacked_bytes += seg.len as u64;
                 if self.unacked_bytes
@@ -261,13 +292,70 @@ impl TcpReceiver {
                 self.recent.retain(|&b| !(s <= b && b < e));
                 self.recent.insert(0, s);
             } else {
+                if self.compressed > 0 && self.sack_slot(start, end) >= 2 {
+                    // tcp_sack_new_ofo_skb: the held ACK goes before this segment is recorded.
+                    self.flushed = self.build_ack(now);
+                }
                 self.insert_ooo(start, end);
                 self.recent.retain(|&b| !(start <= b && b < end));
                 self.recent.insert(0, start);
                 self.recent.truncate(8);
             }
-            self.ack_now = true;
+            if self.quick > 0 || self.dsack.is_some() || !self.cfg.delayed_ack {
+                self.ack_now = true;
+            } else {
+                self.ack_ooo(now);
+            }
         }
+    }
+
+    /// The ACK decision for data that leaves out-of-order data held, outside quick-ACK mode
+    /// (Linux `__tcp_ack_snd_check`'s SACK-compression part).
+    fn ack_ooo(&mut self, now: SimTime) {
+        let nr = self.cfg.comp_sack;
+        if nr == 0 || !self.cfg.sack || self.compressed >= nr {
+            self.ack_now = true;
+            return;
+        }
+        if self.comp_rcv_nxt != self.rcv_nxt {
+            self.comp_rcv_nxt = self.rcv_nxt;
+            self.dup_acks = 0;
+        }
+        if self.dup_acks < 3 {
+            self.dup_acks += 1;
+            self.ack_now = true;
+            return;
+        }
+        self.compressed += 1;
+        if self.comp_deadline.is_none() {
+            let rtt = self.tune.as_ref().and_then(|t| t.rtt);
+            let delay = match rtt {
+                Some(r) => self.cfg.comp_sack_delay.min(SimDuration(r.0 / 20)),
+                None => self.cfg.comp_sack_delay,
+            };
+            self.comp_deadline = Some(now + delay + self.cfg.comp_sack_slack);
+        }
+    }
+
+    /// Where the block a new out-of-order segment `[start, end)` joins stands among the SACK
+    /// blocks last reported, most recent first (at most four, as the kernel keeps); the count
+    /// of those blocks when it starts a new one.
+    fn sack_slot(&self, start: u64, end: u64) -> usize {
+        let mut blocks: Vec<(u64, u64)> = Vec::with_capacity(4);
+        for &b in &self.recent {
+            if let Some(&blk) = self.ooo.iter().find(|&&(s, e)| s <= b && b < e) {
+                if !blocks.contains(&blk) {
+                    blocks.push(blk);
+                }
+            }
+            if blocks.len() == 4 {
+                break;
+            }
+        }
+        blocks
+            .iter()
+            .position(|&(s, e)| s <= end && start <= e)
+            .unwrap_or(blocks.len())
     }
 
     fn insert_ooo(&mut self, start: u64, end: u64) {
@@ -288,6 +376,10 @@ impl TcpReceiver {
         if self.delack_deadline.is_some_and(|d| now >= d) {
             self.delack_deadline = None;
             self.ack_now = true;
+        }
+        if self.comp_deadline.is_some_and(|d| now >= d) {
+            self.comp_deadline = None;
+            self.ack_now = self.ack_now || self.compressed > 0;
         }
     }
 
@@ -345,11 +437,23 @@ impl TcpReceiver {
                 ..Segment::default()
             });
         }
+        if let Some(seg) = self.flushed.take() {
+            return Some(seg);
+        }
         if !self.ack_now {
             return None;
         }
         self.ack_now = false;
+        self.build_ack(now)
+    }
+
+    /// The ACK of everything received so far; sending it clears the delayed and held ACKs and
+    /// uses up one quick ACK.
+    fn build_ack(&mut self, now: SimTime) -> Option<Segment> {
         self.delack_deadline = None;
+        self.comp_deadline = None;
+        self.compressed = 0;
+        self.quick = self.quick.saturating_sub(1);
         self.unacked_bytes = 0;
         self.last_ack_sent = self.rcv_nxt;
         self.stats.acks_sent += 1;

@@ -207,3 +207,25 @@ fn after_an_undo_a_third_duplicate_ack_triggers_fast_retransmit() {
         "without an undo the ACK does not cover recover (4000): no fast retransmit"
     );
 }
+
+#[test]
+fn frto_is_off_for_a_timeout_in_fast_recovery_and_on_for_the_backed_off_one_after_it() {
+    // Linux tcp_enter_loss: `frto = tcp_frto && (new_recovery || icsk_retransmits)`. The first
+    // timeout of an episode that began in fast recovery runs without F-RTO; the next one, backed
+    // off, runs with it, so an ACK of never-retransmitted data then undoes (kernel 6.18 after
+    // the fidelity suite's 1.5 s and 3 s spikes).
+    let mut s = spurious_fast_retransmit();
+    let first = s.s.next_timer().expect("the retransmission timer runs");
+    assert_eq!(kinds(&s.timer(first)), vec![(0, TxKind::RtoRetransmit)]);
+    assert!(
+        !s.ledger().linux_frto,
+        "began in fast recovery, not backed off"
+    );
+    let second = s.s.next_timer().expect("re-armed, backed off");
+    assert!(second > first);
+    assert_eq!(kinds(&s.timer(second)), vec![(0, TxKind::RtoRetransmit)]);
+    assert!(s.ledger().linux_frto, "backed off: icsk_retransmits = 1");
+    // Segments 4 and 5, sent once before the timeouts, are SACKed: FLAG_ORIG_SACK_ACKED.
+    s.ack(second + dur(50), ts(sack(0, &[(1000, 6000)]), 10));
+    assert_eq!(linux_verdicts(&s), vec![LinuxRule::Frto]);
+}

@@ -327,8 +327,21 @@ def plan(view: dict[str, Any], resolved: dict[str, Any], ccs: list[str],
             f"({smallest} bytes{' with timestamps on' if ts else ''}); emulation takes an MSS "
             f"of at least {smallest}")
 
+    rcv: dict[str, str] = {}
+    # The receiver's SACK compression (the linux profile: the kernel's 44, 1 ms, 100 us; the
+    # rfc profile: off, every out-of-order segment ACKed at once).
+    for key, sysctl in (("comp_sack", "tcp_comp_sack_nr"),
+                        ("comp_sack_delay_ns", "tcp_comp_sack_delay_ns"),
+                        ("comp_sack_slack_ns", "tcp_comp_sack_slack_ns")):
+        if key not in tcps[0]:
+            continue
+        value = _ns_wide([t[key] for t in tcps], "tcp." + key.removesuffix("_ns"))
+        if _sysctl_exists(sysctl):
+            rcv[f"net.ipv4.{sysctl}"] = str(value)
+        else:
+            u.append(f"tcp.{key.removesuffix('_ns')}: this kernel has no net.ipv4.{sysctl}")
     p.sysctl_snd = {**both, **snd}
-    p.sysctl_rcv = dict(both)
+    p.sysctl_rcv = {**both, **rcv}
     for k, v in (extra_sysctls or {}).items():
         p.sysctl_snd[k] = str(v)
         p.sysctl_rcv[k] = str(v)

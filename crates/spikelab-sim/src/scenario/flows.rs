@@ -102,6 +102,7 @@ delayed_ack = true
 delack_timeout = "40ms"
 delack_segments = 2
 quickack = 16
+comp_sack = 44
 rcv_autotune = true
 rearm_rto_on_retransmit = true
 ssthresh_basis = "cwnd"
@@ -345,6 +346,12 @@ pub struct TcpSpec {
     pub quickack: i64,
     /// Receive gap that re-enters quick-ACK mode.
     pub quickack_idle: Duration,
+    /// Receiver SACK compression: ACKs held back at most (0: off; Linux `tcp_comp_sack_nr`).
+    pub comp_sack: i64,
+    /// The compressed-ACK timer's bound (Linux `tcp_comp_sack_delay_ns`).
+    pub comp_sack_delay: Duration,
+    /// The compressed-ACK timer's slack (Linux `tcp_comp_sack_slack_ns`).
+    pub comp_sack_slack: Duration,
     /// The receiver's window grows as Linux's receive-buffer autotuning grows it.
     pub rcv_autotune: bool,
     /// Resending the first unacknowledged segment restarts the retransmission timer (Linux).
@@ -395,6 +402,9 @@ impl Default for TcpSpec {
             delack_segments: c.delack_segments as i64,
             quickack: c.quickack as i64,
             quickack_idle: Duration(c.quickack_idle),
+            comp_sack: c.comp_sack as i64,
+            comp_sack_delay: Duration(c.comp_sack_delay),
+            comp_sack_slack: Duration(c.comp_sack_slack),
             rcv_autotune: c.rcv_autotune,
             rearm_rto_on_retransmit: c.rearm_rto_on_retransmit,
             ssthresh_basis: SsthreshBasisSpec::Flight,
@@ -879,6 +889,24 @@ impl FlowSpec {
             "must be > 0",
         )?;
         check(
+            (0..=255).contains(&t.comp_sack),
+            format!("{at}.comp_sack"),
+            format!(
+                "must be an integer from 0 (off) to 255 (Linux tcp_comp_sack_nr), got {}",
+                t.comp_sack
+            ),
+        )?;
+        check(
+            t.comp_sack_delay.0 <= SimDuration::from_secs(1),
+            format!("{at}.comp_sack_delay"),
+            "must be at most 1 s",
+        )?;
+        check(
+            t.comp_sack_slack.0 <= SimDuration::from_secs(1),
+            format!("{at}.comp_sack_slack"),
+            "must be at most 1 s",
+        )?;
+        check(
             t.rwnd.0 <= 1 << 30,
             format!("{at}.rwnd"),
             format!(
@@ -1074,6 +1102,9 @@ impl FlowSpec {
             delack_segments: t.delack_segments as u32,
             quickack: t.quickack as u32,
             quickack_idle: t.quickack_idle.0,
+            comp_sack: t.comp_sack as u32,
+            comp_sack_delay: t.comp_sack_delay.0,
+            comp_sack_slack: t.comp_sack_slack.0,
             rcv_autotune: t.rcv_autotune,
             rearm_rto_on_retransmit: t.rearm_rto_on_retransmit,
             ssthresh_basis: match t.ssthresh_basis {

@@ -43,6 +43,13 @@ impl TcpSender {
         };
         if let Some(f) = &mut self.frto {
             self.ledger.linux_frto = f.on_timeout(&timeout);
+            if self.linux_undo_on() {
+                // Linux tcp_enter_loss: F-RTO for a timeout that begins an episode from Open or
+                // Disorder, and for every backed-off one (icsk_retransmits > 0), also when the
+                // episode began in fast recovery.
+                self.ledger.linux_frto = matches!(self.state, CaState::Open | CaState::Disorder)
+                    || self.rtt.backoff_count() > 0;
+            }
         }
         self.rto_without_progress = true;
         self.frto_budget = 0;
