@@ -73,7 +73,7 @@ impl RttEstimator {
                 }
                 let srtt = self.srtt.unwrap_or(m);
                 let rto = srtt + (granularity.as_nanos() as f64).max(k * self.rttvar);
-                self.base_rto = SimDuration(rto.round() as u64);
+                self.base_rto = ns(rto);
             }
             RtoAlgorithm::Linux => self.linux_sample(r.as_nanos().max(1) as i64, snd_una, snd_nxt),
         }
@@ -122,7 +122,7 @@ impl RttEstimator {
             }
         }
         let rto = self.srtt.unwrap_or(0.0) + self.rttvar;
-        self.base_rto = SimDuration(rto.round() as u64);
+        self.base_rto = ns(rto);
     }
 
     /// RFC 4015 §3.1 step (11), on the first RTT sample `r` taken from data sent after a
@@ -150,7 +150,7 @@ impl RttEstimator {
             RtoAlgorithm::Rfc6298 { k, granularity, .. } => {
                 self.rttvar = (rttvar_prev.as_nanos() as f64).max(m / 2.0);
                 let rto = srtt + (granularity.as_nanos() as f64).max(k * self.rttvar);
-                self.base_rto = SimDuration(rto.round() as u64);
+                self.base_rto = ns(rto);
             }
             RtoAlgorithm::Linux => {
                 let rto_min = self.cfg.min.as_nanos() as f64;
@@ -158,7 +158,7 @@ impl RttEstimator {
                 self.mdev4 = var as i64;
                 self.mdev_max = self.mdev4;
                 self.rttvar = var.max(rto_min);
-                self.base_rto = SimDuration((srtt + self.rttvar).round() as u64);
+                self.base_rto = ns(srtt + self.rttvar);
             }
         }
         self.base_rto = self.base_rto.max(self.cfg.min).min(self.cfg.max);
@@ -185,13 +185,19 @@ impl RttEstimator {
     }
 
     pub fn srtt(&self) -> Option<SimDuration> {
-        self.srtt.map(|s| SimDuration(s.round() as u64))
+        self.srtt.map(ns)
     }
 
     /// RFC 6298 RTTVAR, or the kernel's `rttvar` in `linux` mode.
     pub fn rttvar(&self) -> SimDuration {
-        SimDuration(self.rttvar.round() as u64)
+        ns(self.rttvar)
     }
+}
+
+/// Nanoseconds (non-negative, below 2^52) rounded half up to a duration: `f64::round` is a
+/// libm call on the baseline x86-64 target, and this runs on every RTT sample.
+fn ns(x: f64) -> SimDuration {
+    SimDuration((x + 0.5) as u64)
 }
 
 #[cfg(test)]
