@@ -174,11 +174,8 @@ impl Pipeline {
                     spec.stage.len()
                 ));
             }
-            let stages = spec
-                .stage
-                .iter()
-                .enumerate()
-                .map(|(i, st)| build_stage(name, i, st, seed))
+            let stages = (0..spec.stage.len())
+                .map(|i| build_stage(name, i, &spec.stage, seed))
                 .collect::<Vec<_>>();
             paths.push(PathRt {
                 last_arrival: vec![0; stages.len()],

@@ -26,7 +26,7 @@ pub use loss::{LossModel, LossStage};
 pub use profile::{Profile, ProfileError, ProfileRow};
 pub use rate::{Adapt, AdaptParams, QueueLimit, RateSchedule, RateStage, Switching};
 pub use rlc::{RlcParams, RlcStage};
-pub use stall::{StallParams, StallStage};
+pub use stall::{StallParams, StallSchedule, StallStage};
 
 use spikelab_core::SimTime;
 

@@ -22,7 +22,17 @@
 //! the link finishes the packets accepted so far, whichever is later: it lags by at most the
 //! backlog's serialisation time beyond `delay` (the buffer's worth at the old rate, less
 //! `delay`). Deterministic: no random draws.
+//!
+//! **Stalls downstream** ([`RateStage::count_stalled`]): when a stall stage follows in the same
+//! path, a packet the link sends during a stall stays in the payload until the stall ends, as
+//! the RNC's RLC keeps an SDU until the UE acknowledges it (the traffic-volume measurement
+//! counts the RLC buffer). Without this a stall would empty the measured buffer and downgrade
+//! the bearer however many flows keep it full. The link's copy of the stall schedule (the stall
+//! stage's parameters and random stream) gives the same stall times as the stall stage.
+//! **Approximation:** a packet counts as held when it leaves the link inside a stall; the RLC
+//! stage's extra delay between the two is ignored.
 
+use crate::stall::StallSchedule;
 use crate::{DropCause, Outcome, PacketInfo};
 use spikelab_core::{Rng, SimDuration, SimTime};
 use std::collections::VecDeque;
@@ -104,7 +114,8 @@ pub struct Adapt {
     level: usize,
     before: usize,
     switch_at: SimTime,
-    /// (finish, wire bytes) of the accepted packets not yet sent, in order; their bytes.
+    /// (leaves the buffer, wire bytes) of the accepted packets still counted, in order: the
+    /// link's finish, or a downstream stall's end; their bytes.
     system: VecDeque<(SimTime, u32)>,
     payload: u64,
     /// Since when the payload has been above `up_bytes` / at or below `down_bytes`.
@@ -112,6 +123,9 @@ pub struct Adapt {
     below_since: Option<SimTime>,
     /// Every switch that took or will take effect: (time, level).
     switches: Vec<(SimTime, usize)>,
+    /// The stalls of a stall stage downstream: a packet sent during one stays counted until it
+    /// ends.
+    stalls: Option<StallSchedule>,
 }
 
 impl Adapt {
@@ -129,7 +143,17 @@ impl Adapt {
             above_since: None,
             below_since: Some(SimTime::ZERO),
             switches: Vec::new(),
+            stalls: None,
             p,
+        }
+    }
+
+    /// When a packet the link finishes at `finish` (non-decreasing from call to call) leaves
+    /// the measured buffer: at `finish`, or at the end of the downstream stall it falls in.
+    fn release(&mut self, finish: SimTime) -> SimTime {
+        match self.stalls.as_mut().and_then(|s| s.stall_at(finish)) {
+            Some((_, end)) => end,
+            None => finish,
         }
     }
 
@@ -339,6 +363,14 @@ impl RateStage {
         s
     }
 
+    /// A load-driven rate counts what a downstream stall stage holds (its schedule: the stall
+    /// stage's parameters and random stream) as still in its buffer. No effect on a fixed rate.
+    pub fn count_stalled(&mut self, stalls: StallSchedule) {
+        if let Some(a) = self.adapt.as_deref_mut() {
+            a.stalls = Some(stalls);
+        }
+    }
+
     /// The load-driven rate, if the rate follows the load.
     pub fn adapt(&self) -> Option<&Adapt> {
         self.adapt.as_deref()
@@ -463,7 +495,8 @@ impl RateStage {
         }
         self.busy_until = done;
         if let Some(a) = self.adapt.as_deref_mut() {
-            a.system.push_back((done, pkt.wire_size));
+            let release = a.release(done);
+            a.system.push_back((release, pkt.wire_size));
             a.payload += pkt.wire_size as u64;
             if a.payload > a.p.up_bytes && a.above_since.is_none() {
                 a.above_since = Some(now);
@@ -750,6 +783,40 @@ mod tests {
         // Never below the lowest level.
         s.on_arrival(SimTime::from_millis(60_000), &pkt(1000));
         assert_eq!(switches(&s).len(), 1);
+    }
+
+    #[test]
+    fn what_a_downstream_stall_holds_still_counts_so_the_rate_does_not_step_down_during_it() {
+        use crate::stall::{StallParams, StallSchedule};
+        let p = StallParams {
+            rate: 0.2,
+            median: SimDuration::from_millis(3000),
+            sigma_ln: 0.1,
+        };
+        let stream = || Rng::stream(7, "stalls");
+        let (start, end) = StallSchedule::new(p, stream()).until(SimTime::from_millis(600_000))[0];
+        // A backlog at time 0 keeps the link (80 kbit/s: 100 ms a packet) busy until 200 ms
+        // into the stall.
+        let n = (start.as_nanos() / 100_000_000) + 3;
+        let last = SimTime::from_millis(100 * n);
+        assert!(last > start && last + SimDuration::from_millis(2000) < end);
+        let run = |counted: bool| {
+            let mut s = adapt(0, 0, 1);
+            if counted {
+                s.count_stalled(StallSchedule::new(p, stream()));
+            }
+            for _ in 0..n {
+                s.on_arrival(SimTime::ZERO, &pkt(1000));
+            }
+            s.on_arrival(end + SimDuration::from_millis(10_000), &pkt(1000));
+            switches(&s)
+        };
+        // Not counted, the buffer is empty from the last packet's departure inside the stall,
+        // and the 2 s of emptiness run out inside the stall ...
+        assert_eq!(run(false), [(last + SimDuration::from_millis(2000), 8_000)]);
+        // ... counted, only 2 s after the stall released what it held.
+        let counted = run(true);
+        assert_eq!(counted, [(end + SimDuration::from_millis(2000), 8_000)]);
     }
 
     #[test]

@@ -8,7 +8,7 @@ use crate::truth::Truth;
 use spikelab_core::{Arena, ArenaId, EventQueue, Rng, SimDuration, SimTime};
 use spikelab_net::{
     DelayStage, DropCause, LossModel, LossStage, Outcome, PacketInfo, QueueLimit, RateSchedule,
-    RateStage, RlcStage, Stage, StallStage, Switching,
+    RateStage, RlcStage, Stage, StallSchedule, StallStage, Switching,
 };
 use spikelab_tcp::spurious::{DetectorKind, EpisodeKind};
 use spikelab_tcp::{Segment, SpuriousEvent, TcpReceiver, TcpSender, TxKind};
@@ -530,7 +530,8 @@ fn start_jitter(seed: u64, i: usize, f: &crate::scenario::FlowSpec) -> u64 {
 /// Builds stage `index` of path `path` from its validated spec, with its own RNG stream
 /// (`path/<path>/stage/<index>`). The simulator and the emulator both build stages here, so a
 /// seed draws the same random numbers in both.
-pub fn build_stage(path: &str, index: usize, spec: &StageSpec, seed: u64) -> Stage {
+pub fn build_stage(path: &str, index: usize, stages: &[StageSpec], seed: u64) -> Stage {
+    let spec = &stages[index];
     let rng = Rng::stream(seed, &format!("path/{path}/stage/{index}"));
     match spec.kind {
         StageKind::Rate => {
@@ -545,10 +546,20 @@ pub fn build_stage(path: &str, index: usize, spec: &StageSpec, seed: u64) -> Sta
                     limit,
                 ))
             } else if let Some(a) = &spec.adapt {
-                Stage::Rate(RateStage::adaptive(
-                    a.params("stage").expect("validated"),
-                    limit,
-                ))
+                let mut r = RateStage::adaptive(a.params("stage").expect("validated"), limit);
+                // A stall stage later in the path: what it holds still counts as buffered.
+                let stall = stages
+                    .iter()
+                    .enumerate()
+                    .skip(index + 1)
+                    .find(|(_, st)| st.kind == StageKind::Stall);
+                if let Some((j, st)) = stall {
+                    r.count_stalled(StallSchedule::new(
+                        st.stall_params("stage").expect("validated"),
+                        Rng::stream(seed, &format!("path/{path}/stage/{j}")),
+                    ));
+                }
+                Stage::Rate(r)
             } else if let Some(sw) = &spec.switching {
                 let rng = match sw.seed {
                     Some(s) => Rng::stream(s, "rate/switching"),
@@ -636,7 +647,7 @@ impl World {
             let mut stage_code = Vec::new();
             for (i, st) in spec.stage.iter().enumerate() {
                 let sname = st.name.clone().unwrap_or_else(|| st.kind_name().into());
-                stages.push(build_stage(name, i, st, seed));
+                stages.push(build_stage(name, i, &spec.stage, seed));
                 let code = match stage_names.iter().position(|s| *s == sname) {
                     Some(c) => c,
                     None => {
