@@ -229,3 +229,41 @@ fn frto_is_off_for_a_timeout_in_fast_recovery_and_on_for_the_backed_off_one_afte
     s.ack(second + dur(50), ts(sack(0, &[(1000, 6000)]), 10));
     assert_eq!(linux_verdicts(&s), vec![LinuxRule::Frto]);
 }
+
+#[test]
+fn a_partial_ack_from_a_delayed_original_opens_racks_reordering_window() {
+    // Linux tcp_try_undo_partial: a partial ACK in fast recovery that echoes a timestamp older
+    // than the first retransmission (the hole was filled by the delayed original) calls
+    // tcp_check_sack_reordering, which counts the reordering (`reord_seen`) even though the
+    // original was retransmitted, so RACK's reordering window opens. RACK's own rule (a
+    // never-retransmitted segment delivered below the highest SACK) does not see it.
+    let run = |linux: bool| {
+        let mut cfg = TcpConfig {
+            rack: true,
+            ..cfg(Variant::Sack, 8, true, Response::Undo)
+        };
+        if !linux {
+            cfg.spurious.detectors = spikelab_tcp::spurious::DetectorSet::EMPTY;
+        }
+        let mut s = Snd::new(cfg, None);
+        s.send(ms(10));
+        s.ack(ms(110), ts(sack(0, &[(2000, 3000)]), 10));
+        s.ack(ms(111), ts(sack(0, &[(2000, 4000)]), 10));
+        let out = s.ack(ms(112), ts(sack(0, &[(2000, 5000)]), 10));
+        assert!(
+            kinds(&out).contains(&(0, TxKind::FastRetransmit)),
+            "{out:?}"
+        );
+        assert_eq!(s.state(), CaState::Recovery);
+        assert!(!s.rack().unwrap().reordering_seen);
+        // Segment 0's delayed original arrives (segment 1 is still missing): a partial ACK
+        // echoing TSval 10, older than the retransmission's 112.
+        s.ack(ms(113), ts(sack(1000, &[(2000, 5000)]), 10));
+        s.rack().unwrap().reordering_seen
+    };
+    assert!(run(true));
+    assert!(
+        !run(false),
+        "without the linux rules only RACK's own test applies"
+    );
+}

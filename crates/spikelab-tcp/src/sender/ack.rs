@@ -166,6 +166,7 @@ impl TcpSender {
             }
         }
         linux_ack.dsack = dsack;
+        self.linux_note_partial_reordering(seg, acked, prior_snd_una);
         if let Some(rule) = self.linux_undo_rule(seg, acked, linux_ack) {
             spurious_by = spurious_by.or(self.linux_verdict(now, rule));
         }

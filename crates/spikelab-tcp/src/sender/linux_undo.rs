@@ -32,8 +32,8 @@
 //! so an episode it never undid is scored as undecided.
 //!
 //! Maturity: scripted packet tests pin each rule; whole runs are compared with the kernel by
-//! `spikelab fidelity`. Simplified: no reordering-degree update on a partial undo
-//! (`tcp_check_sack_reordering`), no ECN.
+//! `spikelab fidelity`. Simplified: a partial ACK from a delayed original marks reordering
+//! seen for RACK but does not raise the reordering degree (`tp->reordering`), no ECN.
 
 use super::*;
 use crate::spurious::{Evidence, LinuxRule};
@@ -77,6 +77,33 @@ impl TcpSender {
             return false;
         };
         self.cfg.timestamps && ts.ecr != 0 && (ts.ecr.wrapping_sub(stamp) as i32) < 0
+    }
+
+    /// Linux `tcp_try_undo_partial`'s first step: a partial ACK in fast recovery whose echoed
+    /// timestamp predates the episode's first retransmission (the hole was filled by the
+    /// delayed original) is evidence of reordering (`tcp_check_sack_reordering`), whether or not
+    /// the episode can be undone yet: RACK's reordering window opens from then on
+    /// (`reord_seen`), so the next segments of the same reordering are not marked lost at once.
+    pub(super) fn linux_note_partial_reordering(
+        &mut self,
+        seg: &Segment,
+        acked: u64,
+        prior_snd_una: u64,
+    ) {
+        let partial = acked > 0 && self.recover.is_some_and(|r| self.snd_una < r);
+        if !(self.linux_undo_on()
+            && self.state == CaState::Recovery
+            && partial
+            && self.ledger.undo_marker.is_some()
+            && self.linux_packet_delayed(seg))
+        {
+            return;
+        }
+        if let Some(rack) = self.rack.as_mut() {
+            if prior_snd_una < rack.fack {
+                rack.reordering_seen = true;
+            }
+        }
     }
 
     /// The rule that undoes the current episode on this ACK, if any. Called after the ACK has
