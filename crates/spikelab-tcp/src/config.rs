@@ -140,6 +140,10 @@ pub struct TcpConfig {
     /// fast retransmit or loss recovery (Linux `tcp_xmit_retransmit_queue`); off: the timer is
     /// only started when it is not running (RFC 6298 (5.1)).
     pub rearm_rto_on_retransmit: bool,
+    /// Restart the retransmission timer on an ACK that only SACKs, when the newly SACKed data
+    /// was sent before the first unacknowledged segment was last (re)transmitted (Linux
+    /// `tcp_clean_rtx_queue`); off: only cumulative ACKs restart it (RFC 6298 (5.3)).
+    pub rearm_rto_on_sack: bool,
     /// Open the connection with a handshake (SYN, SYN-ACK) before any data, as the kernel and
     /// ns-3 do; the SYN is retransmitted on the RTO (initial 1 s, backed off).
     pub handshake: bool,
@@ -211,6 +215,7 @@ impl Default for TcpConfig {
             comp_sack_slack: SimDuration::from_micros(100),
             rcv_autotune: false,
             rearm_rto_on_retransmit: false,
+            rearm_rto_on_sack: false,
             handshake: false,
             spurious: SpuriousConfig::default(),
             cc: CcConfig::Reno,

@@ -407,3 +407,57 @@ fn the_late_original_of_a_timed_out_head_gives_rack_no_sample_the_retransmission
         }
     }
 }
+
+#[test]
+fn a_sack_of_data_sent_before_the_head_retransmission_restarts_the_timer() {
+    // Linux tcp_clean_rtx_queue: an ACK that only SACKs restarts the timer when its RTT sample
+    // comes from data sent before the head was last (re)transmitted. After the fast retransmit
+    // at 302 ms, a SACK at 340 ms of segment 5 (sent at 0 ms) moves the deadline to 340 ms +
+    // RTO; without the rule it stays one RTO after the retransmission.
+    let run = |rule: bool| {
+        let mut c = cfg(10, false, false, false);
+        c.rearm_rto_on_retransmit = true;
+        c.rearm_rto_on_sack = rule;
+        let mut s = Snd::new(c, Some(11 * MSS));
+        s.send(ms(0));
+        s.ack(ms(100), ack(MSS));
+        for (i, hi) in [3, 4, 5].into_iter().enumerate() {
+            s.ack(ms(300 + i as u64), sack(MSS, &[(2 * MSS, hi * MSS)]));
+        }
+        let after_fr = s.rto_deadline().unwrap();
+        assert_eq!(after_fr, ms(302) + s.rto());
+        s.ack(ms(340), sack(MSS, &[(2 * MSS, 6 * MSS)]));
+        let after_sack = s.rto_deadline().unwrap();
+        // A duplicate ACK that SACKs nothing new never restarts it.
+        s.ack(ms(345), sack(MSS, &[(2 * MSS, 6 * MSS)]));
+        assert_eq!(s.rto_deadline().unwrap(), after_sack);
+        (after_fr, after_sack, s.rto())
+    };
+    let (after_fr, after_sack, rto) = run(true);
+    assert_eq!(after_sack, ms(340) + rto);
+    assert!(after_sack > after_fr);
+    let (after_fr, after_sack, _) = run(false);
+    assert_eq!(after_sack, after_fr);
+}
+
+#[test]
+fn after_new_data_the_probe_waits_no_longer_than_one_rto_from_the_heads_transmission() {
+    // Linux tcp_schedule_loss_probe from tcp_write_xmit caps the PTO by tcp_rto_delta_us: the
+    // RTO the first unacknowledged segment would have, counted from when it was last sent.
+    // Ten segments at 0 ms; ACKs of segments 0 and 1 at 100 and 150 ms send new data. At
+    // 150 ms the head (segment 2) was sent 150 ms ago: the probe is due one RTO after 0 ms,
+    // well before 150 ms + 2·SRTT + 2 ms.
+    let mut c = cfg(10, false, true, false);
+    c.rto = RtoConfig {
+        min: dur(200),
+        ..RtoConfig::rfc6298()
+    };
+    let mut s = Snd::new(c, None);
+    s.send(ms(0));
+    s.ack(ms(100), ack(MSS));
+    let out = s.ack(ms(150), ack(2 * MSS));
+    assert!(out.iter().any(|t| t.kind == TxKind::New), "{out:?}");
+    let cap = ms(0) + s.rto();
+    assert!(cap < ms(150) + s.pto(), "the cap binds: {cap:?}");
+    assert_eq!(s.early_timer(), Some(EarlyTimer::LossProbe(cap)));
+}

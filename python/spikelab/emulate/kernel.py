@@ -200,6 +200,9 @@ _KERNEL_FIXED = (
                             "(net.ipv4.tcp_moderate_rcvbuf = 1), up to rwnd (TCP_WINDOW_CLAMP)"),
     ("rearm_rto_on_retransmit", False, "the kernel restarts its retransmission timer when it "
                                        "resends the first unacknowledged segment"),
+    ("rearm_rto_on_sack", False, "the kernel restarts its retransmission timer on a SACK of data "
+                                 "sent before the first unacknowledged segment's last "
+                                 "transmission"),
 )
 
 

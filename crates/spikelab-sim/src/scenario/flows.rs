@@ -105,6 +105,7 @@ quickack = 16
 comp_sack = 44
 rcv_autotune = true
 rearm_rto_on_retransmit = true
+rearm_rto_on_sack = true
 ssthresh_basis = "cwnd"
 cwnd_limited_check = true
 rack = true
@@ -356,6 +357,8 @@ pub struct TcpSpec {
     pub rcv_autotune: bool,
     /// Resending the first unacknowledged segment restarts the retransmission timer (Linux).
     pub rearm_rto_on_retransmit: bool,
+    /// A SACK of data sent before the head's last transmission restarts the timer (Linux).
+    pub rearm_rto_on_sack: bool,
     /// What ssthresh is computed from on a loss.
     pub ssthresh_basis: SsthreshBasisSpec,
     /// Grow cwnd only when cwnd-limited (Linux `tcp_is_cwnd_limited`).
@@ -407,6 +410,7 @@ impl Default for TcpSpec {
             comp_sack_slack: Duration(c.comp_sack_slack),
             rcv_autotune: c.rcv_autotune,
             rearm_rto_on_retransmit: c.rearm_rto_on_retransmit,
+            rearm_rto_on_sack: c.rearm_rto_on_sack,
             ssthresh_basis: SsthreshBasisSpec::Flight,
             cwnd_limited_check: c.cwnd_limited_check,
             handshake: c.handshake,
@@ -1107,6 +1111,7 @@ impl FlowSpec {
             comp_sack_slack: t.comp_sack_slack.0,
             rcv_autotune: t.rcv_autotune,
             rearm_rto_on_retransmit: t.rearm_rto_on_retransmit,
+            rearm_rto_on_sack: t.rearm_rto_on_sack,
             ssthresh_basis: match t.ssthresh_basis {
                 SsthreshBasisSpec::Flight => SsthreshBasis::FlightSize,
                 SsthreshBasisSpec::Cwnd => SsthreshBasis::Cwnd,

@@ -246,6 +246,9 @@ impl TcpSender {
             self.stop_retransmitting(now);
         }
         let (newly_lost, reorder_armed) = self.rack_on_ack(now);
+        if acked == 0 && !reorder_armed {
+            self.rearm_rto_on_old_sack(now);
+        }
         if self.state == CaState::Recovery && self.cfg.variant == Variant::Sack {
             self.set_pipe();
             self.prr_on_ack(delivered, acked > 0, newly_lost > 0);

@@ -254,6 +254,9 @@ pub(super) struct AckRtt {
     pub retrans_acked: bool,
     /// Send time of the newest newly SACKed original transmission.
     pub last_sackt: Option<SimTime>,
+    /// Send time of the oldest newly SACKed original transmission (Linux `first_sackt`, the
+    /// lowest one; originals go out in order).
+    pub first_sackt: Option<SimTime>,
     /// The result: the RTT of the newest segment this ACK delivered.
     pub ca_rtt: Option<SimDuration>,
 }

@@ -151,11 +151,14 @@ impl TcpSender {
     /// SACKed bytes. `prior_fack`: `RACK.fack` before this ACK.
     pub(super) fn mark_sacked(&mut self, now: SimTime, s: u64, e: u64, prior_fack: u64) -> u64 {
         let mut rack = self.rack.as_mut();
-        let last_sackt = &mut self.ack_rtt.last_sackt;
+        let ack_rtt = &mut self.ack_rtt;
         self.board.mark_sacked_visit(s, e, |seq, m| {
-            // Linux tcp_sacktag_one: the send time of the newest newly SACKed original.
+            // Linux tcp_sacktag_one: the send times of the oldest and the newest newly SACKed
+            // originals.
             if m.tx_count == 1 {
-                *last_sackt = Some(last_sackt.map_or(m.xmit_time, |t| t.max(m.xmit_time)));
+                let t = m.xmit_time;
+                ack_rtt.last_sackt = Some(ack_rtt.last_sackt.map_or(t, |l| l.max(t)));
+                ack_rtt.first_sackt = Some(ack_rtt.first_sackt.map_or(t, |f| f.min(t)));
             }
             if let Some(rack) = rack.as_mut() {
                 rack.on_delivered(now, seq + m.len as u64, m, prior_fack);

@@ -4,6 +4,27 @@
 use super::*;
 
 impl TcpSender {
+    /// Linux `tcp_clean_rtx_queue` (`rearm_rto_on_sack`): an ACK that only SACKs restarts the
+    /// retransmission timer when its RTT sample comes from data sent before the first
+    /// unacknowledged segment was last (re)transmitted (`sack_rtt_us` longer than the time
+    /// since then): the SACKs of a flight still arriving keep the timer away from the
+    /// retransmission they preceded, while SACKs of data sent after it do not extend it.
+    pub(super) fn rearm_rto_on_old_sack(&mut self, now: SimTime) {
+        if !self.cfg.rearm_rto_on_sack
+            || self.snd_una == self.snd_max
+            || self.rto_deadline.is_none()
+        {
+            return;
+        }
+        let Some(first) = self.ack_rtt.first_sackt else {
+            return;
+        };
+        let head = self.board.get(self.snd_una, self.mss).map(|m| m.xmit_time);
+        if head.is_some_and(|h| first < h) {
+            self.rto_deadline = Some(now + self.rtt.rto());
+        }
+    }
+
     /// Fires the early timer and then the retransmission timer, each if it is due.
     pub fn on_timer(&mut self, now: SimTime) {
         if let Some(t) = self.early_timer.filter(|t| now >= t.deadline()) {

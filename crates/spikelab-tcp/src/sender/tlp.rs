@@ -70,7 +70,9 @@ impl TcpSender {
     }
 
     /// Linux `tcp_schedule_loss_probe`. `advancing_rto`: the RTO is about to restart from now
-    /// (on an ACK), so the cap is a whole RTO; otherwise the time left on the running RTO.
+    /// (on an ACK), so the cap is a whole RTO; otherwise (after new data is sent) the kernel's
+    /// `tcp_rto_delta_us`: one RTO after the first unacknowledged segment was last sent, less
+    /// the time since, so a probe never waits past the RTO its head would have had.
     /// Returns whether a probe is scheduled.
     pub(super) fn schedule_loss_probe(&mut self, now: SimTime, advancing_rto: bool) -> bool {
         if matches!(self.early_timer, Some(EarlyTimer::Reorder(_))) {
@@ -86,7 +88,9 @@ impl TcpSender {
         let rto_left = if advancing_rto {
             Some(self.rtt.rto())
         } else {
-            self.rto_deadline.map(|d| d - now)
+            self.board
+                .get(self.snd_una, self.mss)
+                .map(|m| (m.xmit_time + self.rtt.rto()).since(now))
         };
         if let Some(left) = rto_left.filter(|l| *l > SimDuration::ZERO) {
             pto = pto.min(left);
