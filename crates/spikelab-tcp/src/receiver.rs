@@ -264,7 +264,7 @@ impl TcpReceiver {
             if self.tune.is_some() {
                 self.autotune(now, seg);
             }
-            if self.quick > 0 || self.dsack.is_some() || !self.cfg.delayed_ack {
+            if self.ack_at_once() {
                 self.ack_now = true;
             } else if had_gap {
                 // The gap closed: ACK at once (RFC 5681 §4.2); part of it: the ACK goes at once
@@ -294,19 +294,25 @@ impl TcpReceiver {
             } else {
                 if self.compressed > 0 && self.sack_slot(start, end) >= 2 {
                     // tcp_sack_new_ofo_skb: the held ACK goes before this segment is recorded.
-                    self.flushed = self.build_ack(now);
+                    self.flushed = Some(self.build_ack(now));
                 }
                 self.insert_ooo(start, end);
                 self.recent.retain(|&b| !(start <= b && b < end));
                 self.recent.insert(0, start);
                 self.recent.truncate(8);
             }
-            if self.quick > 0 || self.dsack.is_some() || !self.cfg.delayed_ack {
+            if self.ack_at_once() {
                 self.ack_now = true;
             } else {
                 self.ack_ooo(now);
             }
         }
+    }
+
+    /// Data that is ACKed at once whatever else holds: quick-ACK mode, a DSACK to report, or
+    /// no delayed ACK.
+    fn ack_at_once(&self) -> bool {
+        self.quick > 0 || self.dsack.is_some() || !self.cfg.delayed_ack
     }
 
     /// The ACK decision for data that leaves out-of-order data held, outside quick-ACK mode
@@ -341,21 +347,23 @@ impl TcpReceiver {
     /// blocks last reported, most recent first (at most four, as the kernel keeps); the count
     /// of those blocks when it starts a new one.
     fn sack_slot(&self, start: u64, end: u64) -> usize {
-        let mut blocks: Vec<(u64, u64)> = Vec::with_capacity(4);
+        let mut blocks = [(0u64, 0u64); 4];
+        let mut n = 0;
         for &b in &self.recent {
             if let Some(&blk) = self.ooo.iter().find(|&&(s, e)| s <= b && b < e) {
-                if !blocks.contains(&blk) {
-                    blocks.push(blk);
+                if !blocks[..n].contains(&blk) {
+                    blocks[n] = blk;
+                    n += 1;
                 }
             }
-            if blocks.len() == 4 {
+            if n == blocks.len() {
                 break;
             }
         }
-        blocks
+        blocks[..n]
             .iter()
             .position(|&(s, e)| s <= end && start <= e)
-            .unwrap_or(blocks.len())
+            .unwrap_or(n)
     }
 
     fn insert_ooo(&mut self, start: u64, end: u64) {
@@ -444,12 +452,12 @@ impl TcpReceiver {
             return None;
         }
         self.ack_now = false;
-        self.build_ack(now)
+        Some(self.build_ack(now))
     }
 
     /// The ACK of everything received so far; sending it clears the delayed and held ACKs and
     /// uses up one quick ACK.
-    fn build_ack(&mut self, now: SimTime) -> Option<Segment> {
+    fn build_ack(&mut self, now: SimTime) -> Segment {
         self.delack_deadline = None;
         self.comp_deadline = None;
         self.compressed = 0;
@@ -486,7 +494,7 @@ impl TcpReceiver {
         } else {
             self.dsack = None;
         }
-        Some(Segment {
+        Segment {
             seq: 0,
             len: 0,
             ack: self.rcv_nxt,
@@ -497,6 +505,6 @@ impl TcpReceiver {
             }),
             sack,
             syn: false,
-        })
+        }
     }
 }

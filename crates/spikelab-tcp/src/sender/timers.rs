@@ -19,10 +19,14 @@ impl TcpSender {
         let Some(first) = self.ack_rtt.first_sackt else {
             return;
         };
-        let head = self.board.get(self.snd_una, self.mss).map(|m| m.xmit_time);
-        if head.is_some_and(|h| first < h) {
+        if self.head_xmit_time().is_some_and(|h| first < h) {
             self.rto_deadline = Some(now + self.rtt.rto());
         }
+    }
+
+    /// When the first unacknowledged segment was last (re)transmitted.
+    pub(super) fn head_xmit_time(&self) -> Option<SimTime> {
+        self.board.get(self.snd_una, self.mss).map(|m| m.xmit_time)
     }
 
     /// Fires the early timer and then the retransmission timer, each if it is due.

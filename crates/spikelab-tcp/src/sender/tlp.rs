@@ -88,9 +88,8 @@ impl TcpSender {
         let rto_left = if advancing_rto {
             Some(self.rtt.rto())
         } else {
-            self.board
-                .get(self.snd_una, self.mss)
-                .map(|m| (m.xmit_time + self.rtt.rto()).since(now))
+            self.head_xmit_time()
+                .map(|t| (t + self.rtt.rto()).since(now))
         };
         if let Some(left) = rto_left.filter(|l| *l > SimDuration::ZERO) {
             pto = pto.min(left);
