@@ -10,6 +10,14 @@
 //! A packet arriving to a full queue is dropped at once (`queue_full`). Serialisation time is
 //! `wire_size · 8 / rate`, rounded up to the nanosecond.
 //!
+//! **Ties:** an arrival at the very instant a waiting packet starts serialising still sees that
+//! packet waiting. ACK clocking makes such ties exact in a simulation (in slow start each ACK
+//! releases two packets at the instant the link finishes one); on real hosts they are broken by
+//! processing jitter, and in most kernel runs of the fidelity suite this way: the sender
+//! answers the first ACK after an idle link some 20 µs slower than the ones that follow, so the
+//! later packets reach the queue just ahead of the link's schedule (`buffer-shallow` drops the
+//! 20th packet of its second round, as the kernel's capture shows).
+//!
 //! **Load-driven rate** ([`Adapt`]): the rate steps between levels by what is queued, as an R99
 //! RNC allocates a DCH rate from traffic-volume measurements (3GPP TS 25.331 §14.4, events 4a
 //! and 4b): the level goes up one step when the buffer payload (bytes accepted and not yet
@@ -413,7 +421,7 @@ impl RateStage {
 
     fn purge(&mut self, now: SimTime) {
         while let Some(&(start, size)) = self.waiting.front() {
-            if start > now {
+            if start >= now {
                 break;
             }
             self.waiting.pop_front();
@@ -548,10 +556,16 @@ mod tests {
             s.on_arrival(t0, &pkt(1500)),
             Outcome::Drop(t0, DropCause::QueueFull)
         );
-        // After the first finishes, the second starts and one slot frees up.
-        assert_eq!(s.backlog(SimTime(1_200_000)), 1);
+        // At the instant the first finishes, an arrival still sees the second waiting (the
+        // tie rule): dropped. One nanosecond later the second is on the wire and a slot is free.
+        assert_eq!(s.backlog(SimTime(1_200_000)), 2);
         assert_eq!(
             s.on_arrival(SimTime(1_200_000), &pkt(1500)),
+            Outcome::Drop(SimTime(1_200_000), DropCause::QueueFull)
+        );
+        assert_eq!(s.backlog(SimTime(1_200_001)), 1);
+        assert_eq!(
+            s.on_arrival(SimTime(1_200_001), &pkt(1500)),
             Outcome::Pass(SimTime(4_800_000))
         );
     }
