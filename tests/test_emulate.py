@@ -142,6 +142,21 @@ def test_plan_maps_the_lossless_example():
     assert plan2.sysctl_rcv["net.ipv4.tcp_frto"] == "0"
 
 
+def test_plan_says_when_the_kernels_tick_differs_from_the_scenarios(monkeypatch):
+    text = (EXAMPLES / "lte-handover-lossless.toml").read_text()
+    for hz, kernel_hz, note in ((0, 250, "tcp.timer_hz = 0 (exact timers): this kernel's "
+                                            "timers tick at CONFIG_HZ = 250"),
+                                (250, 1000, "tcp.timer_hz = 250: this kernel's timers tick at "
+                                            "CONFIG_HZ = 1000"),
+                                (250, 250, None), (250, None, None)):
+        monkeypatch.setattr(kernel, "kernel_hz", lambda k=kernel_hz: k)
+        resolved, view, _, ccs = run.resolve(text, [f"flow[0].tcp.timer_hz={hz}"],
+                                             str(EXAMPLES))
+        assert view["flows"][0]["tcp"]["timer_hz"] == hz
+        notes = [n for n in kernel.plan(view, resolved, ccs).unmapped if "timer_hz" in n]
+        assert notes == ([note] if note else [])
+
+
 @pytest.mark.parametrize("spurious, frto", [
     (["frto"], "2"), (["frto-basic"], "2"), (["eifel", "dsack"], "0"), ([], "0"),
     (["linux"], "2"), ("dsack", "0"),

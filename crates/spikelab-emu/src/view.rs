@@ -46,6 +46,7 @@ pub fn scenario_view(sc: &Scenario) -> Value {
                     "comp_sack": c.comp_sack,
                     "comp_sack_delay_ns": c.comp_sack_delay.as_nanos(),
                     "comp_sack_slack_ns": c.comp_sack_slack.as_nanos(),
+                    "timer_hz": c.timer_hz,
                     "rto": {
                         "estimator": estimator,
                         "alpha": alpha,

@@ -144,6 +144,12 @@ pub struct TcpConfig {
     /// was sent before the first unacknowledged segment was last (re)transmitted (Linux
     /// `tcp_clean_rtx_queue`); off: only cumulative ACKs restart it (RFC 6298 (5.3)).
     pub rearm_rto_on_sack: bool,
+    /// The sender's timers (retransmission, loss probe, RACK reordering) fire as the kernel's
+    /// do at this tick rate (`CONFIG_HZ`): the delay in whole jiffies, placed in the timer
+    /// wheel, which fires no earlier and up to one level granule later (1 jiffy below 63
+    /// jiffies, 8 below 504, 64 below 4032); the reordering timer adds Linux's 2 ms
+    /// (`TCP_TIMEOUT_MIN_US`). Jiffies count from time zero. 0: timers fire exactly.
+    pub timer_hz: u32,
     /// Open the connection with a handshake (SYN, SYN-ACK) before any data, as the kernel and
     /// ns-3 do; the SYN is retransmitted on the RTO (initial 1 s, backed off).
     pub handshake: bool,
@@ -216,6 +222,7 @@ impl Default for TcpConfig {
             rcv_autotune: false,
             rearm_rto_on_retransmit: false,
             rearm_rto_on_sack: false,
+            timer_hz: 0,
             handshake: false,
             spurious: SpuriousConfig::default(),
             cc: CcConfig::Reno,

@@ -14,6 +14,7 @@
 pub mod cc;
 mod config;
 mod receiver;
+pub mod jiffies;
 pub mod rtt;
 mod scoreboard;
 mod segment;

@@ -180,6 +180,16 @@ impl RttEstimator {
             .min(self.cfg.max)
     }
 
+    /// The current RTO as the kernel holds it at `hz` ticks per second: the base RTO in whole
+    /// jiffies (`__tcp_set_rto`: `usecs_to_jiffies`), shifted by the backoff
+    /// (`inet_csk_rto_backoff`), capped at the maximum.
+    pub fn rto_ticks(&self, hz: u32) -> u64 {
+        let shift = self.backoff.min(40);
+        let base = crate::jiffies::ticks_ceil(self.base_rto, hz);
+        base.saturating_mul(1u64 << shift)
+            .min(crate::jiffies::ticks_ceil(self.cfg.max, hz))
+    }
+
     pub fn backoff_count(&self) -> u32 {
         self.backoff
     }

@@ -204,8 +204,14 @@ fn two_tail_losses_a_probe_then_rack_recovery_and_no_rto() {
 /// segment 2 at 110 ms, SACKed at 210 ms: RACK.rtt = 100 ms, reordering window min_RTT/4 =
 /// 25 ms, so segment 1 is lost at 100 + 100 + 25 = 225 ms.
 fn one_segment_overtaken() -> Snd {
+    one_segment_overtaken_at(0)
+}
+
+/// The same with the sender's timers on the kernel's clock at `timer_hz` (0: exact).
+fn one_segment_overtaken_at(timer_hz: u32) -> Snd {
     let mut c = cfg(10, true, false, false);
     c.rwnd = MSS;
+    c.timer_hz = timer_hz;
     let mut s = Snd::new(c, None);
     assert_eq!(kinds(&s.send(ms(0))), new_segments(0, 1));
     assert_eq!(
@@ -245,6 +251,39 @@ fn rack_marks_a_segment_lost_after_min_rtt_over_four_and_not_before() {
     assert_eq!(s.stats().rack_loss_count, 1);
     assert_eq!(s.state(), CaState::Recovery);
     assert_eq!(kinds(&out), vec![(MSS, TxKind::FastRetransmit)]);
+}
+
+#[test]
+fn on_the_kernels_clock_the_reordering_timer_adds_2_ms_and_waits_for_its_jiffy() {
+    // HZ 250 (4 ms jiffies). At 210 ms (jiffy 52) RACK waits 15 ms more; Linux arms
+    // usecs_to_jiffies(15 + 2 ms) = 5 jiffies: expiry jiffy 57, fired on the tick that ends
+    // it, jiffy 58 = 232 ms (exact timers: 225 ms).
+    let mut s = one_segment_overtaken_at(250);
+    assert_eq!(s.early_timer(), Some(EarlyTimer::Reorder(ms(232))));
+    assert!(s.timer(ns(ms(232), 1)).is_empty());
+    assert!(!s.is_marked_lost(MSS));
+    assert_eq!(kinds(&s.timer(ms(232))), vec![(MSS, TxKind::FastRetransmit)]);
+    assert!(s.is_marked_lost(MSS));
+}
+
+#[test]
+fn on_the_kernels_clock_the_rto_waits_for_an_8_jiffy_bucket() {
+    // The initial RTO of 1 s is 250 jiffies at HZ 250: timer-wheel level 1 (63 to 503
+    // jiffies, 8-jiffy buckets), so it fires at jiffy (250 / 8 + 1) · 8 = 256, 1.024 s.
+    let mut c = cfg(1, false, false, false);
+    c.timer_hz = 250;
+    let mut s = Snd::new(c, None);
+    s.send(ms(0));
+    assert_eq!(s.rto_deadline(), Some(ms(1024)));
+    // At HZ 1000 the same RTO is 1000 jiffies, level 2 (64-jiffy buckets): 1.024 s again;
+    // exact timers: 1 s.
+    for (hz, at) in [(1000, ms(1024)), (0, ms(1000))] {
+        let mut c = cfg(1, false, false, false);
+        c.timer_hz = hz;
+        let mut s = Snd::new(c, None);
+        s.send(ms(0));
+        assert_eq!(s.rto_deadline(), Some(at), "HZ {hz}");
+    }
 }
 
 #[test]

@@ -206,6 +206,31 @@ _KERNEL_FIXED = (
 )
 
 
+def kernel_hz() -> int | None:
+    """This kernel's tick rate (``CONFIG_HZ`` from /proc/config.gz), or None if not exposed."""
+    import gzip
+    try:
+        with gzip.open("/proc/config.gz", "rt") as f:
+            for line in f:
+                if line.startswith("CONFIG_HZ="):
+                    return int(line.split("=", 1)[1])
+    except (OSError, ValueError):
+        return None
+    return None
+
+
+def _map_timer_hz(tcps: list[dict[str, Any]], u: list[str]) -> None:
+    """The kernel's timers tick at its ``CONFIG_HZ``; a scenario modelling another rate (or
+    exact timers) says so."""
+    hz = tcps[0].get("timer_hz") if tcps else None
+    if hz is None:
+        return
+    k = kernel_hz()
+    if k is not None and hz != k:
+        shown = "0 (exact timers)" if hz == 0 else str(hz)
+        u.append(f"tcp.timer_hz = {shown}: this kernel's timers tick at CONFIG_HZ = {k}")
+
+
 def _map_linux_options(raw_tcps: list[dict[str, Any]], u: list[str]) -> None:
     """Notes on the kernel behaviours that are options in the simulator (the ``linux``
     profile turns them all on); the kernel keeps its defaults."""
@@ -315,6 +340,7 @@ def plan(view: dict[str, Any], resolved: dict[str, Any], ccs: list[str],
             u.append("tcp.block_fr_after_rto = false: not a kernel setting")
         break
     _map_linux_options(raw_tcps, u)
+    _map_timer_hz(tcps, u)
     p.mtu = max(1500, mss + 40 + (TCP_TIMESTAMPS_OPTION if ts else 0))
     if p.mtu > MAX_VETH_MTU:
         largest = MAX_VETH_MTU - 40 - (TCP_TIMESTAMPS_OPTION if ts else 0)

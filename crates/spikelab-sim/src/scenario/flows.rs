@@ -106,6 +106,7 @@ comp_sack = 44
 rcv_autotune = true
 rearm_rto_on_retransmit = true
 rearm_rto_on_sack = true
+timer_hz = 250
 ssthresh_basis = "cwnd"
 cwnd_limited_check = true
 rack = true
@@ -359,6 +360,9 @@ pub struct TcpSpec {
     pub rearm_rto_on_retransmit: bool,
     /// A SACK of data sent before the head's last transmission restarts the timer (Linux).
     pub rearm_rto_on_sack: bool,
+    /// The sender's timers follow the kernel's jiffies and timer wheel at this tick rate
+    /// (`CONFIG_HZ`; 0: exact timers).
+    pub timer_hz: i64,
     /// What ssthresh is computed from on a loss.
     pub ssthresh_basis: SsthreshBasisSpec,
     /// Grow cwnd only when cwnd-limited (Linux `tcp_is_cwnd_limited`).
@@ -411,6 +415,7 @@ impl Default for TcpSpec {
             rcv_autotune: c.rcv_autotune,
             rearm_rto_on_retransmit: c.rearm_rto_on_retransmit,
             rearm_rto_on_sack: c.rearm_rto_on_sack,
+            timer_hz: c.timer_hz as i64,
             ssthresh_basis: SsthreshBasisSpec::Flight,
             cwnd_limited_check: c.cwnd_limited_check,
             handshake: c.handshake,
@@ -893,6 +898,15 @@ impl FlowSpec {
             "must be > 0",
         )?;
         check(
+            (0..=10_000).contains(&t.timer_hz),
+            format!("{at}.timer_hz"),
+            format!(
+                "must be 0 (exact timers) or a tick rate in Hz up to 10000 (the kernel's \
+                 CONFIG_HZ: 100, 250, 300 or 1000), got {}",
+                t.timer_hz
+            ),
+        )?;
+        check(
             (0..=255).contains(&t.comp_sack),
             format!("{at}.comp_sack"),
             format!(
@@ -1112,6 +1126,7 @@ impl FlowSpec {
             rcv_autotune: t.rcv_autotune,
             rearm_rto_on_retransmit: t.rearm_rto_on_retransmit,
             rearm_rto_on_sack: t.rearm_rto_on_sack,
+            timer_hz: t.timer_hz as u32,
             ssthresh_basis: match t.ssthresh_basis {
                 SsthreshBasisSpec::Flight => SsthreshBasis::FlightSize,
                 SsthreshBasisSpec::Cwnd => SsthreshBasis::Cwnd,

@@ -366,7 +366,7 @@ impl TcpSender {
         if self.snd_una == self.snd_max {
             self.rto_deadline = None;
         } else if restart_timer {
-            self.rto_deadline = Some(now + self.rtt.rto());
+            self.rto_deadline = Some(self.rto_at(now));
         }
     }
 

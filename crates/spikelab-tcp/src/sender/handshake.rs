@@ -30,7 +30,7 @@ impl TcpSender {
                     first_sent: first_sent.unwrap_or(now),
                     retries,
                 };
-                self.rto_deadline = Some(now + self.rtt.rto());
+                self.rto_deadline = Some(self.rto_at(now));
                 self.stats.segments_sent += 1;
                 let ts = self.cfg.timestamps.then(|| Timestamps {
                     val: self.ts_now(now),
@@ -61,7 +61,7 @@ impl TcpSender {
                 first_sent: Some(first_sent),
                 retries: retries + 1,
             };
-            self.rto_deadline = Some(now + self.rtt.rto());
+            self.rto_deadline = Some(self.rto_at(now));
         }
     }
 

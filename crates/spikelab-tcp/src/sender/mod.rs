@@ -74,6 +74,7 @@ pub use rack::Rack;
 pub use tlp::{EarlyTimer, TLP_TIMEOUT_INIT, TLP_TIMEOUT_MIN, WC_DEL_ACK_T};
 
 use crate::cc::{AckSample, CcState, CongestionControl, Window};
+use crate::jiffies;
 use crate::rtt::RttEstimator;
 use crate::scoreboard::{Scoreboard, SegMeta};
 use crate::spurious::dsack::{Dsack, DsackBlock};

@@ -20,7 +20,8 @@
 //!
 //! Model decisions: `RACK.min_RTT` is the minimum over all of RACK's RTT samples (Linux uses a
 //! windowed minimum over 5 minutes); the reordering timer fires exactly after the remaining
-//! wait (Linux rounds to jiffies and adds `TCP_TIMEOUT_MIN_US`, 2 ms). Detection runs in the
+//! wait, or with `timer_hz` as Linux's (`TCP_TIMEOUT_MIN_US` = 2 ms added, whole jiffies, the
+//! timer wheel's bucket: [`crate::jiffies`]). Detection runs in the
 //! Open, Disorder and Recovery states; after a timeout the go-back-N of the Loss state
 //! retransmits everything, as without RACK.
 
@@ -269,7 +270,7 @@ impl TcpSender {
         let (newly, wait) = self.rack_detect_loss(now);
         let armed = wait > SimDuration::ZERO;
         if armed {
-            self.early_timer = Some(EarlyTimer::Reorder(now + wait));
+            self.early_timer = Some(EarlyTimer::Reorder(self.reo_timer_at(now, wait)));
         } else if matches!(self.early_timer, Some(EarlyTimer::Reorder(_))) {
             self.early_timer = None;
         }
@@ -278,6 +279,15 @@ impl TcpSender {
             self.enter_recovery(now);
         }
         (newly, armed)
+    }
+
+    /// When the reordering timer armed now for `wait` fires: exactly, or as Linux
+    /// `tcp_rack_mark_lost` arms it, `usecs_to_jiffies(wait + TCP_TIMEOUT_MIN_US)`.
+    fn reo_timer_at(&self, now: SimTime, wait: SimDuration) -> SimTime {
+        match self.cfg.timer_hz {
+            0 => now + wait,
+            _ => self.timer_at(now, wait + TLP_TIMEOUT_MIN),
+        }
     }
 
     /// RFC 8985 §6.3 `RACK_reo_timeout()` / Linux `tcp_rack_reo_timeout`: detect losses again;
@@ -289,7 +299,7 @@ impl TcpSender {
         }
         let (newly, wait) = self.rack_detect_loss(now);
         if wait > SimDuration::ZERO {
-            self.early_timer = Some(EarlyTimer::Reorder(now + wait));
+            self.early_timer = Some(EarlyTimer::Reorder(self.reo_timer_at(now, wait)));
         }
         if newly == 0 {
             return;

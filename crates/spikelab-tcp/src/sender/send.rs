@@ -174,7 +174,7 @@ impl TcpSender {
         if self.rto_deadline.is_none() || head_again {
             // Linux `tcp_xmit_retransmit_queue` also restarts the timer when it resends the
             // first unacknowledged segment (RFC 6298 §5.1 only starts a stopped one).
-            self.rto_deadline = Some(now + self.rtt.rto());
+            self.rto_deadline = Some(self.rto_at(now));
         }
         if kind == TxKind::New && self.cfg.tlp {
             // Linux tcp_write_xmit: a loss probe after new data (not after the probe itself).

@@ -20,7 +20,25 @@ impl TcpSender {
             return;
         };
         if self.head_xmit_time().is_some_and(|h| first < h) {
-            self.rto_deadline = Some(now + self.rtt.rto());
+            self.rto_deadline = Some(self.rto_at(now));
+        }
+    }
+
+    /// When a timer armed now for `delay` fires: exactly, or on the kernel's clock with
+    /// `timer_hz` (whole jiffies, timer-wheel buckets).
+    pub(super) fn timer_at(&self, now: SimTime, delay: SimDuration) -> SimTime {
+        match self.cfg.timer_hz {
+            0 => now + delay,
+            hz => jiffies::timer_fires(now, jiffies::ticks_ceil(delay, hz), hz),
+        }
+    }
+
+    /// When the retransmission timer armed now fires (with `timer_hz`, the kernel's RTO in
+    /// whole jiffies, shifted by the backoff).
+    pub(super) fn rto_at(&self, now: SimTime) -> SimTime {
+        match self.cfg.timer_hz {
+            0 => now + self.rtt.rto(),
+            hz => jiffies::timer_fires(now, self.rtt.rto_ticks(hz), hz),
         }
     }
 
@@ -108,6 +126,6 @@ impl TcpSender {
         self.timed = None;
         self.rtt.backoff();
         self.pending = Some((self.snd_una, TxKind::RtoRetransmit));
-        self.rto_deadline = Some(now + self.rtt.rto());
+        self.rto_deadline = Some(self.rto_at(now));
     }
 }

@@ -94,7 +94,7 @@ impl TcpSender {
         if let Some(left) = rto_left.filter(|l| *l > SimDuration::ZERO) {
             pto = pto.min(left);
         }
-        self.early_timer = Some(EarlyTimer::LossProbe(now + pto));
+        self.early_timer = Some(EarlyTimer::LossProbe(self.timer_at(now, pto)));
         true
     }
 
@@ -118,7 +118,7 @@ impl TcpSender {
         self.pending = Some((seq, TxKind::Tlp));
         self.tlp_high_seq = Some(self.snd_max.max(seq + self.seg_len(seq)));
         self.stats.tlp_count += 1;
-        self.rto_deadline = Some(now + self.rtt.rto());
+        self.rto_deadline = Some(self.rto_at(now));
     }
 
     /// RFC 8985 §7.4 / Linux `tcp_process_tlp_ack`, on every ACK while a probe is outstanding.
