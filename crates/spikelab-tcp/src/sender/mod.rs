@@ -333,6 +333,10 @@ pub struct TcpSender {
     early_timer: Option<EarlyTimer>,
     /// RFC 8985 `TLP.end_seq` (Linux `tlp_high_seq`): `snd_max` after the outstanding probe.
     tlp_high_seq: Option<u64>,
+    /// New data went out in the current burst: the loss probe is scheduled when the burst
+    /// ends (`poll_transmit` returns `None`), once, as Linux `tcp_write_xmit` does after its
+    /// loop; the result is the same as after every segment, whose calls overwrite each other.
+    tlp_after_burst: bool,
     /// The outstanding probe was a retransmission (Linux `tlp_retrans`).
     tlp_retrans: bool,
     prr: Prr,
@@ -388,6 +392,7 @@ impl TcpSender {
             rack: cfg.rack.then(Rack::default),
             early_timer: None,
             tlp_high_seq: None,
+            tlp_after_burst: false,
             tlp_retrans: false,
             prr: Prr::default(),
             mss,

@@ -7,6 +7,15 @@ impl TcpSender {
 
     /// The next segment to send at `now`, if any. Call until it returns `None`.
     pub fn poll_transmit(&mut self, now: SimTime) -> Option<Transmit> {
+        let t = self.next_transmit(now);
+        if t.is_none() && self.tlp_after_burst {
+            self.tlp_after_burst = false;
+            self.schedule_loss_probe(now, false);
+        }
+        t
+    }
+
+    fn next_transmit(&mut self, now: SimTime) -> Option<Transmit> {
         if let Some(syn) = self.poll_syn(now) {
             return syn;
         }
@@ -177,8 +186,9 @@ impl TcpSender {
             self.rto_deadline = Some(self.rto_at(now));
         }
         if kind == TxKind::New && self.cfg.tlp {
-            // Linux tcp_write_xmit: a loss probe after new data (not after the probe itself).
-            self.schedule_loss_probe(now, false);
+            // Linux tcp_write_xmit: a loss probe after new data (not after the probe itself),
+            // scheduled when the burst ends.
+            self.tlp_after_burst = true;
         }
         let ts = self.cfg.timestamps.then(|| Timestamps {
             val: self.ts_now(now),
