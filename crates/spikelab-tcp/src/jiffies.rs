@@ -21,7 +21,11 @@ fn mul_div(a: u64, b: u64, up: bool) -> u64 {
         Some(p) => p / NS,
         None => {
             let p = a as u128 * b as u128;
-            (if up { p.div_ceil(NS as u128) } else { p / NS as u128 }) as u64
+            (if up {
+                p.div_ceil(NS as u128)
+            } else {
+                p / NS as u128
+            }) as u64
         }
     }
 }

@@ -13,8 +13,8 @@
 
 pub mod cc;
 mod config;
-mod receiver;
 pub mod jiffies;
+mod receiver;
 pub mod rtt;
 mod scoreboard;
 mod segment;

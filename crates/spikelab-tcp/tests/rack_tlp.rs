@@ -262,7 +262,10 @@ fn on_the_kernels_clock_the_reordering_timer_adds_2_ms_and_waits_for_its_jiffy()
     assert_eq!(s.early_timer(), Some(EarlyTimer::Reorder(ms(232))));
     assert!(s.timer(ns(ms(232), 1)).is_empty());
     assert!(!s.is_marked_lost(MSS));
-    assert_eq!(kinds(&s.timer(ms(232))), vec![(MSS, TxKind::FastRetransmit)]);
+    assert_eq!(
+        kinds(&s.timer(ms(232))),
+        vec![(MSS, TxKind::FastRetransmit)]
+    );
     assert!(s.is_marked_lost(MSS));
 }
 
