@@ -28,6 +28,7 @@ Without a ``spurious`` field (a scenario format without detectors) the kernel's 
 
 from __future__ import annotations
 
+import gzip
 import math
 import os
 from dataclasses import dataclass, field
@@ -208,7 +209,6 @@ _KERNEL_FIXED = (
 
 def kernel_hz() -> int | None:
     """This kernel's tick rate (``CONFIG_HZ`` from /proc/config.gz), or None if not exposed."""
-    import gzip
     try:
         with gzip.open("/proc/config.gz", "rt") as f:
             for line in f:
