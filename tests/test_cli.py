@@ -139,8 +139,22 @@ def test_validate_lists_what_the_linux_profile_resolves_to_and_which_value_wins(
     assert "  tcp.spurious = [\"linux\"]" in lines
     assert "  tcp.rto.min = \"200ms\"" in lines
     assert "  tcp.ssthresh_basis = \"cwnd\"" in lines
+    assert "  tcp.quickack_idle = \"rto\"" in lines
     wins = {line.split(" = ")[0].strip(): line for line in lines if "wins over" in line}
     assert set(wins) == {"cc", "tcp.variant", "tcp.quickack"}
     assert "profile's \"sack\"" in wins["tcp.variant"]
     assert "profile's 16" in wins["tcp.quickack"]
     assert 'flavor = "linux"' in wins["cc"]
+
+
+def test_quickack_idle_takes_a_duration_or_rto_and_names_the_field_otherwise(tmp_path):
+    scenario = tmp_path / "s.toml"
+    scenario.write_text('[[flow]]\n[flow.tcp]\nquickack = 16\n')
+    for good in ('"rto"', '"300ms"', "0.5"):
+        proc = spikelab("validate", scenario, "--set", f"flow.tcp.quickack_idle={good}")
+        assert proc.returncode == 0, (good, proc.stderr)
+    for bad, why in (('"rtx"', '"rto"'), ('"0s"', "must be > 0"), ("-1", ">= 0")):
+        proc = spikelab("validate", scenario, "--set", f"flow.tcp.quickack_idle={bad}")
+        assert proc.returncode != 0 and "quickack_idle" in proc.stderr, (bad, proc.stderr)
+        assert why in proc.stderr, (bad, proc.stderr)
+        assert "Traceback" not in proc.stderr and len(proc.stderr.strip().splitlines()) == 1

@@ -157,6 +157,19 @@ def test_plan_says_when_the_kernels_tick_differs_from_the_scenarios(monkeypatch)
         assert notes == ([note] if note else [])
 
 
+def test_plan_notes_a_fixed_quick_ack_gap_the_kernel_does_not_have():
+    text = (EXAMPLES / "lte-handover-lossless.toml").read_text()
+    q16 = "flow[0].tcp.quickack=16"
+    for sets, noted in (([q16, 'flow[0].tcp.quickack_idle="rto"'], False),
+                        ([q16, 'flow[0].tcp.quickack_idle="1s"'], True),
+                        (['flow[0].tcp.quickack_idle="1s"'], False)):  # quickack 0: noted as such
+        resolved, view, _, ccs = run.resolve(text, sets, str(EXAMPLES))
+        notes = [n for n in kernel.plan(view, resolved, ccs).unmapped if "quickack_idle" in n]
+        assert notes == (["tcp.quickack_idle = 1s: the kernel re-enters quick-ACK mode after a "
+                          "receive gap longer than the receiver's RTO (\"rto\")"]
+                         if noted else []), sets
+
+
 @pytest.mark.parametrize("spurious, frto", [
     (["frto"], "2"), (["frto-basic"], "2"), (["eifel", "dsack"], "0"), ([], "0"),
     (["linux"], "2"), ("dsack", "0"),

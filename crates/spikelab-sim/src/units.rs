@@ -161,6 +161,38 @@ impl Serialize for Duration {
     }
 }
 
+/// A duration, or the word `"rto"` (`quickack_idle`: the receiver's own RTO, as Linux has it).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum DurationOrRto {
+    Rto,
+    Fixed(Duration),
+}
+
+impl<'de> Deserialize<'de> for DurationOrRto {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let r = match NumOrStr::deserialize(d)? {
+            NumOrStr::Str(s) if s.trim() == "rto" => Ok(DurationOrRto::Rto),
+            NumOrStr::Str(s) => Duration::parse(&s)
+                .map(DurationOrRto::Fixed)
+                .map_err(|e| format!("{e}; or \"rto\" for the receiver's own RTO")),
+            NumOrStr::Int(i) => {
+                Duration::from_secs(i as f64, &i.to_string()).map(DurationOrRto::Fixed)
+            }
+            NumOrStr::Float(x) => Duration::from_secs(x, &x.to_string()).map(DurationOrRto::Fixed),
+        };
+        r.map_err(serde::de::Error::custom)
+    }
+}
+
+impl Serialize for DurationOrRto {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            DurationOrRto::Rto => s.serialize_str("rto"),
+            DurationOrRto::Fixed(d) => d.serialize(s),
+        }
+    }
+}
+
 /// A positive bit rate: bits per second, or a string like `"10Mbps"`, `"64kbps"`, `"1Gbps"`.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub struct Rate(pub u64);

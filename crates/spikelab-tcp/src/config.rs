@@ -119,9 +119,13 @@ pub struct TcpConfig {
     /// this many data segments, those after a receive gap longer than `quickack_idle`, and those
     /// after a duplicate segment are acknowledged at once. 0: off.
     pub quickack: u32,
-    /// Receive gap that re-enters quick-ACK mode (Linux: the receiver's RTO, 1 s without RTT
-    /// samples of its own).
+    /// Receive gap that re-enters quick-ACK mode (when `quickack_idle_rto` is off).
     pub quickack_idle: SimDuration,
+    /// The gap that re-enters quick-ACK mode is the receiver's own RTO, as Linux has it
+    /// (`tcp_event_data_recv`: `m > icsk_rto`): from the handshake's SYN-ACK round trip `m`,
+    /// `m + max(2m, rto.min)` (`tcp_synack_rtt_meas`, first sample of `tcp_rtt_estimator`),
+    /// `rto.initial` without a handshake; in whole jiffies with `timer_hz`.
+    pub quickack_idle_rto: bool,
     /// Receiver SACK compression (Linux `tcp_comp_sack_nr`, 44; 0: off): while out-of-order
     /// data is held and quick-ACK mode is over, the first three ACKs for each `rcv_nxt` go at
     /// once, later ones wait for a timer of `comp_sack_delay` (at most the receiver's RTT / 20)
@@ -144,7 +148,7 @@ pub struct TcpConfig {
     /// was sent before the first unacknowledged segment was last (re)transmitted (Linux
     /// `tcp_clean_rtx_queue`); off: only cumulative ACKs restart it (RFC 6298 (5.3)).
     pub rearm_rto_on_sack: bool,
-    /// The sender's timers (retransmission, loss probe, RACK reordering) fire as the kernel's
+    /// The timers (retransmission, loss probe, RACK reordering, delayed ACK) fire as the kernel's
     /// do at this tick rate (`CONFIG_HZ`): the delay in whole jiffies, placed in the timer
     /// wheel, which fires no earlier and up to one level granule later (1 jiffy below 63
     /// jiffies, 8 below 504, 64 below 4032); the reordering timer adds Linux's 2 ms
@@ -216,6 +220,7 @@ impl Default for TcpConfig {
             cwnd_limited_check: false,
             quickack: 0,
             quickack_idle: SimDuration::from_secs(1),
+            quickack_idle_rto: false,
             comp_sack: 0,
             comp_sack_delay: SimDuration::from_millis(1),
             comp_sack_slack: SimDuration::from_micros(100),

@@ -42,6 +42,12 @@ pub fn ticks_ceil(d: SimDuration, hz: u32) -> u64 {
     }
 }
 
+/// The jiffy counter at `t` (jiffies count from time zero).
+#[inline]
+pub fn jiffies_at(t: SimTime, hz: u32) -> u64 {
+    mul_div(t.0, hz as u64, false)
+}
+
 /// The duration of `ticks` jiffies, rounded down to the nanosecond (so [`ticks_ceil`] of it
 /// gives `ticks` back).
 pub fn ticks_duration(ticks: u64, hz: u32) -> SimDuration {

@@ -36,7 +36,7 @@
 //!
 //! The receive buffer is drained by the application at once.
 
-use crate::{SackBlocks, Segment, TcpConfig, Timestamps};
+use crate::{jiffies, SackBlocks, Segment, TcpConfig, Timestamps};
 use spikelab_core::{SimDuration, SimTime};
 
 #[derive(Clone, Debug, Default)]
@@ -65,6 +65,12 @@ pub struct TcpReceiver {
     quick: u32,
     /// When the last data segment arrived (`None`: none yet).
     last_rcv: Option<SimTime>,
+    /// When the last SYN-ACK left and how many were sent (the handshake's RTT sample).
+    syn_ack_at: Option<SimTime>,
+    syn_acks: u32,
+    /// The receiver's own RTO (Linux `icsk_rto` of the passive side): `rto.initial` until the
+    /// handshake gives its sample.
+    own_rto: SimDuration,
     /// Receive-window autotuning (`rcv_autotune`), else `None`.
     tune: Option<Autotune>,
     /// SACK compression: segments whose ACK is held back (Linux `compressed_ack`), the
@@ -165,6 +171,7 @@ impl Autotune {
 
 impl TcpReceiver {
     pub fn new(cfg: TcpConfig) -> TcpReceiver {
+        let own_rto = cfg.rto.initial;
         TcpReceiver {
             tune: cfg.rcv_autotune.then(|| Autotune::new(cfg.mss as u64)),
             cfg,
@@ -180,6 +187,9 @@ impl TcpReceiver {
             syn_ack: false,
             quick: 0,
             last_rcv: None,
+            syn_ack_at: None,
+            syn_acks: 0,
+            own_rto,
             compressed: 0,
             comp_rcv_nxt: 0,
             dup_acks: 0,
@@ -222,6 +232,15 @@ impl TcpReceiver {
                 self.ts_recent = ts.val;
             }
         }
+        if let Some(sent) = self.syn_ack_at.take() {
+            // The first segment after the SYN-ACK completes the handshake: the passive side's
+            // RTT sample (Linux takes none after a retransmitted SYN-ACK without timestamps).
+            if self.syn_acks == 1 || self.cfg.timestamps {
+                let m = now.since(sent);
+                let rto = m + (m + m).max(self.cfg.rto.min);
+                self.own_rto = rto.min(self.cfg.rto.max);
+            }
+        }
         let (mut start, end) = (seg.seq, seg.end());
         if seg.len == 0 {
             return;
@@ -229,9 +248,7 @@ impl TcpReceiver {
         if self.cfg.quickack > 0 && start <= self.rcv_nxt && end > self.rcv_nxt {
             // First data, or a gap since the last in-order data longer than the receiver's RTO:
             // quick-ACK mode (Linux tcp_event_data_recv, which only in-order data reaches).
-            let idle = self
-                .last_rcv
-                .is_none_or(|t| now.since(t) > self.cfg.quickack_idle);
+            let idle = self.last_rcv.is_none_or(|t| self.idle_since(t, now));
             if idle {
                 self.quick = self.quick.max(self.cfg.quickack);
             }
@@ -281,7 +298,15 @@ impl TcpReceiver {
                 {
                     self.ack_now = true;
                 } else if self.delack_deadline.is_none() {
-                    self.delack_deadline = Some(now + self.cfg.delack_timeout);
+                    self.delack_deadline = Some(match self.cfg.timer_hz {
+                        0 => now + self.cfg.delack_timeout,
+                        // Linux `__tcp_send_delayed_ack`: `jiffies + ato` on the timer wheel.
+                        hz => jiffies::timer_fires(
+                            now,
+                            jiffies::ticks_ceil(self.cfg.delack_timeout, hz),
+                            hz,
+                        ),
+                    });
                 }
             }
         } else {
@@ -379,6 +404,21 @@ impl TcpReceiver {
         self.ooo.splice(i..j, std::iter::once((s, e)));
     }
 
+    /// Whether the gap from the last in-order data at `last` to `now` re-enters quick-ACK mode.
+    fn idle_since(&self, last: SimTime, now: SimTime) -> bool {
+        if !self.cfg.quickack_idle_rto {
+            return now.since(last) > self.cfg.quickack_idle;
+        }
+        match self.cfg.timer_hz {
+            0 => now.since(last) > self.own_rto,
+            // Both sides in jiffies, as the kernel compares them.
+            hz => {
+                jiffies::jiffies_at(now, hz) - jiffies::jiffies_at(last, hz)
+                    > jiffies::ticks_ceil(self.own_rto, hz)
+            }
+        }
+    }
+
     /// Fires the delayed-ACK timer if due.
     pub fn on_timer(&mut self, now: SimTime) {
         if self.delack_deadline.is_some_and(|d| now >= d) {
@@ -435,6 +475,8 @@ impl TcpReceiver {
     pub fn poll_transmit(&mut self, now: SimTime) -> Option<Segment> {
         if std::mem::take(&mut self.syn_ack) {
             self.stats.acks_sent += 1;
+            self.syn_ack_at = Some(now);
+            self.syn_acks += 1;
             return Some(Segment {
                 window: self.window(),
                 ts: self.cfg.timestamps.then(|| Timestamps {

@@ -244,6 +244,10 @@ def _map_linux_options(raw_tcps: list[dict[str, Any]], u: list[str]) -> None:
     if t.get("quickack", 16) != 16:
         u.append("tcp.quickack: the kernel ACKs up to 16 segments at once at the start and "
                  "after a duplicate")
+    idle = t.get("quickack_idle", "rto")
+    if t.get("quickack", 16) and idle != "rto":
+        u.append(f"tcp.quickack_idle = {idle}: the kernel re-enters quick-ACK mode after a "
+                 "receive gap longer than the receiver's RTO (\"rto\")")
 
 
 def plan(view: dict[str, Any], resolved: dict[str, Any], ccs: list[str],

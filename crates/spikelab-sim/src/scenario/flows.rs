@@ -1,7 +1,7 @@
 //! Flows: apps, TCP options, RTO estimators, spurious-timeout detectors, named profiles (`linux`).
 
 use super::*;
-use crate::units::Bytes;
+use crate::units::{Bytes, DurationOrRto};
 use serde::de::{self, MapAccess, Visitor};
 use serde::{Deserializer, Serializer};
 use spikelab_tcp::cc::{BicParams, CcConfig, CubicFlavor, CubicParams, HyblaParams};
@@ -102,6 +102,7 @@ delayed_ack = true
 delack_timeout = "40ms"
 delack_segments = 2
 quickack = 16
+quickack_idle = "rto"
 comp_sack = 44
 rcv_autotune = true
 rearm_rto_on_retransmit = true
@@ -346,8 +347,8 @@ pub struct TcpSpec {
     pub delack_segments: i64,
     /// Segments acknowledged at once in quick-ACK mode (0: off).
     pub quickack: i64,
-    /// Receive gap that re-enters quick-ACK mode.
-    pub quickack_idle: Duration,
+    /// Receive gap that re-enters quick-ACK mode, or `"rto"`: the receiver's own RTO.
+    pub quickack_idle: DurationOrRto,
     /// Receiver SACK compression: ACKs held back at most (0: off; Linux `tcp_comp_sack_nr`).
     pub comp_sack: i64,
     /// The compressed-ACK timer's bound (Linux `tcp_comp_sack_delay_ns`).
@@ -408,7 +409,7 @@ impl Default for TcpSpec {
             delack_timeout: Duration(c.delack_timeout),
             delack_segments: c.delack_segments as i64,
             quickack: c.quickack as i64,
-            quickack_idle: Duration(c.quickack_idle),
+            quickack_idle: DurationOrRto::Fixed(Duration(c.quickack_idle)),
             comp_sack: c.comp_sack as i64,
             comp_sack_delay: Duration(c.comp_sack_delay),
             comp_sack_slack: Duration(c.comp_sack_slack),
@@ -893,9 +894,9 @@ impl FlowSpec {
             ),
         )?;
         check(
-            t.quickack_idle.0 > SimDuration::ZERO,
+            t.quickack_idle != DurationOrRto::Fixed(Duration(SimDuration::ZERO)),
             format!("{at}.quickack_idle"),
-            "must be > 0",
+            "must be > 0 (or \"rto\")",
         )?;
         check(
             (0..=10_000).contains(&t.timer_hz),
@@ -1119,7 +1120,11 @@ impl FlowSpec {
             delack_timeout: t.delack_timeout.0,
             delack_segments: t.delack_segments as u32,
             quickack: t.quickack as u32,
-            quickack_idle: t.quickack_idle.0,
+            quickack_idle: match t.quickack_idle {
+                DurationOrRto::Fixed(d) => d.0,
+                DurationOrRto::Rto => TcpConfig::default().quickack_idle,
+            },
+            quickack_idle_rto: t.quickack_idle == DurationOrRto::Rto,
             comp_sack: t.comp_sack as u32,
             comp_sack_delay: t.comp_sack_delay.0,
             comp_sack_slack: t.comp_sack_slack.0,
