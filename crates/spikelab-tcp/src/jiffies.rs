@@ -45,7 +45,11 @@ pub fn ticks_ceil(d: SimDuration, hz: u32) -> u64 {
 /// The jiffy counter at `t` (jiffies count from time zero).
 #[inline]
 pub fn jiffies_at(t: SimTime, hz: u32) -> u64 {
-    mul_div(t.0, hz as u64, false)
+    match hz {
+        250 => t.0 / 4_000_000,
+        1000 => t.0 / 1_000_000,
+        _ => mul_div(t.0, hz as u64, false),
+    }
 }
 
 /// The duration of `ticks` jiffies, rounded down to the nanosecond (so [`ticks_ceil`] of it
@@ -120,6 +124,7 @@ mod tests {
         };
         for hz in [250u32, 1000] {
             for now in [0, 1, 3_999_999, 4_000_000, 123_456_789, 987_654_321_012] {
+                assert_eq!(jiffies_at(SimTime(now), hz), mul_div(now, hz as u64, false));
                 for d in [0, 1, 2_000_000, 15_000_001, 372_000_000, 5_000_000_000] {
                     let ticks = ticks_ceil(SimDuration(d), hz);
                     assert_eq!(ticks, mul_div(d, hz as u64, true));

@@ -68,9 +68,12 @@ pub struct TcpReceiver {
     /// When the last SYN-ACK left and how many were sent (the handshake's RTT sample).
     syn_ack_at: Option<SimTime>,
     syn_acks: u32,
-    /// The receiver's own RTO (Linux `icsk_rto` of the passive side): `rto.initial` until the
-    /// handshake gives its sample.
-    own_rto: SimDuration,
+    /// The receive gap that re-enters quick-ACK mode: longer than `idle_gap` and, on the
+    /// kernel's clock, more than `idle_ticks` jiffies (a gap up to `idle_gap` is never more).
+    /// With `quickack_idle_rto` it follows the receiver's own RTO (Linux `icsk_rto` of the
+    /// passive side): `rto.initial` until the handshake gives its sample.
+    idle_gap: SimDuration,
+    idle_ticks: Option<u64>,
     /// Receive-window autotuning (`rcv_autotune`), else `None`.
     tune: Option<Autotune>,
     /// SACK compression: segments whose ACK is held back (Linux `compressed_ack`), the
@@ -169,9 +172,22 @@ impl Autotune {
     }
 }
 
+/// The quick-ACK gap for a receiver whose own RTO is `rto` (see `TcpReceiver::idle_gap`).
+fn idle_rule(cfg: &TcpConfig, rto: SimDuration) -> (SimDuration, Option<u64>) {
+    match (cfg.quickack_idle_rto, cfg.timer_hz) {
+        (false, _) => (cfg.quickack_idle, None),
+        (true, 0) => (rto, None),
+        // A gap of at most `r` jiffies' length spans at most `r` jiffy boundaries.
+        (true, hz) => {
+            let r = jiffies::ticks_ceil(rto, hz);
+            (jiffies::ticks_duration(r, hz), Some(r))
+        }
+    }
+}
+
 impl TcpReceiver {
     pub fn new(cfg: TcpConfig) -> TcpReceiver {
-        let own_rto = cfg.rto.initial;
+        let (idle_gap, idle_ticks) = idle_rule(&cfg, cfg.rto.initial);
         TcpReceiver {
             tune: cfg.rcv_autotune.then(|| Autotune::new(cfg.mss as u64)),
             cfg,
@@ -189,7 +205,8 @@ impl TcpReceiver {
             last_rcv: None,
             syn_ack_at: None,
             syn_acks: 0,
-            own_rto,
+            idle_gap,
+            idle_ticks,
             compressed: 0,
             comp_rcv_nxt: 0,
             dup_acks: 0,
@@ -237,8 +254,8 @@ impl TcpReceiver {
             // RTT sample (Linux takes none after a retransmitted SYN-ACK without timestamps).
             if self.syn_acks == 1 || self.cfg.timestamps {
                 let m = now.since(sent);
-                let rto = m + (m + m).max(self.cfg.rto.min);
-                self.own_rto = rto.min(self.cfg.rto.max);
+                let rto = (m + (m + m).max(self.cfg.rto.min)).min(self.cfg.rto.max);
+                (self.idle_gap, self.idle_ticks) = idle_rule(&self.cfg, rto);
             }
         }
         let (mut start, end) = (seg.seq, seg.end());
@@ -405,16 +422,17 @@ impl TcpReceiver {
     }
 
     /// Whether the gap from the last in-order data at `last` to `now` re-enters quick-ACK mode.
+    #[inline]
     fn idle_since(&self, last: SimTime, now: SimTime) -> bool {
-        if !self.cfg.quickack_idle_rto {
-            return now.since(last) > self.cfg.quickack_idle;
+        if now.since(last) <= self.idle_gap {
+            return false;
         }
-        match self.cfg.timer_hz {
-            0 => now.since(last) > self.own_rto,
-            // Both sides in jiffies, as the kernel compares them.
-            hz => {
-                jiffies::jiffies_at(now, hz) - jiffies::jiffies_at(last, hz)
-                    > jiffies::ticks_ceil(self.own_rto, hz)
+        match self.idle_ticks {
+            None => true,
+            // Both ends in jiffies, as the kernel compares them.
+            Some(r) => {
+                let hz = self.cfg.timer_hz;
+                jiffies::jiffies_at(now, hz) - jiffies::jiffies_at(last, hz) > r
             }
         }
     }

@@ -70,6 +70,12 @@ impl Scoreboard {
             .map(move |(i, m)| (base + i as u64 * mss, m))
     }
 
+    /// Sequence number of the first entry (`snd_una`).
+    #[inline]
+    pub fn first_seq(&self) -> Option<u64> {
+        (!self.segs.is_empty()).then_some(self.base)
+    }
+
     /// Sequence number of the last entry.
     pub fn last_seq(&self) -> Option<u64> {
         (!self.segs.is_empty()).then(|| self.base + (self.segs.len() as u64 - 1) * self.mss)

@@ -220,7 +220,6 @@ impl TcpSender {
     /// RFC 8985 §6.2 step 5, `RACK_detect_loss()`: marks the overdue segments lost and returns
     /// how many it marked and the longest remaining wait of the others (zero: none waits).
     pub(super) fn rack_detect_loss(&mut self, now: SimTime) -> (u32, SimDuration) {
-        let reo_wnd = self.rack_reo_wnd();
         let Some(rack) = self.rack.as_mut() else {
             return (0, SimDuration::ZERO);
         };
@@ -233,6 +232,11 @@ impl TcpSender {
         // it (originals leave in sequence order, retransmissions after their originals): the
         // walk stops there, as Linux's walk of its time-sorted queue stops at RACK.xmit_ts.
         let stop_at = (!rack.retransmitted).then_some(rack_end);
+        if stop_at.is_some_and(|e| self.board.first_seq().is_none_or(|s| s >= e)) {
+            // The walk would stop at once (a cumulative ACK of RACK's segment: most ACKs).
+            return (0, SimDuration::ZERO);
+        }
+        let reo_wnd = self.rack_reo_wnd();
         let mut newly = 0;
         let mut wait = SimDuration::ZERO;
         for (seq, m) in self.board.iter_mut() {

@@ -26,6 +26,7 @@ impl TcpSender {
 
     /// When a timer armed now for `delay` fires: exactly, or on the kernel's clock with
     /// `timer_hz` (whole jiffies, timer-wheel buckets).
+    #[inline]
     pub(super) fn timer_at(&self, now: SimTime, delay: SimDuration) -> SimTime {
         match self.cfg.timer_hz {
             0 => now + delay,
@@ -35,6 +36,7 @@ impl TcpSender {
 
     /// When the retransmission timer armed now fires (with `timer_hz`, the kernel's RTO in
     /// whole jiffies, shifted by the backoff).
+    #[inline]
     pub(super) fn rto_at(&self, now: SimTime) -> SimTime {
         match self.cfg.timer_hz {
             0 => now + self.rtt.rto(),
