@@ -476,3 +476,39 @@ def test_a_long_profile_in_the_base_scenario_is_kept_out_of_the_manifest(tmp_pat
     assert (tmp_path / "out/scenario.toml").read_text() == text
     assert repeat_command(tmp_path / "out", res.manifest, "p001-r00")[:3] == [
         "spikelab", "run", str(tmp_path / "s.toml")]
+
+
+def test_sweep_writes_each_runs_captures_identical_to_the_run_alone(tmp_path):
+    """sim.pcap in a sweep: OUTDIR/pcap/RUN_ID/POINT.pcapng for every run, listed in the
+    manifest; a run repeated alone with its seed and point writes the same bytes; a fresh
+    sweep without captures leaves none behind."""
+    from spikelab.store.sweep import run_info
+
+    scenario = write(tmp_path, SWEEP_2X2X3.replace('seed = 11\n', 'seed = 11\npcap = true\n'))
+    out = tmp_path / "out"
+    result = spikelab.sweep(scenario, out, jobs=2, progress=False)
+    runs = result.manifest["runs"]
+    assert len(runs) == 12
+    listed = {e["path"]: e["bytes"] for e in result.manifest["pcaps"]}
+    assert set(listed) == {f"pcap/{r['run_id']}/{point}.pcapng"
+                           for r in runs for point in ("sender", "receiver")}
+    for path, size in listed.items():
+        data = (out / path).read_bytes()
+        assert len(data) == size and data[:4] == b"\x0a\x0d\x0d\x0a"  # pcapng section header
+    # Different runs saw different losses: their captures differ.
+    assert (out / listed_path(runs[0])).read_bytes() != (out / listed_path(runs[1])).read_bytes()
+    run_id = runs[7]["run_id"]
+    seed, overrides = run_info(out, result.manifest, run_id)
+    alone = tmp_path / "alone"
+    spikelab.run(scenario, seed=seed, overrides=overrides, out=alone, progress=False,
+                 plots=False)
+    for point in ("sender", "receiver"):
+        assert (alone / "pcap" / f"{point}.pcapng").read_bytes() == \
+            (out / "pcap" / run_id / f"{point}.pcapng").read_bytes()
+    again = spikelab.sweep(write(tmp_path, SWEEP_2X2X3, "plain.toml"), out, jobs=2,
+                           progress=False, fresh=True)
+    assert again.manifest["pcaps"] == [] and not (out / "pcap").exists()
+
+
+def listed_path(run: dict) -> str:
+    return f"pcap/{run['run_id']}/sender.pcapng"

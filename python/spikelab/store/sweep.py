@@ -43,7 +43,9 @@ OK, FAILED = "ok", "failed"
 # definition copy (study/), which is written before the sweep starts.
 OLD_FILES = (*(f"{t}.parquet" for t in results.TABLES), POINTS, SWEEP_JSON, SCENARIO_COPY,
              "report.html", "report.md", "claims.json")
-OLD_DIRS = (results.FIGURES, "runs-figures", "emulation", "compare")
+# Captures of sim.pcap in a sweep: PCAP_DIR/RUN_ID/POINT.pcapng.
+PCAP_DIR = "pcap"
+OLD_DIRS = (results.FIGURES, "runs-figures", "emulation", "compare", PCAP_DIR)
 
 
 def traced(trace: str) -> tuple[str, ...]:
@@ -194,6 +196,16 @@ class Store:
         parts["runs"] = part_table(task, spec, outcome)
         write_part(parts["runs"], self.parts / f"{task.run_id}{PART}")
         return parts
+
+    def pcaps(self, run_ids: list[str]) -> list[dict[str, Any]]:
+        """The captures of these runs (``sim.pcap``), as manifest entries (path, bytes)."""
+        out = []
+        for rid in run_ids:
+            folder = self.dir / PCAP_DIR / rid
+            if folder.is_dir():
+                out += [{"path": f"{PCAP_DIR}/{rid}/{f.name}", "bytes": f.stat().st_size}
+                        for f in sorted(folder.glob("*.pcapng"))]
+        return out
 
     def consolidate(self, tasks: list[RunTask], trace: str,
                     fresh: dict[str, dict[str, pa.Table]] | None = None) -> dict[str, pa.Table]:

@@ -13,6 +13,7 @@ import datetime
 import json
 import os
 import platform
+import shutil
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
@@ -28,7 +29,7 @@ from ..scenario import overrides_list as _overrides
 from ..scenario.sweepspec import (RunTask, SweepSpec, check, digest_big, fingerprint,
                                   run_command, sweep_table)
 from ..store import results
-from ..store.sweep import OK, POINTS, SCENARIO_COPY, Store, SweepResult, run_info
+from ..store.sweep import OK, PCAP_DIR, POINTS, SCENARIO_COPY, Store, SweepResult, run_info
 from .workers import _dask, _local
 
 INLINE_TEXT = 16_384  # characters of scenario text kept inline in the manifest
@@ -114,7 +115,8 @@ def sweep(
         todo = [t for t in p.tasks if done.get(t.run_id) != OK]
         by_id = {t.run_id: t for t in p.tasks}
         jobs_ = [{"run_id": t.run_id, "text": p.text, "base_dir": p.base_dir, "seed": t.seed,
-                  "overrides": list(t.overrides), "trace": p.spec.trace} for t in todo]
+                  "overrides": list(t.overrides), "trace": p.spec.trace,
+                  "pcap_dir": str(store.dir / PCAP_DIR / t.run_id)} for t in todo]
         bar = SweepProgress(len(p.tasks), len(p.tasks) - len(todo), progress)
         executor = (f"dask {dask}" if dask
                     else f"local pool of {min(workers, max(1, len(todo)))}")
@@ -127,6 +129,8 @@ def sweep(
         for outcome in stream:
             task = by_id[outcome["run_id"]]
             written[task.run_id] = store.write_part(task, p.spec, outcome)
+            if outcome["status"] != OK:  # a failed run's captures are cut short
+                shutil.rmtree(store.dir / PCAP_DIR / task.run_id, ignore_errors=True)
             core_wall += outcome.get("wall_s", 0.0)
             bar.update(outcome["status"] == OK)
             if on_result is not None:
@@ -243,6 +247,7 @@ def finish(store: Store, p: Plan, *, executor: str, wall_s: float, core_wall_s: 
         "scenario_file": SCENARIO_COPY,
         "scenario_path": p.source,
         "runs": [{"run_id": t.run_id, "seed": t.seed, "point": t.point} for t in p.tasks],
+        "pcaps": store.pcaps([t.run_id for t in p.tasks if status.get(t.run_id) == OK]),
         "points": POINTS,
         "files": [],
     }

@@ -40,7 +40,7 @@ def execute(job: dict[str, Any]) -> dict[str, Any]:
     try:
         sim = _core.Simulation(job["text"], list(job["overrides"]), job["base_dir"],
                                job["seed"], job["trace"])
-        raw = sim.run()
+        raw = sim.run(0, job.get("pcap_dir"))
         out["wall_s"] = float(raw["wall_s"])
         out["tables"] = {name: to_arrow(raw[name]) for name in traced(job["trace"])}
     except (_core.ScenarioError, _core.SimulationError) as exc:
