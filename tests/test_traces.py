@@ -1,6 +1,6 @@
-"""``spikelab trace import``: ping logs, Mahimahi traces, pcaps of one TCP connection and CSVs
-into the profile files the stages read. The inputs are made here (their values known), the
-pcaps by simulating the repository's LTE example with ``--pcap``."""
+"""``spikelab trace import``: ping logs, Mahimahi traces, pcaps of one TCP connection or SCTP
+association and CSVs into the profile files the stages read. The inputs are made here (their
+values known), the pcaps by simulating the repository's LTE example with ``--pcap``."""
 
 from __future__ import annotations
 
@@ -280,9 +280,75 @@ def test_bad_pcaps_are_one_line(tmp_path):
     empty = tmp_path / "empty.pcap"
     empty.write_bytes(struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 65535, 1))
     proc = cli("trace", "import", "pcap", empty, "-o", tmp_path / "x.csv")
-    assert proc.stderr.strip() == f"spikelab: error: {empty}: no TCP segments"
+    assert proc.stderr.strip() == f"spikelab: error: {empty}: no TCP segments or SCTP packets"
     proc = cli("trace", "import", "pcap", empty, "-o", tmp_path / "x.csv", "--queue", "5")
     assert proc.stderr.strip() == "spikelab: error: --queue needs --rate (the virtual queue's rate)"
+
+
+# ------------------------------------------------------------------------------------ SCTP
+
+
+@pytest.fixture(scope="module")
+def sctp_capture(tmp_path_factory):
+    """The LTE example's path (10 Mbit/s, 100 packets, 50 ms with a 1.5 s spike at 10 s and
+    1 % loss in it) carrying one SCTP association instead of the TCP flow."""
+    text = LTE.read_text()
+    text = text[:text.index("[[flow]]")] + (
+        '[[flow]]\nprotocol = "sctp"\nfwd = "fwd"\nrev = "rev"\napp = { type = "bulk" }\n')
+    scenario = tmp_path_factory.mktemp("sctp") / "sctp-lte.toml"
+    scenario.write_text(text)
+    out = scenario.parent / "run"
+    res = spikelab.run(scenario, out=out, plots=False, progress=False, trace="packets",
+                       overrides=["sim.pcap=true"])
+    return out / "pcap" / "sender.pcapng", res
+
+
+def test_an_sctp_capture_gives_the_paths_delay_and_its_losses(sctp_capture, tmp_path):
+    path, res = sctp_capture
+    s = traces.read_pcap(path, share=1.0, rate_bps=10e6, queue=100)
+    runs = res.runs.to_pandas()
+    p = res.packets.to_pandas()
+    drops = p[p.event == "drop"].groupby("cause", observed=True).size().to_dict()
+    assert s.notes["protocol"] == "sctp" and s.notes["rtt_from"] == "DATA/SACK pairs (Karn)"
+    # The SACKs' duplicate TSNs (RFC 9260 §3.3.4) tell the spurious retransmissions of the
+    # spike's timeout apart from the lost ones, as the simulator's ground truth does.
+    assert s.notes["retransmissions"] == int(runs.retx_segments[0]) == 92
+    assert s.notes["dsacked"] == int(runs.spurious_retx_true[0]) == 89
+    assert s.notes["losses"] == drops["profile"] == 3
+    assert s.notes["queue_drops"] == drops.get("queue_full", 0)
+    prof = traces.fit(s, interval_ms=100, stat="min")
+    t, d = prof.t_ms, prof.delay_ms
+    calm = (t < 9500) | (t > 12000)
+    assert np.all(np.abs(d[calm] - 50) < 1), d[calm].max()
+    spike = (t > 10100) & (t < 11400)
+    truth = 1500 - (t[spike] - 10000) * (1450 / 1460)
+    assert np.all(np.abs(d[spike] - truth) < 10), d[spike] - truth
+    assert set(t[prof.loss > 0]) <= {10050.0, 10150.0, 10250.0}
+    proc = cli("trace", "import", "pcap", path, "-o", tmp_path / "sctp.csv", "--share", "1",
+               "--rate", "10Mbps", "--queue", "100")
+    assert proc.returncode == 0, proc.stderr
+    assert "protocol sctp" in proc.stdout and "losses 3" in proc.stdout
+
+
+def test_sctp_chunks_are_read_from_a_bundled_packet():
+    """DATA chunks bundled with a SACK (gap blocks, duplicate TSNs), padded to 4 bytes."""
+    def chunk(ctype: int, body: bytes) -> bytes:
+        raw = struct.pack("!BBH", ctype, 3, 4 + len(body)) + body
+        return raw + b"\0" * (-len(raw) % 4)
+    data1 = chunk(0, struct.pack("!IHHI", 1000, 0, 0, 0) + b"x" * 5)  # 5 bytes, 3 of padding
+    data2 = chunk(0, struct.pack("!IHHI", 1001, 0, 1, 0) + b"y" * 1200)
+    sack = chunk(3, struct.pack("!IIHH", 77, 65536, 1, 2) + struct.pack("!HH", 2, 3)
+                 + struct.pack("!II", 70, 71))
+    sctp = struct.pack("!HHII", 5000, 6000, 1, 0) + data1 + sack + data2
+    ip = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + len(sctp), 0, 0, 64, 132, 0,
+                     bytes([10, 0, 0, 1]), bytes([10, 0, 0, 2])) + sctp
+    c = pcapread.sctp_of(pcapread.Frame(123, pcapread.LINKTYPE_RAW, ip, len(ip)))
+    assert c.data == ((1000, 5), (1001, 1200))
+    assert c.cum_tsn == 77 and c.dup_tsns == (70, 71)
+    assert (c.src, c.sport, c.dst, c.dport, c.wire) == ("10.0.0.1", 5000, "10.0.0.2", 6000,
+                                                         len(ip))
+    # A TCP frame is not SCTP, and an SCTP frame is not TCP.
+    assert pcapread.tcp_of(pcapread.Frame(0, pcapread.LINKTYPE_RAW, ip, len(ip))) is None
 
 
 @pytest.mark.skipif(not shutil.which("editcap"), reason="needs editcap (Debian wireshark-common)")

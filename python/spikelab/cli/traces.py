@@ -1,6 +1,7 @@
 """The ``trace`` command: ``spikelab trace import KIND FILE -o PROFILE.csv`` turns a measured
-trace (a ping log, a Mahimahi trace, a pcap of one TCP connection, a CSV) into the profile file
-a delay or rate stage reads (docs/traces.md); :func:`register` adds it to ``spikelab``."""
+trace (a ping log, a Mahimahi trace, a pcap of one TCP connection or SCTP association, a CSV)
+into the profile file a delay or rate stage reads (docs/traces.md); :func:`register` adds it
+to ``spikelab``."""
 
 from __future__ import annotations
 

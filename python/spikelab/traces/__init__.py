@@ -322,42 +322,34 @@ def read_csv_samples(path: str | Path, *, time_col: str = "time_ms", time_unit: 
     return out
 
 
-def read_pcap(path: str | Path, *, share: float = 0.5, iface: str | None = None,
-              rate_bps: float | None = None, queue: int | None = None) -> Samples:
-    """A capture of one TCP connection, taken at its sender → delay and loss samples.
+@dataclass
+class _Sends:
+    """What a capture at the sender shows of one connection, in one sequence space (TCP:
+    bytes; SCTP: TSNs): each data packet sent (time, start, end, IP bytes, whether it resent
+    anything), the index of each start's first transmission, the duplicates the receiver
+    reported (TCP DSACK blocks, SCTP duplicate TSNs), the RTT samples as (packet index, ACK
+    arrival) and every ACK (arrival, cumulative ACK, its RTT sample)."""
 
-    With ``rate_bps`` (the bottleneck rate a scenario's rate stage re-creates), each sample
-    loses the time its segment would have queued behind the sender's own data at that rate
-    (a virtual FIFO fed with the captured sends, losses left out), so the profile holds the
-    path's delay without the queue the rate stage will build again. With ``queue`` too (that
-    stage's queue, packets), a lost segment that found the virtual queue full is the rate
-    stage's drop, not the path's, and stays out of the loss column."""
-    if queue is not None and not rate_bps:
-        raise TraceError("--queue needs --rate (the virtual queue's rate)")
-    from . import pcap as _pcap
+    conn: str
+    protocol: str
+    rtt_from: str
+    t0: int
+    d_t: list[int]
+    d_seq: list[int]
+    d_end: list[int]
+    d_wire: list[int]
+    d_retx: list[bool]
+    first_idx: dict[int, int]
+    dsacked: list[tuple[int, int]]
+    pairs: list[tuple[int, int]]
+    ack_t: list[int]
+    ack_v: list[int]
+    ack_rtt: list[float]
 
-    path = Path(path)
-    names: set[str] = set()
-    matched = False
-    segs = []
-    for f in _pcap.iter_frames(path):  # one frame at a time: only TCP headers are kept
-        if iface is not None:
-            names.add(f.iface_name or str(f.iface))
-            if iface not in (f.iface_name, str(f.iface)):
-                continue
-        matched = True
-        # The kernel emulator's capture also records each dropped frame (comment "drop ..."):
-        # that copy never left the emulator.
-        if f.comment.startswith("drop "):
-            continue
-        t = _pcap.tcp_of(f)
-        if t is not None:
-            segs.append(t)
-    if iface is not None and not matched:
-        raise TraceError(f"--interface: no frames on {iface!r} in {path} "
-                         f"(interfaces: {', '.join(sorted(names))})")
-    if not segs:
-        raise TraceError(f"{path}: no TCP segments")
+
+def _tcp_sends(segs: list, path: Path) -> _Sends:
+    """The connection carrying the most payload (bytes; RTT samples from timestamps when
+    the ACKs echo them, else from data/ACK pairs, Karn)."""
     # The connection carrying the most payload, and its data direction.
     payload: dict[tuple, int] = {}
     for s in segs:
@@ -438,6 +430,133 @@ def read_pcap(path: str | Path, *, share: float = 0.5, iface: str | None = None,
                     pairs.append((i, s.ts_ns))
                     ack_rtt[len(ack_t) - 1] = (s.ts_ns - d_t[i]) / 1e6
                 last_ack = ack
+    return _Sends(f"{fwd[0]}:{fwd[1]} -> {fwd[2]}:{fwd[3]}", "tcp",
+                  "timestamps" if use_ts else "data/ACK pairs (Karn)", t0, d_t, d_seq, d_end,
+                  d_wire, d_retx, first_idx, dsacked, pairs, ack_t, ack_v, ack_rtt)
+
+
+def _sctp_sends(pkts: list, path: Path) -> _Sends:
+    """The association carrying the most DATA bytes: its DATA packets in TSN space (a packet
+    covers its lowest to its highest TSN + 1), its SACKs' cumulative TSN + 1 as the ACK, the
+    duplicate TSNs they report (RFC 9260 §3.3.4) as one-TSN blocks. RTT samples pair a SACK
+    that advances the cumulative TSN to the end of a packet sent once (Karn, §6.3.1)."""
+    payload: dict[tuple, int] = {}
+    for s in pkts:
+        k = (s.src, s.sport, s.dst, s.dport)
+        payload[k] = payload.get(k, 0) + sum(n for _, n in s.data)
+    fwd = max(payload, key=payload.get)
+    if payload[fwd] == 0:
+        raise TraceError(f"{path}: no SCTP packet carries DATA")
+    rev = (fwd[2], fwd[3], fwd[0], fwd[1])
+    t0 = pkts[0].ts_ns
+    d_t: list[int] = []
+    d_seq: list[int] = []
+    d_end: list[int] = []
+    d_wire: list[int] = []
+    d_retx: list[bool] = []
+    first_idx: dict[int, int] = {}
+    end_idx: dict[int, int] = {}
+    retx_ends: set[int] = set()
+    dsacked: list[tuple[int, int]] = []
+    pairs: list[tuple[int, int]] = []
+    ack_t: list[int] = []
+    ack_v: list[int] = []
+    ack_rtt: list[float] = []
+    base = None
+    highest = 0
+    last_ack = None
+    for s in pkts:
+        k = (s.src, s.sport, s.dst, s.dport)
+        if k == fwd and s.data:
+            if base is None:
+                base = s.data[0][0]
+            rel = [(tsn - base) & 0xFFFFFFFF for tsn, _ in s.data]
+            seq, end = min(rel), max(rel) + 1
+            i = len(d_t)
+            is_retx = seq < highest
+            d_t.append(s.ts_ns)
+            d_seq.append(seq)
+            d_end.append(end)
+            d_wire.append(s.wire)
+            d_retx.append(is_retx)
+            if is_retx:
+                retx_ends.add(end)
+            else:
+                first_idx[seq] = i
+                end_idx[end] = i
+            highest = max(highest, end)
+        elif k == rev and s.cum_tsn is not None and base is not None:
+            ack = (s.cum_tsn + 1 - base) & 0xFFFFFFFF
+            if ack > highest:  # before the first DATA (the handshake's TSN - 1): nothing acked
+                ack = 0
+            ack_t.append(s.ts_ns)
+            ack_v.append(ack)
+            ack_rtt.append(math.nan)
+            for d in s.dup_tsns:
+                r = (d - base) & 0xFFFFFFFF
+                dsacked.append((r, r + 1))
+            if last_ack is None or ack > last_ack:
+                i = end_idx.get(ack) if ack not in retx_ends else None
+                if i is not None and s.ts_ns >= d_t[i]:
+                    pairs.append((i, s.ts_ns))
+                    ack_rtt[-1] = (s.ts_ns - d_t[i]) / 1e6
+                last_ack = ack
+    return _Sends(f"{fwd[0]}:{fwd[1]} -> {fwd[2]}:{fwd[3]}", "sctp",
+                  "DATA/SACK pairs (Karn)", t0, d_t, d_seq, d_end, d_wire, d_retx, first_idx,
+                  dsacked, pairs, ack_t, ack_v, ack_rtt)
+
+
+def read_pcap(path: str | Path, *, share: float = 0.5, iface: str | None = None,
+              rate_bps: float | None = None, queue: int | None = None) -> Samples:
+    """A capture of one TCP connection or SCTP association, taken at its sender → delay and
+    loss samples (the protocol carrying more payload is read).
+
+    With ``rate_bps`` (the bottleneck rate a scenario's rate stage re-creates), each sample
+    loses the time its segment would have queued behind the sender's own data at that rate
+    (a virtual FIFO fed with the captured sends, losses left out), so the profile holds the
+    path's delay without the queue the rate stage will build again. With ``queue`` too (that
+    stage's queue, packets), a lost segment that found the virtual queue full is the rate
+    stage's drop, not the path's, and stays out of the loss column."""
+    if queue is not None and not rate_bps:
+        raise TraceError("--queue needs --rate (the virtual queue's rate)")
+    from . import pcap as _pcap
+
+    path = Path(path)
+    names: set[str] = set()
+    matched = False
+    segs = []
+    chunks = []
+    for f in _pcap.iter_frames(path):  # one frame at a time: only the headers are kept
+        if iface is not None:
+            names.add(f.iface_name or str(f.iface))
+            if iface not in (f.iface_name, str(f.iface)):
+                continue
+        matched = True
+        # The kernel emulator's capture also records each dropped frame (comment "drop ..."):
+        # that copy never left the emulator.
+        if f.comment.startswith("drop "):
+            continue
+        t = _pcap.tcp_of(f)
+        if t is not None:
+            segs.append(t)
+            continue
+        c = _pcap.sctp_of(f)
+        if c is not None:
+            chunks.append(c)
+    if iface is not None and not matched:
+        raise TraceError(f"--interface: no frames on {iface!r} in {path} "
+                         f"(interfaces: {', '.join(sorted(names))})")
+    if not segs and not chunks:
+        raise TraceError(f"{path}: no TCP segments or SCTP packets")
+    tcp_bytes = sum(s.length for s in segs)
+    sctp_bytes = sum(n for c in chunks for _, n in c.data)
+    sends = (_tcp_sends(segs, path) if segs and tcp_bytes >= sctp_bytes
+             else _sctp_sends(chunks, path))
+    t0, pairs = sends.t0, sends.pairs
+    d_t, d_seq, d_end, d_wire, d_retx = (sends.d_t, sends.d_seq, sends.d_end, sends.d_wire,
+                                          sends.d_retx)
+    first_idx, dsacked = sends.first_idx, sends.dsacked
+    ack_t, ack_v, ack_rtt = sends.ack_t, sends.ack_v, sends.ack_rtt
     if not pairs:
         raise TraceError(f"{path}: no RTT sample (no ACK of the data seen: was the capture "
                          f"taken at the sender?)")
@@ -504,11 +623,11 @@ def read_pcap(path: str | Path, *, share: float = 0.5, iface: str | None = None,
     ol = np.argsort(loss_t, kind="stable")
     loss_v = lost.astype(np.float64)
     out = Samples("pcap", sent_ms[keep][od], rtt_ms[keep][od] * share, loss_t[ol], loss_v[ol],
-                  notes={"connection": f"{fwd[0]}:{fwd[1]} -> {fwd[2]}:{fwd[3]}",
+                  notes={"connection": sends.conn, "protocol": sends.protocol,
                          "segments": int(orig.sum()), "retransmissions": retx_count,
                          "dsacked": spurious, "losses": int(lost.sum()),
                          "rtt_samples": int(keep.sum()),
-                         "rtt_from": "timestamps" if use_ts else "data/ACK pairs (Karn)",
+                         "rtt_from": sends.rtt_from,
                          "share": share},
                   send_t_ms=(t_ns[orig] - t0) / 1e6,
                   send_end=np.asarray(d_end, dtype=np.float64)[orig],

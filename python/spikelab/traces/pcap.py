@@ -268,3 +268,70 @@ def tcp_of(frame: Frame) -> Tcp | None:
         j += length
     return Tcp(frame.ts_ns, src, dst, sport, dport, seq, ack, off_flags & 0x3F, window,
                max(0, ip_len - hlen), wire, tsval, tsecr, tuple(sack), frame.iface, frame.direction)
+
+
+@dataclass(frozen=True, slots=True)
+class Sctp:
+    """The SCTP chunks of one frame a trace import needs (RFC 9260 §3): its DATA chunks'
+    TSNs and payload bytes, and its SACK (cumulative TSN ack and the duplicate TSNs it
+    reports, §3.3.4)."""
+
+    ts_ns: int
+    src: str
+    dst: str
+    sport: int
+    dport: int
+    #: (TSN, user data bytes) of each DATA chunk, in packet order.
+    data: tuple[tuple[int, int], ...]
+    #: The SACK's cumulative TSN ack, or None without a SACK chunk.
+    cum_tsn: int | None
+    dup_tsns: tuple[int, ...]
+    #: The IP packet's bytes (headers and payload): its size on a link.
+    wire: int
+    iface: int
+    direction: int
+
+
+def sctp_of(frame: Frame) -> Sctp | None:
+    """The SCTP chunks of a frame, or None when the frame is not SCTP (or too short to tell).
+    A chunk cut off by the capture's snap length ends the walk."""
+    ip = _ip_payload(frame)
+    if ip is None:
+        return None
+    version, p = ip
+    if version == 4:
+        if len(p) < 20 or p[9] != 132:
+            return None
+        if struct.unpack("!H", p[6:8])[0] & 0x1FFF:
+            return None  # a later fragment
+        ihl = (p[0] & 0x0F) * 4
+        wire = struct.unpack("!H", p[2:4])[0]
+        src, dst = ".".join(map(str, p[12:16])), ".".join(map(str, p[16:20]))
+        s = p[ihl:wire]
+    else:
+        if len(p) < 40 or p[6] != 132:
+            return None
+        wire = struct.unpack("!H", p[4:6])[0] + 40
+        src, dst = p[8:24].hex(), p[24:40].hex()
+        s = p[40:wire]
+    if len(s) < 12:
+        return None
+    sport, dport = struct.unpack("!HH", s[:4])
+    data: list[tuple[int, int]] = []
+    cum, dups = None, ()
+    j = 12
+    while j + 4 <= len(s):
+        ctype, _flags, length = struct.unpack("!BBH", s[j:j + 4])
+        if length < 4:
+            break
+        body = s[j + 4:j + length]
+        if ctype == 0 and len(body) >= 12:  # DATA: TSN, stream, SSN, PPID, user data
+            data.append((struct.unpack("!I", body[:4])[0], length - 16))
+        elif ctype == 3 and len(body) >= 12:  # SACK: cum TSN, a_rwnd, gap blocks, dups
+            cum, _rwnd, n_gap, n_dup = struct.unpack("!IIHH", body[:12])
+            k = 12 + 4 * n_gap
+            dups = tuple(struct.unpack("!I", body[k + 4 * i:k + 4 * i + 4])[0]
+                         for i in range(n_dup) if k + 4 * i + 4 <= len(body))
+        j += (length + 3) & ~3
+    return Sctp(frame.ts_ns, src, dst, sport, dport, tuple(data), cum, dups, wire,
+                frame.iface, frame.direction)
