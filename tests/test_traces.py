@@ -204,37 +204,49 @@ def test_smoothing_is_a_centred_moving_median():
 # ------------------------------------------------------------------------------------ pcap
 
 
-@pytest.fixture(scope="module")
-def lte_capture(tmp_path_factory):
-    out = tmp_path_factory.mktemp("lte") / "run"
-    res = spikelab.run(LTE, out=out, plots=False, progress=False, trace="packets",
-                       overrides=["sim.pcap=true"])
-    return out / "pcap" / "sender.pcapng", res
-
-
-def test_a_pcap_gives_the_paths_delay_and_its_losses(lte_capture, tmp_path):
-    path, res = lte_capture
-    s = traces.read_pcap(path, share=1.0, rate_bps=10e6, queue=100)
-    p = res.packets.to_pandas()
-    drops = p[p.event == "drop"].groupby("cause", observed=True).size().to_dict()
-    # The receiver's DSACKs tell the spurious retransmissions apart; the virtual queue tells
-    # the rate stage's drops from the path's: both exactly as the simulator counted them.
-    assert s.notes["dsacked"] == int(res.runs.to_pandas().dsacks_rcvd[0]) == 210
-    assert s.notes["queue_drops"] == drops["queue_full"] == 73
-    assert s.notes["losses"] == drops["profile"] == 3
+def assert_lte_path(s, calm_ms: float) -> None:
+    """The LTE example's path recovered from a capture's samples (100 ms bins, lower envelope):
+    50 ms, a step to 1500 ms at 10 s falling to 50 ms at 11.46 s, losses only in the spike."""
     prof = traces.fit(s, interval_ms=100, stat="min")
     t, d = prof.t_ms, prof.delay_ms
-    # The example's profile: 50 ms, a step to 1500 ms at 10 s falling to 50 ms at 11.46 s.
-    # The sample is one-way plus the ACK's way back (1 Gbit/s, ~0.4 us), timestamps in ms.
     calm = (t < 9500) | (t > 12000)
-    assert np.all(np.abs(d[calm] - 50) < 3), d[calm].max()
+    assert np.all(np.abs(d[calm] - 50) < calm_ms), d[calm].max()
     spike = (t > 10100) & (t < 11400)
     truth = 1500 - (t[spike] - 10000) * (1450 / 1460)
     # Inside the spike no segment is sampled; the ACK silence bounds the delay from below
     # (every packet of the spike leaves at its end), within 10 ms of the profile.
     assert np.all(np.abs(d[spike] - truth) < 10), d[spike] - truth
-    # Losses: only in the spike's bins.
     assert set(t[prof.loss > 0]) <= {10050.0, 10150.0, 10250.0}
+
+
+def captured(scenario: Path, out: Path):
+    """The sender-side capture of a traced run of ``scenario`` into ``out``, and the run."""
+    res = spikelab.run(scenario, out=out, plots=False, progress=False, trace="packets",
+                       overrides=["sim.pcap=true"])
+    return out / "pcap" / "sender.pcapng", res
+
+
+def drops_by_cause(res) -> dict:
+    p = res.packets.to_pandas()
+    return p[p.event == "drop"].groupby("cause", observed=True).size().to_dict()
+
+
+@pytest.fixture(scope="module")
+def lte_capture(tmp_path_factory):
+    return captured(LTE, tmp_path_factory.mktemp("lte") / "run")
+
+
+def test_a_pcap_gives_the_paths_delay_and_its_losses(lte_capture, tmp_path):
+    path, res = lte_capture
+    s = traces.read_pcap(path, share=1.0, rate_bps=10e6, queue=100)
+    drops = drops_by_cause(res)
+    # The receiver's DSACKs tell the spurious retransmissions apart; the virtual queue tells
+    # the rate stage's drops from the path's: both exactly as the simulator counted them.
+    assert s.notes["dsacked"] == int(res.runs.to_pandas().dsacks_rcvd[0]) == 210
+    assert s.notes["queue_drops"] == drops["queue_full"] == 73
+    assert s.notes["losses"] == drops["profile"] == 3
+    # The sample is one-way plus the ACK's way back (1 Gbit/s, ~0.4 us), timestamps in ms.
+    assert_lte_path(s, calm_ms=3)
     # Without the rate: every retransmission not DSACKed is a loss (queue drops included).
     assert traces.read_pcap(path).notes["losses"] == 76
 
@@ -297,18 +309,14 @@ def sctp_capture(tmp_path_factory):
         '[[flow]]\nprotocol = "sctp"\nfwd = "fwd"\nrev = "rev"\napp = { type = "bulk" }\n')
     scenario = tmp_path_factory.mktemp("sctp") / "sctp-lte.toml"
     scenario.write_text(text)
-    out = scenario.parent / "run"
-    res = spikelab.run(scenario, out=out, plots=False, progress=False, trace="packets",
-                       overrides=["sim.pcap=true"])
-    return out / "pcap" / "sender.pcapng", res
+    return captured(scenario, scenario.parent / "run")
 
 
 def test_an_sctp_capture_gives_the_paths_delay_and_its_losses(sctp_capture, tmp_path):
     path, res = sctp_capture
     s = traces.read_pcap(path, share=1.0, rate_bps=10e6, queue=100)
     runs = res.runs.to_pandas()
-    p = res.packets.to_pandas()
-    drops = p[p.event == "drop"].groupby("cause", observed=True).size().to_dict()
+    drops = drops_by_cause(res)
     assert s.notes["protocol"] == "sctp" and s.notes["rtt_from"] == "DATA/SACK pairs (Karn)"
     # The SACKs' duplicate TSNs (RFC 9260 §3.3.4) tell the spurious retransmissions of the
     # spike's timeout apart from the lost ones, as the simulator's ground truth does.
@@ -316,14 +324,7 @@ def test_an_sctp_capture_gives_the_paths_delay_and_its_losses(sctp_capture, tmp_
     assert s.notes["dsacked"] == int(runs.spurious_retx_true[0]) == 89
     assert s.notes["losses"] == drops["profile"] == 3
     assert s.notes["queue_drops"] == drops.get("queue_full", 0)
-    prof = traces.fit(s, interval_ms=100, stat="min")
-    t, d = prof.t_ms, prof.delay_ms
-    calm = (t < 9500) | (t > 12000)
-    assert np.all(np.abs(d[calm] - 50) < 1), d[calm].max()
-    spike = (t > 10100) & (t < 11400)
-    truth = 1500 - (t[spike] - 10000) * (1450 / 1460)
-    assert np.all(np.abs(d[spike] - truth) < 10), d[spike] - truth
-    assert set(t[prof.loss > 0]) <= {10050.0, 10150.0, 10250.0}
+    assert_lte_path(s, calm_ms=1)  # SCTP has no timestamps: the RTTs are exact
     proc = cli("trace", "import", "pcap", path, "-o", tmp_path / "sctp.csv", "--share", "1",
                "--rate", "10Mbps", "--queue", "100")
     assert proc.returncode == 0, proc.stderr

@@ -10,6 +10,8 @@
 use spikelab_core::{SimDuration, SimTime};
 use spikelab_tcp::{RtoConfig, Segment, TcpConfig, TcpReceiver, Timestamps};
 
+mod common;
+
 const MSS: u64 = 1448;
 
 fn ms(x: u64) -> SimTime {
@@ -45,12 +47,7 @@ fn syn() -> Segment {
 }
 
 fn data(k: u64) -> Segment {
-    Segment {
-        seq: k * MSS,
-        len: MSS as u32,
-        ts: Some(Timestamps { val: 1, ecr: 1 }),
-        ..Segment::default()
-    }
+    common::data_seg(k, MSS)
 }
 
 fn acks(r: &mut TcpReceiver, now: SimTime) -> usize {

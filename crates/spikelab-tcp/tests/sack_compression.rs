@@ -12,6 +12,8 @@
 use spikelab_core::SimTime;
 use spikelab_tcp::{Segment, TcpConfig, TcpReceiver, Timestamps};
 
+mod common;
+
 const MSS: u64 = 1448;
 
 fn cfg(quickack: u32) -> TcpConfig {
@@ -33,12 +35,7 @@ fn us(x: u64) -> SimTime {
 }
 
 fn data(k: u64) -> Segment {
-    Segment {
-        seq: k * MSS,
-        len: MSS as u32,
-        ts: Some(Timestamps { val: 1, ecr: 1 }),
-        ..Segment::default()
-    }
+    common::data_seg(k, MSS)
 }
 
 /// An ACK as (cumulative ACK, right edge of its first SACK block), in segments.

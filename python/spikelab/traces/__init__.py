@@ -37,7 +37,7 @@ import io
 import math
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -328,56 +328,86 @@ class _Sends:
     bytes; SCTP: TSNs): each data packet sent (time, start, end, IP bytes, whether it resent
     anything), the index of each start's first transmission, the duplicates the receiver
     reported (TCP DSACK blocks, SCTP duplicate TSNs), the RTT samples as (packet index, ACK
-    arrival) and every ACK (arrival, cumulative ACK, its RTT sample)."""
+    arrival) and every ACK (arrival, cumulative ACK, its RTT sample: ms, NaN for none)."""
 
     conn: str
     protocol: str
-    rtt_from: str
     t0: int
-    d_t: list[int]
-    d_seq: list[int]
-    d_end: list[int]
-    d_wire: list[int]
-    d_retx: list[bool]
-    first_idx: dict[int, int]
-    dsacked: list[tuple[int, int]]
-    pairs: list[tuple[int, int]]
-    ack_t: list[int]
-    ack_v: list[int]
-    ack_rtt: list[float]
+    rtt_from: str = ""
+    d_t: list[int] = field(default_factory=list)
+    d_seq: list[int] = field(default_factory=list)
+    d_end: list[int] = field(default_factory=list)
+    d_wire: list[int] = field(default_factory=list)
+    d_retx: list[bool] = field(default_factory=list)
+    first_idx: dict[int, int] = field(default_factory=dict)
+    #: end -> index of the original ending there; the ends of retransmissions.
+    end_idx: dict[int, int] = field(default_factory=dict)
+    retx_ends: set[int] = field(default_factory=set)
+    dsacked: list[tuple[int, int]] = field(default_factory=list)
+    pairs: list[tuple[int, int]] = field(default_factory=list)
+    ack_t: list[int] = field(default_factory=list)
+    ack_v: list[int] = field(default_factory=list)
+    ack_rtt: list[float] = field(default_factory=list)
+    highest: int = 0
+    last_ack: int | None = None
+
+    def send(self, ts_ns: int, seq: int, end: int, wire: int) -> int:
+        """Records a data packet; returns its index."""
+        i = len(self.d_t)
+        is_retx = seq < self.highest
+        self.d_t.append(ts_ns)
+        self.d_seq.append(seq)
+        self.d_end.append(end)
+        self.d_wire.append(wire)
+        self.d_retx.append(is_retx)
+        if is_retx:
+            self.retx_ends.add(end)
+        else:
+            self.first_idx[seq] = i
+            self.end_idx[end] = i
+        self.highest = max(self.highest, end)
+        return i
+
+    def ack(self, ts_ns: int, ack: int) -> bool:
+        """Records an ACK; whether it advances the cumulative ACK."""
+        self.ack_t.append(ts_ns)
+        self.ack_v.append(ack)
+        self.ack_rtt.append(math.nan)
+        if self.last_ack is None or ack > self.last_ack:
+            self.last_ack = ack
+            return True
+        return False
+
+    def ended_original(self, ack: int) -> int | None:
+        """The packet sent once that this ACK exactly ends (Karn's rule), if any."""
+        return self.end_idx.get(ack) if ack not in self.retx_ends else None
+
+    def sample(self, i: int | None, ts_ns: int) -> None:
+        """The last ACK's RTT sample: packet ``i`` acknowledged at ``ts_ns``."""
+        if i is not None and ts_ns >= self.d_t[i]:
+            self.pairs.append((i, ts_ns))
+            self.ack_rtt[-1] = (ts_ns - self.d_t[i]) / 1e6
+
+
+def _largest(pkts: list, size, path: Path, what: str) -> tuple[tuple, tuple]:
+    """The (forward, reverse) addresses of the connection carrying the most payload."""
+    payload: dict[tuple, int] = {}
+    for s in pkts:
+        k = (s.src, s.sport, s.dst, s.dport)
+        payload[k] = payload.get(k, 0) + size(s)
+    fwd = max(payload, key=payload.get)
+    if payload[fwd] == 0:
+        raise TraceError(f"{path}: no {what}")
+    return fwd, (fwd[2], fwd[3], fwd[0], fwd[1])
 
 
 def _tcp_sends(segs: list, path: Path) -> _Sends:
     """The connection carrying the most payload (bytes; RTT samples from timestamps when
     the ACKs echo them, else from data/ACK pairs, Karn)."""
-    # The connection carrying the most payload, and its data direction.
-    payload: dict[tuple, int] = {}
-    for s in segs:
-        k = (s.src, s.sport, s.dst, s.dport)
-        payload[k] = payload.get(k, 0) + s.length
-    fwd = max(payload, key=payload.get)
-    if payload[fwd] == 0:
-        raise TraceError(f"{path}: no TCP segment carries data")
-    rev = (fwd[2], fwd[3], fwd[0], fwd[1])
-    t0 = segs[0].ts_ns
-    # Every data segment sent: time, relative seq, end, bytes on the link, retransmission.
-    d_t: list[int] = []
-    d_seq: list[int] = []
-    d_end: list[int] = []
-    d_wire: list[int] = []
-    d_retx: list[bool] = []
-    first_idx: dict[int, int] = {}   # seq -> index of its first transmission
-    end_idx: dict[int, int] = {}     # end -> index of the original ending there
-    retx_ends: set[int] = set()
+    fwd, rev = _largest(segs, lambda s: s.length, path, "TCP segment carries data")
+    out = _Sends(f"{fwd[0]}:{fwd[1]} -> {fwd[2]}:{fwd[3]}", "tcp", segs[0].ts_ns)
     tsval_idx: dict[int, int] = {}   # TSval -> index of the first segment that carried it
-    dsacked: list[tuple[int, int]] = []
-    pairs: list[tuple[int, int]] = []  # (segment index, ACK arrival ns): the RTT samples
-    ack_t: list[int] = []
-    ack_v: list[int] = []
-    ack_rtt: list[float] = []  # the RTT sample each ACK gave (ms; NaN: none)
     base = None
-    highest = 0
-    last_ack = None
     use_ts = None
     for s in segs:
         k = (s.src, s.sport, s.dst, s.dport)
@@ -390,49 +420,26 @@ def _tcp_sends(segs: list, path: Path) -> _Sends:
             if base is None:
                 base = s.seq
             seq = (s.seq - base) & 0xFFFFFFFF
-            end = seq + s.length
-            i = len(d_t)
-            is_retx = seq < highest
-            d_t.append(s.ts_ns)
-            d_seq.append(seq)
-            d_end.append(end)
-            d_wire.append(s.wire)
-            d_retx.append(is_retx)
+            i = out.send(s.ts_ns, seq, seq + s.length, s.wire)
             if s.tsval is not None and s.tsval not in tsval_idx:
                 tsval_idx[s.tsval] = i
-            if is_retx:
-                retx_ends.add(end)
-            else:
-                first_idx[seq] = i
-                end_idx[end] = i
-            highest = max(highest, end)
         elif k == rev and s.has_ack and base is not None and not s.syn:
             ack = (s.ack - base) & 0xFFFFFFFF
-            ack_t.append(s.ts_ns)
-            ack_v.append(ack)
-            ack_rtt.append(math.nan)
+            advanced = out.ack(s.ts_ns, ack)
             if s.sack:
                 # A DSACK (RFC 2883): the first block below the ACK or inside the second.
                 blocks = [((le - base) & 0xFFFFFFFF, (re_ - base) & 0xFFFFFFFF)
                           for le, re_ in s.sack]
                 (le, re_), rest = blocks[0], blocks[1:2]
                 if re_ <= ack or (rest and rest[0][0] <= le and re_ <= rest[0][1]):
-                    dsacked.append((le, re_))
+                    out.dsacked.append((le, re_))
             if use_ts is None and s.tsecr is not None:
                 use_ts = True
-            if last_ack is None or ack > last_ack:
-                i = None
-                if use_ts:
-                    i = tsval_idx.get(s.tsecr)
-                elif ack in end_idx and ack not in retx_ends:
-                    i = end_idx[ack]
-                if i is not None and s.ts_ns >= d_t[i]:
-                    pairs.append((i, s.ts_ns))
-                    ack_rtt[len(ack_t) - 1] = (s.ts_ns - d_t[i]) / 1e6
-                last_ack = ack
-    return _Sends(f"{fwd[0]}:{fwd[1]} -> {fwd[2]}:{fwd[3]}", "tcp",
-                  "timestamps" if use_ts else "data/ACK pairs (Karn)", t0, d_t, d_seq, d_end,
-                  d_wire, d_retx, first_idx, dsacked, pairs, ack_t, ack_v, ack_rtt)
+            if advanced:
+                out.sample(tsval_idx.get(s.tsecr) if use_ts else out.ended_original(ack),
+                           s.ts_ns)
+    out.rtt_from = "timestamps" if use_ts else "data/ACK pairs (Karn)"
+    return out
 
 
 def _sctp_sends(pkts: list, path: Path) -> _Sends:
@@ -440,70 +447,28 @@ def _sctp_sends(pkts: list, path: Path) -> _Sends:
     covers its lowest to its highest TSN + 1), its SACKs' cumulative TSN + 1 as the ACK, the
     duplicate TSNs they report (RFC 9260 §3.3.4) as one-TSN blocks. RTT samples pair a SACK
     that advances the cumulative TSN to the end of a packet sent once (Karn, §6.3.1)."""
-    payload: dict[tuple, int] = {}
-    for s in pkts:
-        k = (s.src, s.sport, s.dst, s.dport)
-        payload[k] = payload.get(k, 0) + sum(n for _, n in s.data)
-    fwd = max(payload, key=payload.get)
-    if payload[fwd] == 0:
-        raise TraceError(f"{path}: no SCTP packet carries DATA")
-    rev = (fwd[2], fwd[3], fwd[0], fwd[1])
-    t0 = pkts[0].ts_ns
-    d_t: list[int] = []
-    d_seq: list[int] = []
-    d_end: list[int] = []
-    d_wire: list[int] = []
-    d_retx: list[bool] = []
-    first_idx: dict[int, int] = {}
-    end_idx: dict[int, int] = {}
-    retx_ends: set[int] = set()
-    dsacked: list[tuple[int, int]] = []
-    pairs: list[tuple[int, int]] = []
-    ack_t: list[int] = []
-    ack_v: list[int] = []
-    ack_rtt: list[float] = []
+    fwd, rev = _largest(pkts, lambda s: sum(n for _, n in s.data), path,
+                        "SCTP packet carries DATA")
+    out = _Sends(f"{fwd[0]}:{fwd[1]} -> {fwd[2]}:{fwd[3]}", "sctp", pkts[0].ts_ns,
+                 "DATA/SACK pairs (Karn)")
     base = None
-    highest = 0
-    last_ack = None
     for s in pkts:
         k = (s.src, s.sport, s.dst, s.dport)
         if k == fwd and s.data:
             if base is None:
                 base = s.data[0][0]
             rel = [(tsn - base) & 0xFFFFFFFF for tsn, _ in s.data]
-            seq, end = min(rel), max(rel) + 1
-            i = len(d_t)
-            is_retx = seq < highest
-            d_t.append(s.ts_ns)
-            d_seq.append(seq)
-            d_end.append(end)
-            d_wire.append(s.wire)
-            d_retx.append(is_retx)
-            if is_retx:
-                retx_ends.add(end)
-            else:
-                first_idx[seq] = i
-                end_idx[end] = i
-            highest = max(highest, end)
+            out.send(s.ts_ns, min(rel), max(rel) + 1, s.wire)
         elif k == rev and s.cum_tsn is not None and base is not None:
             ack = (s.cum_tsn + 1 - base) & 0xFFFFFFFF
-            if ack > highest:  # before the first DATA (the handshake's TSN - 1): nothing acked
+            if ack > out.highest:  # before the first DATA (the handshake's TSN - 1): nothing
                 ack = 0
-            ack_t.append(s.ts_ns)
-            ack_v.append(ack)
-            ack_rtt.append(math.nan)
-            for d in s.dup_tsns:
-                r = (d - base) & 0xFFFFFFFF
-                dsacked.append((r, r + 1))
-            if last_ack is None or ack > last_ack:
-                i = end_idx.get(ack) if ack not in retx_ends else None
-                if i is not None and s.ts_ns >= d_t[i]:
-                    pairs.append((i, s.ts_ns))
-                    ack_rtt[-1] = (s.ts_ns - d_t[i]) / 1e6
-                last_ack = ack
-    return _Sends(f"{fwd[0]}:{fwd[1]} -> {fwd[2]}:{fwd[3]}", "sctp",
-                  "DATA/SACK pairs (Karn)", t0, d_t, d_seq, d_end, d_wire, d_retx, first_idx,
-                  dsacked, pairs, ack_t, ack_v, ack_rtt)
+            advanced = out.ack(s.ts_ns, ack)
+            out.dsacked += [((d - base) & 0xFFFFFFFF, ((d - base) & 0xFFFFFFFF) + 1)
+                            for d in s.dup_tsns]
+            if advanced:
+                out.sample(out.ended_original(ack), s.ts_ns)
+    return out
 
 
 def read_pcap(path: str | Path, *, share: float = 0.5, iface: str | None = None,

@@ -220,28 +220,35 @@ def _ip_payload(frame: Frame) -> tuple[int, bytes] | None:
     return None
 
 
-def tcp_of(frame: Frame) -> Tcp | None:
-    """The TCP header of a frame, or None when the frame is not TCP (or too short to tell)."""
+def _transport(frame: Frame, proto: int) -> tuple[str, str, bytes, int, int] | None:
+    """(source, destination, the transport header and what follows of it in the frame, its
+    length by the IP header, the IP packet's bytes) of a frame carrying IP protocol
+    ``proto``, or None (another protocol, a later fragment, or too short to tell)."""
     ip = _ip_payload(frame)
     if ip is None:
         return None
     version, p = ip
     if version == 4:
-        if len(p) < 20 or p[9] != 6:
+        if len(p) < 20 or p[9] != proto:
             return None
-        ihl = (p[0] & 0x0F) * 4
-        total = struct.unpack("!H", p[2:4])[0]
         if struct.unpack("!H", p[6:8])[0] & 0x1FFF:
             return None  # a later fragment
+        ihl = (p[0] & 0x0F) * 4
+        total = struct.unpack("!H", p[2:4])[0]
         src, dst = ".".join(map(str, p[12:16])), ".".join(map(str, p[16:20]))
-        t, ip_len, wire = p[ihl:], total - ihl, total
-    else:
-        if len(p) < 40 or p[6] != 6:
-            return None
-        ip_len = struct.unpack("!H", p[4:6])[0]
-        wire = ip_len + 40
-        src, dst = p[8:24].hex(), p[24:40].hex()
-        t = p[40:]
+        return src, dst, p[ihl:], total - ihl, total
+    if len(p) < 40 or p[6] != proto:
+        return None
+    ip_len = struct.unpack("!H", p[4:6])[0]
+    return p[8:24].hex(), p[24:40].hex(), p[40:], ip_len, ip_len + 40
+
+
+def tcp_of(frame: Frame) -> Tcp | None:
+    """The TCP header of a frame, or None when the frame is not TCP (or too short to tell)."""
+    tr = _transport(frame, 6)
+    if tr is None:
+        return None
+    src, dst, t, ip_len, wire = tr
     if len(t) < 20:
         return None
     sport, dport, seq, ack, off_flags, window = struct.unpack("!HHIIHH", t[:16])
@@ -295,25 +302,11 @@ class Sctp:
 def sctp_of(frame: Frame) -> Sctp | None:
     """The SCTP chunks of a frame, or None when the frame is not SCTP (or too short to tell).
     A chunk cut off by the capture's snap length ends the walk."""
-    ip = _ip_payload(frame)
-    if ip is None:
+    tr = _transport(frame, 132)
+    if tr is None:
         return None
-    version, p = ip
-    if version == 4:
-        if len(p) < 20 or p[9] != 132:
-            return None
-        if struct.unpack("!H", p[6:8])[0] & 0x1FFF:
-            return None  # a later fragment
-        ihl = (p[0] & 0x0F) * 4
-        wire = struct.unpack("!H", p[2:4])[0]
-        src, dst = ".".join(map(str, p[12:16])), ".".join(map(str, p[16:20]))
-        s = p[ihl:wire]
-    else:
-        if len(p) < 40 or p[6] != 132:
-            return None
-        wire = struct.unpack("!H", p[4:6])[0] + 40
-        src, dst = p[8:24].hex(), p[24:40].hex()
-        s = p[40:wire]
+    src, dst, s, seg_len, wire = tr
+    s = s[:seg_len]  # no link-layer padding
     if len(s) < 12:
         return None
     sport, dport = struct.unpack("!HH", s[:4])

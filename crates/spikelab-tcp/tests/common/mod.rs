@@ -23,6 +23,16 @@ pub fn dur(x: u64) -> SimDuration {
     SimDuration::from_millis(x)
 }
 
+/// Data segment `k` of `mss` bytes with timestamps (1, 1): what the receiver tests feed.
+pub fn data_seg(k: u64, mss: u64) -> Segment {
+    Segment {
+        seq: k * mss,
+        len: mss as u32,
+        ts: Some(Timestamps { val: 1, ecr: 1 }),
+        ..Segment::default()
+    }
+}
+
 /// A pure ACK.
 pub fn ack(n: u64) -> Segment {
     Segment {
