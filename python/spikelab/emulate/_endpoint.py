@@ -189,7 +189,8 @@ def _send(flow: _Flow, dst: str, t0: int, end: int) -> None:
         except TimeoutError:
             continue
         except OSError as exc:
-            flow.error = f"flow[{spec['flow']}]: send: {exc}"
+            if time.time_ns() < end:  # at the end the main thread closes the socket
+                flow.error = f"flow[{spec['flow']}]: send: {exc}"
             return
 
 
@@ -224,6 +225,10 @@ def run_sender(cfg: dict[str, Any]) -> dict[str, Any]:
         if fl.connected.is_set():
             _sample(fl)
     after = counters()
+    # The senders leave their loop within one send timeout after the end; closing a socket
+    # under a send in progress would fail it (EBADF).
+    for th in threads:
+        th.join(timeout=2 * POLL_S)
     for fl in flows:
         _rst_close(fl.sock)
     return {
