@@ -27,7 +27,7 @@ POLL_S = 0.1
 # one (tens of ms) never delays a Ctrl-C much: the signal is handled between writes.
 STREAM_ROWS = 1 << 16
 # Captures of a simulated run (sim.pcap) go to OUTDIR/pcap/POINT.pcapng.
-PCAP_DIR = "pcap"
+PCAP_DIR = results.PCAP
 
 
 class _TraceFiles:

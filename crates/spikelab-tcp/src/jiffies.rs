@@ -42,6 +42,16 @@ pub fn ticks_ceil(d: SimDuration, hz: u32) -> u64 {
     }
 }
 
+/// When a timer armed at `now` for `delay` fires: exactly with `hz` = 0, else in whole
+/// jiffies on the timer wheel.
+#[inline]
+pub fn timer_at(now: SimTime, delay: SimDuration, hz: u32) -> SimTime {
+    match hz {
+        0 => now + delay,
+        hz => timer_fires(now, ticks_ceil(delay, hz), hz),
+    }
+}
+
 /// The jiffy counter at `t` (jiffies count from time zero).
 #[inline]
 pub fn jiffies_at(t: SimTime, hz: u32) -> u64 {

@@ -315,15 +315,12 @@ impl TcpReceiver {
                 {
                     self.ack_now = true;
                 } else if self.delack_deadline.is_none() {
-                    self.delack_deadline = Some(match self.cfg.timer_hz {
-                        0 => now + self.cfg.delack_timeout,
-                        // Linux `__tcp_send_delayed_ack`: `jiffies + ato` on the timer wheel.
-                        hz => jiffies::timer_fires(
-                            now,
-                            jiffies::ticks_ceil(self.cfg.delack_timeout, hz),
-                            hz,
-                        ),
-                    });
+                    // Linux `__tcp_send_delayed_ack`: `jiffies + ato` on the timer wheel.
+                    self.delack_deadline = Some(jiffies::timer_at(
+                        now,
+                        self.cfg.delack_timeout,
+                        self.cfg.timer_hz,
+                    ));
                 }
             }
         } else {

@@ -41,6 +41,8 @@ from .. import _core
 
 MANIFEST = "manifest.json"
 FIGURES = "figures"
+# Captures of sim.pcap: PCAP/POINT.pcapng (a run), PCAP/RUN_ID/POINT.pcapng (a sweep).
+PCAP = "pcap"
 TABLES = ("runs", "timeseries", "packets")
 FORMAT = 1
 KINDS = ("run", "sweep", "study", "emulate", "fidelity", "rto-study")

@@ -43,8 +43,7 @@ OK, FAILED = "ok", "failed"
 # definition copy (study/), which is written before the sweep starts.
 OLD_FILES = (*(f"{t}.parquet" for t in results.TABLES), POINTS, SWEEP_JSON, SCENARIO_COPY,
              "report.html", "report.md", "claims.json")
-# Captures of sim.pcap in a sweep: PCAP_DIR/RUN_ID/POINT.pcapng.
-PCAP_DIR = "pcap"
+PCAP_DIR = results.PCAP
 OLD_DIRS = (results.FIGURES, "runs-figures", "emulation", "compare", PCAP_DIR)
 
 

@@ -28,10 +28,7 @@ impl TcpSender {
     /// `timer_hz` (whole jiffies, timer-wheel buckets).
     #[inline]
     pub(super) fn timer_at(&self, now: SimTime, delay: SimDuration) -> SimTime {
-        match self.cfg.timer_hz {
-            0 => now + delay,
-            hz => jiffies::timer_fires(now, jiffies::ticks_ceil(delay, hz), hz),
-        }
+        jiffies::timer_at(now, delay, self.cfg.timer_hz)
     }
 
     /// When the retransmission timer armed now fires (with `timer_hz`, the kernel's RTO in
