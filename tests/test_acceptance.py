@@ -73,7 +73,7 @@ MALFORMED = {
         "path.fwd.stage[0].trace",
         "cannot read",
     ),
-    "negative rto": ("[[flow]]\n[flow.tcp.rto]\nmin = -1\n", "flow[0].tcp.rto.min", ">= 0"),
+    "negative rto": ("[[flow]]\n[flow.tcp.rto]\nmin = -1\n", "flow[0].tcp.rto.min", "must not be negative"),
     "unknown algorithm": ("[[flow]]\ncc = \"vegas\"\n", "flow[0].cc", "unknown congestion control"),
 }
 

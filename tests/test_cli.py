@@ -140,6 +140,7 @@ def test_validate_lists_what_the_linux_profile_resolves_to_and_which_value_wins(
     assert "  tcp.rto.min = \"200ms\"" in lines
     assert "  tcp.ssthresh_basis = \"cwnd\"" in lines
     assert "  tcp.quickack_idle = \"rto\"" in lines
+    assert "  tcp.delack_timeout = \"ato\"" in lines
     wins = {line.split(" = ")[0].strip(): line for line in lines if "wins over" in line}
     assert set(wins) == {"cc", "tcp.variant", "tcp.quickack"}
     assert "profile's \"sack\"" in wins["tcp.variant"]
@@ -147,14 +148,16 @@ def test_validate_lists_what_the_linux_profile_resolves_to_and_which_value_wins(
     assert 'flavor = "linux"' in wins["cc"]
 
 
-def test_quickack_idle_takes_a_duration_or_rto_and_names_the_field_otherwise(tmp_path):
+@pytest.mark.parametrize("field, word", [("quickack_idle", "rto"), ("delack_timeout", "ato")])
+def test_a_duration_or_its_word_and_the_field_named_otherwise(tmp_path, field, word):
+    """quickack_idle takes a duration or "rto", delack_timeout a duration or "ato"."""
     scenario = tmp_path / "s.toml"
     scenario.write_text('[[flow]]\n[flow.tcp]\nquickack = 16\n')
-    for good in ('"rto"', '"300ms"', "0.5"):
-        proc = spikelab("validate", scenario, "--set", f"flow.tcp.quickack_idle={good}")
+    for good in (f'"{word}"', '"300ms"', "0.5"):
+        proc = spikelab("validate", scenario, "--set", f"flow.tcp.{field}={good}")
         assert proc.returncode == 0, (good, proc.stderr)
-    for bad, why in (('"rtx"', '"rto"'), ('"0s"', "must be > 0"), ("-1", ">= 0")):
-        proc = spikelab("validate", scenario, "--set", f"flow.tcp.quickack_idle={bad}")
-        assert proc.returncode != 0 and "quickack_idle" in proc.stderr, (bad, proc.stderr)
+    for bad, why in ((f'"{word}x"', f'"{word}"'), ('"0s"', "must be > 0"), ("-1", "must not be negative")):
+        proc = spikelab("validate", scenario, "--set", f"flow.tcp.{field}={bad}")
+        assert proc.returncode != 0 and field in proc.stderr, (bad, proc.stderr)
         assert why in proc.stderr, (bad, proc.stderr)
         assert "Traceback" not in proc.stderr and len(proc.stderr.strip().splitlines()) == 1

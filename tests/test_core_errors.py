@@ -22,7 +22,7 @@ def test_scenario_error_pickles_with_its_message():
         spikelab.validate("[sim]\nduration = -1\n[[flow]]\n")
     again = pickle.loads(pickle.dumps(info.value))
     assert type(again) is type(info.value)
-    assert str(again) == str(info.value) == "sim.duration: must be >= 0, got -1"
+    assert str(again) == str(info.value) == "sim.duration: must not be negative, got -1"
 
 
 def test_a_bulk_flow_over_an_ideal_path_stops_with_a_simulation_error():

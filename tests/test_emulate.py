@@ -170,6 +170,17 @@ def test_plan_notes_a_fixed_quick_ack_gap_the_kernel_does_not_have():
                          if noted else []), sets
 
 
+def test_plan_notes_a_fixed_delayed_ack_timeout_other_than_the_kernels_start():
+    text = (EXAMPLES / "lte-handover-lossless.toml").read_text()
+    for value, noted in (('"ato"', False), ('"40ms"', False), ('"60ms"', True)):
+        resolved, view, _, ccs = run.resolve(text, [f"flow[0].tcp.delack_timeout={value}"],
+                                             str(EXAMPLES))
+        assert view["flows"][0]["tcp"]["delack_ato"] == (value == '"ato"')
+        notes = [n for n in kernel.plan(view, resolved, ccs).unmapped if "delack_timeout" in n]
+        assert notes == (["tcp.delack_timeout = 60 ms: the kernel's delayed-ACK timeout starts "
+                          "at 40 ms and adapts (\"ato\")"] if noted else []), value
+
+
 @pytest.mark.parametrize("spurious, frto", [
     (["frto"], "2"), (["frto-basic"], "2"), (["eifel", "dsack"], "0"), ([], "0"),
     (["linux"], "2"), ("dsack", "0"),

@@ -262,7 +262,7 @@ def _tcp(r: random.Random) -> dict:
     if r.random() < 0.2:
         tcp["rwnd"] = _bytes(r, 20_000, 3_000_000)[0]
     if r.random() < 0.2:
-        tcp["delack_timeout"] = _duration(r, 1, 200)
+        tcp["delack_timeout"] = "ato" if r.random() < 0.3 else _duration(r, 1, 200)
     if r.random() < 0.2:
         tcp["ts_tick"] = r.choice(["1ms", "10ms", 0.004])
     if r.random() < 0.5 or linux and r.random() < 0.3:
@@ -312,7 +312,7 @@ def valid_scenario(r: random.Random) -> tuple[dict, list[int | None]]:
             flow["fwd"] = r.choice([n for n in names if n != "rev"] or ["fwd"])
             flow["rev"] = r.choice([n for n in names if n != "fwd"] or ["rev"])
         if r.random() < 0.5:
-            flow["start"] = _duration(r, 0, 600)
+            flow["start"] = _duration(r, 0, 450)  # before the shortest sim.duration
         if ideal or r.random() < 0.5:
             spec, size = _bytes(r, 1, 300_000)
             flow["app"] = {"type": "file", "size": spec}

@@ -114,6 +114,12 @@ def test_labelled_values_and_nested_keys():
     ({"params": {"x.seed": [1, 2]}}, "column name 'seed' is taken"),
     ({"params": {"a.v": [1], "b.v": [2]}}, "column name 'v' is taken"),
     ({"params": {"a": [1, 1]}}, "must be distinct"),
+    # Bounded before anything is listed: 10^9 runs would exhaust memory.
+    ({"replications": 1_000_000_000},
+     "sweep.replications: 1 points x 1,000,000,000 replications = 1,000,000,000 runs; a sweep "
+     "has at most 1,000,000 (split it into several)"),
+    ({"params": {f"a.v{i}": list(range(100)) for i in range(10)}},
+     "sweep.params: 100,000,000,000,000,000,000 points x 1 replications"),
 ])
 def test_bad_sweep_tables_name_the_field(table, message):
     with pytest.raises(ValueError, match=None) as info:

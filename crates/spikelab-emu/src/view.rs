@@ -42,6 +42,7 @@ pub fn scenario_view(sc: &Scenario) -> Value {
                     "dsack": c.dsack,
                     "delayed_ack": c.delayed_ack,
                     "delack_timeout_ns": c.delack_timeout.as_nanos(),
+                    "delack_ato": c.delack_ato,
                     "delack_segments": c.delack_segments,
                     "comp_sack": c.comp_sack,
                     "comp_sack_delay_ns": c.comp_sack_delay.as_nanos(),

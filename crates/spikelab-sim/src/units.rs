@@ -118,8 +118,11 @@ impl Duration {
         Self::from_secs(v * scale, s)
     }
     fn from_secs(v: f64, shown: &str) -> Result<Duration, String> {
-        if v.is_nan() || v < 0.0 {
-            return Err(format!("must be >= 0, got {shown}"));
+        if v.is_nan() {
+            return Err(format!("must be a number, got {shown}"));
+        }
+        if v < 0.0 {
+            return Err(format!("must not be negative, got {shown}"));
         }
         if v > MAX_DURATION_S {
             return Err(format!(
@@ -161,34 +164,73 @@ impl Serialize for Duration {
     }
 }
 
-/// A duration, or the word `"rto"` (`quickack_idle`: the receiver's own RTO, as Linux has it).
+/// The word a [`DurationOr`] accepts instead of a duration, and what it stands for.
+pub trait Keyword: Copy + std::fmt::Debug + PartialEq + Eq + Default {
+    const WORD: &'static str;
+    const MEANING: &'static str;
+}
+
+/// `"rto"` (`quickack_idle`): the receiver's own RTO, as Linux has it.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Default)]
+pub struct Rto;
+impl Keyword for Rto {
+    const WORD: &'static str = "rto";
+    const MEANING: &'static str = "the receiver's own RTO";
+}
+
+/// `"ato"` (`delack_timeout`): Linux's adaptive delayed-ACK timeout.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Default)]
+pub struct Ato;
+impl Keyword for Ato {
+    const WORD: &'static str = "ato";
+    const MEANING: &'static str = "Linux's adaptive delayed-ACK timeout";
+}
+
+/// A duration, or the keyword `K` stands for.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
-pub enum DurationOrRto {
-    Rto,
+pub enum DurationOr<K: Keyword> {
+    Word(K),
     Fixed(Duration),
 }
 
-impl<'de> Deserialize<'de> for DurationOrRto {
+pub type DurationOrRto = DurationOr<Rto>;
+pub type DurationOrAto = DurationOr<Ato>;
+
+impl<K: Keyword> DurationOr<K> {
+    pub fn is_word(&self) -> bool {
+        matches!(self, DurationOr::Word(_))
+    }
+
+    /// The fixed duration, or `otherwise` for the keyword.
+    pub fn fixed_or(&self, otherwise: SimDuration) -> SimDuration {
+        match self {
+            DurationOr::Fixed(d) => d.0,
+            DurationOr::Word(_) => otherwise,
+        }
+    }
+}
+
+impl<'de, K: Keyword> Deserialize<'de> for DurationOr<K> {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let r = match NumOrStr::deserialize(d)? {
-            NumOrStr::Str(s) if s.trim() == "rto" => Ok(DurationOrRto::Rto),
+            NumOrStr::Str(s) if s.trim() == K::WORD => Ok(DurationOr::Word(K::default())),
             NumOrStr::Str(s) => Duration::parse(&s)
-                .map(DurationOrRto::Fixed)
-                .map_err(|e| format!("{e}; or \"rto\" for the receiver's own RTO")),
+                .map(DurationOr::Fixed)
+                .map_err(|e| format!("{e}; or \"{}\" for {}", K::WORD, K::MEANING)),
             NumOrStr::Int(i) => {
-                Duration::from_secs(i as f64, &i.to_string()).map(DurationOrRto::Fixed)
+                Duration::from_secs(i as f64, &i.to_string()).map(DurationOr::Fixed)
             }
-            NumOrStr::Float(x) => Duration::from_secs(x, &x.to_string()).map(DurationOrRto::Fixed),
+            NumOrStr::Float(x) => Duration::from_secs(x, &x.to_string()).map(DurationOr::Fixed),
         };
         r.map_err(serde::de::Error::custom)
     }
 }
 
-impl Serialize for DurationOrRto {
+impl<K: Keyword> Serialize for DurationOr<K> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         match self {
-            DurationOrRto::Rto => s.serialize_str("rto"),
-            DurationOrRto::Fixed(d) => d.serialize(s),
+            DurationOr::Word(_) => s.serialize_str(K::WORD),
+            DurationOr::Fixed(d) => d.serialize(s),
         }
     }
 }
@@ -268,8 +310,11 @@ impl Bytes {
         Self::from_f64(v * scale, s)
     }
     fn from_f64(v: f64, shown: &str) -> Result<Bytes, String> {
-        if v.is_nan() || v < 0.0 {
-            return Err(format!("must be >= 0, got {shown}"));
+        if v.is_nan() {
+            return Err(format!("must be a number, got {shown}"));
+        }
+        if v < 0.0 {
+            return Err(format!("must not be negative, got {shown}"));
         }
         if v > MAX_BYTES {
             return Err(format!("must be at most 1e15 bytes, got {shown}"));
@@ -305,7 +350,9 @@ mod tests {
             Duration::parse("250us").unwrap().0,
             SimDuration::from_micros(250)
         );
-        assert!(Duration::parse("-1").unwrap_err().contains("must be >= 0"));
+        assert!(Duration::parse("-1")
+            .unwrap_err()
+            .contains("must not be negative"));
         assert!(Duration::parse("3 fortnights").is_err());
         // No silent clamping: values beyond the bounds are errors.
         assert!(Duration::parse("1e10s").unwrap_err().contains("at most"));
@@ -314,7 +361,7 @@ mod tests {
             .contains("at most"));
         assert!(Duration::from_secs(f64::NAN, "nan")
             .unwrap_err()
-            .contains(">= 0"));
+            .contains("must be a number"));
         assert!(Rate::parse("1e14bps").unwrap_err().contains("at most"));
         assert!(Bytes::parse("2e15").unwrap_err().contains("at most"));
         // Whole units only: nothing is rounded silently.

@@ -103,8 +103,14 @@ pub struct TcpConfig {
     pub clear_sack_on_rto: bool,
     /// Delayed ACK (RFC 5681 §4.2, RFC 1122 §4.2.3.2).
     pub delayed_ack: bool,
-    /// Delayed-ACK timer.
+    /// Delayed-ACK timer (with `delack_ato`: its least value, Linux `TCP_ATO_MIN`).
     pub delack_timeout: SimDuration,
+    /// The delayed-ACK timeout adapts as Linux's `icsk_ack.ato` does (`tcp_event_data_recv`,
+    /// `tcp_send_delayed_ack`, `tcp_delack_timer_handler`): it starts at `delack_timeout`,
+    /// follows the spacing of in-order data (`ato/2 + m` for gaps `m` between `delack_timeout/2`
+    /// and `ato`, back towards the minimum for closer ones), doubles when the timer fires, and is
+    /// bounded by the receiver's RTO and, when armed, by its handshake RTT and 200 ms.
+    pub delack_ato: bool,
     /// Full-sized segments that force an ACK (RFC 5681: at least every second).
     pub delack_segments: u32,
     /// What ssthresh is computed from on a loss: FlightSize (RFC 5681 eq. 4) or cwnd (Linux,
@@ -215,6 +221,7 @@ impl Default for TcpConfig {
             clear_sack_on_rto: true,
             delayed_ack: true,
             delack_timeout: SimDuration::from_millis(40),
+            delack_ato: false,
             delack_segments: 2,
             ssthresh_basis: SsthreshBasis::FlightSize,
             cwnd_limited_check: false,

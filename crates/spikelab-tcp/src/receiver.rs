@@ -13,6 +13,16 @@
 //!   `SEG.SEQ <= Last.ACK.sent`, so a delayed ACK echoes the earliest unacknowledged segment and
 //!   an out-of-order segment does not move TS.Recent; every ACK echoes TS.Recent.
 //!
+//! * Adaptive delayed-ACK timeout (optional, `delack_ato`; Linux `icsk_ack.ato`): the timer is
+//!   armed for `ato`, which starts at `delack_timeout` (`TCP_ATO_MIN`) with the first data and
+//!   follows the gap `m` between in-order segments (`tcp_event_data_recv`): `ato/2 + min/2` for
+//!   `m <= min/2`, `ato/2 + m` (at most the receiver's RTO) for `m < ato`; it doubles (at most
+//!   the RTO) when the timer fires with an ACK due (`tcp_delack_timer_handler`) and returns to
+//!   the minimum with quick-ACK mode after a duplicate (`tcp_enter_quickack_mode`). Armed, it
+//!   is bounded by the handshake's RTT (not below the minimum) when `ato` exceeds the minimum,
+//!   and by 200 ms (`TCP_DELACK_MAX`; `tcp_send_delayed_ack`). With `timer_hz` all of it is in
+//!   whole jiffies, as the kernel counts.
+//!
 //! * Quick-ACK mode (optional, `quickack`; Linux `tcp_incr_quickack`,
 //!   `tcp_enter_quickack_mode`): the first `quickack` data segments of the connection, those
 //!   after a receive gap longer than `quickack_idle` (Linux: the receiver's RTO), and those after
@@ -74,6 +84,12 @@ pub struct TcpReceiver {
     /// passive side): `rto.initial` until the handshake gives its sample.
     idle_gap: SimDuration,
     idle_ticks: Option<u64>,
+    /// The adaptive delayed-ACK timeout (`delack_ato`), in ticks (jiffies with `timer_hz`,
+    /// else nanoseconds; 0 before the first data), and the receiver's RTO and handshake RTT in
+    /// the same ticks.
+    ato: u64,
+    rto_ticks: u64,
+    srtt_ticks: Option<u64>,
     /// Receive-window autotuning (`rcv_autotune`), else `None`.
     tune: Option<Autotune>,
     /// SACK compression: segments whose ACK is held back (Linux `compressed_ack`), the
@@ -172,6 +188,26 @@ impl Autotune {
     }
 }
 
+/// Linux's `TCP_DELACK_MAX`: the longest delayed-ACK timeout (`icsk_delack_max`'s default).
+const DELACK_MAX: SimDuration = SimDuration(200_000_000);
+
+/// `d` in the receiver's ticks: whole jiffies (rounded up, as `usecs_to_jiffies`) with `hz`,
+/// else nanoseconds.
+fn ticks_of(d: SimDuration, hz: u32) -> u64 {
+    match hz {
+        0 => d.as_nanos(),
+        hz => jiffies::ticks_ceil(d, hz),
+    }
+}
+
+/// The receiver's tick counter at `t` (the jiffy counter with `hz`, else nanoseconds).
+fn tick_at(t: SimTime, hz: u32) -> u64 {
+    match hz {
+        0 => t.0,
+        hz => jiffies::jiffies_at(t, hz),
+    }
+}
+
 /// The quick-ACK gap for a receiver whose own RTO is `rto` (see `TcpReceiver::idle_gap`).
 fn idle_rule(cfg: &TcpConfig, rto: SimDuration) -> (SimDuration, Option<u64>) {
     match (cfg.quickack_idle_rto, cfg.timer_hz) {
@@ -188,7 +224,11 @@ fn idle_rule(cfg: &TcpConfig, rto: SimDuration) -> (SimDuration, Option<u64>) {
 impl TcpReceiver {
     pub fn new(cfg: TcpConfig) -> TcpReceiver {
         let (idle_gap, idle_ticks) = idle_rule(&cfg, cfg.rto.initial);
+        let rto_ticks = ticks_of(cfg.rto.initial, cfg.timer_hz);
         TcpReceiver {
+            ato: 0,
+            rto_ticks,
+            srtt_ticks: None,
             tune: cfg.rcv_autotune.then(|| Autotune::new(cfg.mss as u64)),
             cfg,
             rcv_nxt: 0,
@@ -256,24 +296,35 @@ impl TcpReceiver {
                 let m = now.since(sent);
                 let rto = (m + (m + m).max(self.cfg.rto.min)).min(self.cfg.rto.max);
                 (self.idle_gap, self.idle_ticks) = idle_rule(&self.cfg, rto);
+                self.rto_ticks = ticks_of(rto, self.cfg.timer_hz);
+                self.srtt_ticks = Some(ticks_of(m, self.cfg.timer_hz));
             }
         }
         let (mut start, end) = (seg.seq, seg.end());
         if seg.len == 0 {
             return;
         }
-        if self.cfg.quickack > 0 && start <= self.rcv_nxt && end > self.rcv_nxt {
-            // First data, or a gap since the last in-order data longer than the receiver's RTO:
-            // quick-ACK mode (Linux tcp_event_data_recv, which only in-order data reaches).
+        if (self.cfg.quickack > 0 || self.cfg.delack_ato)
+            && start <= self.rcv_nxt
+            && end > self.rcv_nxt
+        {
+            // Linux tcp_event_data_recv, which only in-order data reaches. First data, or a
+            // gap since the last in-order data longer than the receiver's RTO: quick-ACK mode.
+            if self.cfg.delack_ato {
+                self.adapt_ato(now);
+            }
             let idle = self.last_rcv.is_none_or(|t| self.idle_since(t, now));
-            if idle {
+            if idle && self.cfg.quickack > 0 {
                 self.quick = self.quick.max(self.cfg.quickack);
             }
             self.last_rcv = Some(now);
         }
         if end <= self.rcv_nxt {
-            // A duplicate: Linux enters quick-ACK mode (`tcp_data_queue`).
+            // A duplicate: Linux enters quick-ACK mode (`tcp_data_queue`), which resets `ato`.
             self.quick = self.quick.max(self.cfg.quickack);
+            if self.cfg.delack_ato {
+                self.ato = ticks_of(self.cfg.delack_timeout, self.cfg.timer_hz);
+            }
             self.stats.duplicate_segments += 1;
             self.dsack = Some((start, end));
             self.ack_now = true;
@@ -315,12 +366,7 @@ impl TcpReceiver {
                 {
                     self.ack_now = true;
                 } else if self.delack_deadline.is_none() {
-                    // Linux `__tcp_send_delayed_ack`: `jiffies + ato` on the timer wheel.
-                    self.delack_deadline = Some(jiffies::timer_at(
-                        now,
-                        self.cfg.delack_timeout,
-                        self.cfg.timer_hz,
-                    ));
+                    self.delack_deadline = Some(self.delack_at(now));
                 }
             }
         } else {
@@ -434,11 +480,58 @@ impl TcpReceiver {
         }
     }
 
+    /// `tcp_event_data_recv`'s part of the adaptive timeout, for in-order data at `now`
+    /// (before `last_rcv` moves to it).
+    fn adapt_ato(&mut self, now: SimTime) {
+        let hz = self.cfg.timer_hz;
+        let min = ticks_of(self.cfg.delack_timeout, hz);
+        match self.last_rcv {
+            None => self.ato = min,
+            Some(last) => {
+                let m = tick_at(now, hz) - tick_at(last, hz);
+                if m <= min / 2 {
+                    self.ato = self.ato / 2 + min / 2;
+                } else if m < self.ato {
+                    self.ato = (self.ato / 2 + m).min(self.rto_ticks);
+                }
+            }
+        }
+    }
+
+    /// When a delayed-ACK timer armed at `now` fires: `delack_timeout` later, or with
+    /// `delack_ato` Linux's `tcp_send_delayed_ack` bound of `ato`; on the timer wheel with
+    /// `timer_hz` (Linux `__tcp_send_delayed_ack`: `jiffies + ato`).
+    fn delack_at(&self, now: SimTime) -> SimTime {
+        let hz = self.cfg.timer_hz;
+        if !self.cfg.delack_ato {
+            return jiffies::timer_at(now, self.cfg.delack_timeout, hz);
+        }
+        let min = ticks_of(self.cfg.delack_timeout, hz);
+        let mut ato = self.ato.max(min);
+        if ato > min {
+            // HZ/2 for a bulk receiver, bounded by the RTT when one is known.
+            let mut max_ato = ticks_of(SimDuration(500_000_000), hz);
+            if let Some(rtt) = self.srtt_ticks {
+                max_ato = max_ato.min(rtt.max(min));
+            }
+            ato = ato.min(max_ato);
+        }
+        let ticks = ato.min(ticks_of(DELACK_MAX, hz));
+        match hz {
+            0 => now + SimDuration(ticks),
+            hz => jiffies::timer_fires(now, ticks, hz),
+        }
+    }
+
     /// Fires the delayed-ACK timer if due.
     pub fn on_timer(&mut self, now: SimTime) {
         if self.delack_deadline.is_some_and(|d| now >= d) {
             self.delack_deadline = None;
             self.ack_now = true;
+            if self.cfg.delack_ato {
+                // tcp_delack_timer_handler: the delayed ACK was missed, inflate the timeout.
+                self.ato = (self.ato * 2).min(self.rto_ticks);
+            }
         }
         if self.comp_deadline.is_some_and(|d| now >= d) {
             self.comp_deadline = None;

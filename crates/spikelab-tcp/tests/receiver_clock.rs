@@ -152,3 +152,149 @@ fn without_the_rto_rule_the_fixed_gap_holds() {
     let (mut r, now) = steady(cfg(0, true), None);
     assert_eq!(acks_after_gap(&mut r, SimTime(now.0 + 1_000_000_000)), 6);
 }
+
+/// `cfg` with Linux's adaptive delayed-ACK timeout (`delack_timeout = "ato"`).
+fn ato_cfg(timer_hz: u32, ato: bool) -> TcpConfig {
+    TcpConfig {
+        delack_ato: ato,
+        ..cfg(timer_hz, true)
+    }
+}
+
+/// Feeds segments `first..first + n` every `gap_ms` from `start`, firing the delayed-ACK timer
+/// whenever it falls due before the next arrival (or within `gap_ms` after the last); returns,
+/// per ACK, how long after the latest segment it left (0: at once).
+fn spaced(
+    r: &mut TcpReceiver,
+    start: SimTime,
+    first: u64,
+    n: u64,
+    gap_ms: u64,
+) -> Vec<SimDuration> {
+    let mut out = Vec::new();
+    let mut last = start;
+    for i in 0..=n {
+        let arrive = SimTime(start.0 + i * gap_ms * 1_000_000);
+        while let Some(t) = r.next_timer().filter(|&t| t <= arrive) {
+            r.on_timer(t);
+            for _ in 0..acks(r, t) {
+                out.push(t.since(last));
+            }
+        }
+        if i == n {
+            break;
+        }
+        r.on_segment(arrive, &data(first + i));
+        for _ in 0..acks(r, arrive) {
+            out.push(SimDuration::ZERO);
+        }
+        last = arrive;
+    }
+    out
+}
+
+#[test]
+fn a_missed_delayed_ack_doubles_ato_so_the_next_pair_is_acked_together() {
+    // Segments every 48 ms (a 250 kbit/s link), 100 ms handshake. The fixed 40 ms timer
+    // (40-44 ms on the wheel) fires before each next segment: one ACK per segment. Linux's
+    // `ato` doubles when the timer fires (80 ms), then follows the spacing (ato/2 + m = 88,
+    // armed for min(88, SRTT 100 ms, 200 ms)): after the first, one ACK per two segments. The
+    // kernel's capture of that link (docs/fidelity.md) has 6 timer-fired ACKs in 30 s, 115
+    // two-segment ACKs; the fixed timer gave 192 timer-fired ones.
+    let (mut fixed, now) = steady(ato_cfg(250, false), Some(100));
+    let f = spaced(&mut fixed, now, 20, 20, 48);
+    assert_eq!(f.len(), 20, "{f:?}");
+    assert!(
+        f.iter().all(|&d| d >= SimDuration::from_millis(40)),
+        "{f:?}"
+    );
+
+    let (mut ato, now) = steady(ato_cfg(250, true), Some(100));
+    let a = spaced(&mut ato, now, 20, 20, 48);
+    let timer: Vec<_> = a.iter().filter(|&&d| d > SimDuration::ZERO).collect();
+    assert_eq!(
+        timer.len(),
+        1,
+        "only the first lone segment waits for the timer: {a:?}"
+    );
+    assert!(*timer[0] <= SimDuration::from_millis(44));
+    assert_eq!(a.len(), 1 + 19 / 2, "then one ACK per two segments: {a:?}");
+}
+
+#[test]
+fn ato_follows_the_segment_spacing_and_bounds_the_next_timer() {
+    // Segments every 36 ms (9 jiffies, between ATO_MIN/2 = 5 and ato): ato -> ato/2 + 9, from
+    // 10 jiffies: 14, 16, 17, 17, ... A lone segment then waits 17 jiffies (68 ms, +1 tick on
+    // the wheel), not 40 ms. Handshake 300 ms, so the SRTT bound (75 jiffies) does not bite.
+    let (mut r, now) = steady(ato_cfg(250, true), Some(300));
+    let a = spaced(&mut r, now, 20, 10, 36);
+    assert!(
+        a.iter().all(|&d| d == SimDuration::ZERO),
+        "pairs ACKed at once: {a:?}"
+    );
+    // The 11th segment, 36 ms on, is alone.
+    let lone = SimTime(now.0 + 10 * 36_000_000);
+    r.on_segment(lone, &data(30));
+    assert_eq!(acks(&mut r, lone), 0);
+    assert_eq!(
+        r.next_timer().map(|t| t.since(lone)),
+        Some(SimDuration::from_millis(72)),
+        "17 jiffies from a tick boundary fire on the 18th"
+    );
+    // Back-to-back data (m <= 5 jiffies) brings ato back to 10: 17 -> 13 -> 11 -> 10.
+    let mut t = SimTime(lone.0 + 72_000_000);
+    r.on_timer(t);
+    acks(&mut r, t);
+    for k in 31..39 {
+        t = SimTime(t.0 + 4_000_000);
+        r.on_segment(t, &data(k));
+        acks(&mut r, t);
+    }
+    t = SimTime(t.0 + 4_000_000);
+    r.on_segment(t, &data(39));
+    assert_eq!(acks(&mut r, t), 0);
+    assert_eq!(
+        r.next_timer().map(|x| x.since(t)),
+        Some(SimDuration::from_millis(44))
+    );
+}
+
+#[test]
+fn on_a_slow_uplink_the_timer_grows_to_200_ms() {
+    // Segments every 208 ms (52 jiffies: a 58 kbit/s uplink), 1 s handshake (receiver RTO
+    // 3 s, SRTT 250 jiffies). Each lone segment's timer fires and doubles ato: 10, 20, 40,
+    // then the spacing pulls it in (40 + 52 = 92 > 80), and TCP_DELACK_MAX (50 jiffies)
+    // bounds the timer. From tick boundaries each fires one tick after its expiry.
+    let (mut r, now) = steady(ato_cfg(250, true), Some(1000));
+    let a = spaced(&mut r, now, 20, 6, 208);
+    let ms = |x| SimDuration::from_millis(x);
+    assert_eq!(a, vec![ms(44), ms(84), ms(164), ms(204), ms(204), ms(204)]);
+    // Exact timers (no jiffies): the same rule in nanoseconds.
+    let (mut r, now) = steady(ato_cfg(0, true), Some(1000));
+    let a = spaced(&mut r, now, 20, 4, 208);
+    assert_eq!(a, vec![ms(40), ms(80), ms(160), ms(200)]);
+}
+
+#[test]
+fn a_duplicate_segment_resets_ato_to_the_minimum() {
+    let (mut r, now) = steady(ato_cfg(250, true), Some(1000));
+    let a = spaced(&mut r, now, 20, 3, 208);
+    assert_eq!(a.last(), Some(&SimDuration::from_millis(164)));
+    let t = SimTime(now.0 + 3 * 208_000_000);
+    r.on_segment(t, &data(5));
+    assert_eq!(acks(&mut r, t), 1, "a duplicate is ACKed at once (DSACK)");
+    // Quick-ACK mode (16 ACKs) runs first; after it, a lone segment waits 40 ms again.
+    let mut t = t;
+    for k in 23..40 {
+        t = SimTime(t.0 + 4_000_000);
+        r.on_segment(t, &data(k));
+        acks(&mut r, t);
+    }
+    let lone = SimTime(t.0 + 8_000_000);
+    r.on_segment(lone, &data(40));
+    assert_eq!(acks(&mut r, lone), 0);
+    assert_eq!(
+        r.next_timer().map(|x| x.since(lone)),
+        Some(SimDuration::from_millis(44))
+    );
+}

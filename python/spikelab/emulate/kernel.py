@@ -326,7 +326,7 @@ def plan(view: dict[str, Any], resolved: dict[str, Any], ccs: list[str],
     for t in tcps:
         if t["delayed_ack"] and t["delack_timeout_ns"] != 40 * MS:
             u.append(f"tcp.delack_timeout = {t['delack_timeout_ns'] / MS:g} ms: the kernel's "
-                     "delayed-ACK timer adapts between 40 and 200 ms")
+                     "delayed-ACK timeout starts at 40 ms and adapts (\"ato\")")
         if t["delayed_ack"] and t["delack_segments"] != 2:
             u.append("tcp.delack_segments: the kernel ACKs at least every second full segment")
         if t["variant"] == "reno":

@@ -39,6 +39,8 @@ MODES = ("grid", "zip")
 # Columns every sweep's runs table has before the parameters; parameter names must differ.
 BASE_COLUMNS = ("run_id", "point", "replication", "seed", "status", "error")
 _SWEEP_KEYS = {"mode", "replications", "trace", "params"}
+# The most runs one sweep lists (its task list is built up front and kept in memory).
+MAX_RUNS = 1_000_000
 _PARAM_KEYS = {"values", "labels", "name"}
 BIG_VALUE = 256  # characters; longer parameter values are stored by digest in manifests
 
@@ -227,7 +229,21 @@ class SweepSpec:
         if mode == "zip" and len({len(p.values) for p in params}) > 1:
             sizes = ", ".join(f"{p.key}: {len(p.values)}" for p in params)
             raise _err(f"{at}.params", f"zip needs equally long value lists ({sizes})")
-        return cls(params=params, mode=mode, replications=reps, trace=trace)
+        spec = cls(params=params, mode=mode, replications=reps, trace=trace)
+        points = spec.point_count()
+        if points * reps > MAX_RUNS:
+            raise _err(f"{at}.replications" if reps > 1 else f"{at}.params",
+                       f"{points:,} points x {reps:,} replications = {points * reps:,} runs; "
+                       f"a sweep has at most {MAX_RUNS:,} (split it into several)")
+        return spec
+
+    def point_count(self) -> int:
+        """How many grid points, without listing them."""
+        if not self.params:
+            return 1
+        if self.mode == "zip":
+            return len(self.params[0].values)
+        return math.prod(len(p.values) for p in self.params)
 
     def points(self) -> list[tuple[int, ...]]:
         """Index tuples into each parameter's values, in run order."""
@@ -327,4 +343,4 @@ def check_file(scenario: Any, overrides: list[str]) -> int:
     base = json.loads(_core.resolve(text, list(extra), base_dir))
     spec = SweepSpec.parse(sweep_table(text))
     check(text, base_dir, spec, extra, None, base)
-    return len(spec.points()) * spec.replications
+    return spec.point_count() * spec.replications

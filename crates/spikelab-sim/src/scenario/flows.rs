@@ -1,7 +1,7 @@
 //! Flows: apps, TCP options, RTO estimators, spurious-timeout detectors, named profiles (`linux`).
 
 use super::*;
-use crate::units::{Bytes, DurationOrRto};
+use crate::units::{Ato, Bytes, DurationOr, DurationOrAto, DurationOrRto, Rto};
 use serde::de::{self, MapAccess, Visitor};
 use serde::{Deserializer, Serializer};
 use spikelab_tcp::cc::{BicParams, CcConfig, CubicFlavor, CubicParams, HyblaParams};
@@ -99,7 +99,7 @@ sack = true
 dsack = true
 clear_sack_on_rto = false
 delayed_ack = true
-delack_timeout = "40ms"
+delack_timeout = "ato"
 delack_segments = 2
 quickack = 16
 quickack_idle = "rto"
@@ -343,7 +343,8 @@ pub struct TcpSpec {
     pub dsack: bool,
     pub clear_sack_on_rto: bool,
     pub delayed_ack: bool,
-    pub delack_timeout: Duration,
+    /// Delayed-ACK timeout, or `"ato"`: Linux's adaptive one.
+    pub delack_timeout: DurationOrAto,
     pub delack_segments: i64,
     /// Segments acknowledged at once in quick-ACK mode (0: off).
     pub quickack: i64,
@@ -406,10 +407,10 @@ impl Default for TcpSpec {
             dsack: c.dsack,
             clear_sack_on_rto: c.clear_sack_on_rto,
             delayed_ack: c.delayed_ack,
-            delack_timeout: Duration(c.delack_timeout),
+            delack_timeout: DurationOr::Fixed(Duration(c.delack_timeout)),
             delack_segments: c.delack_segments as i64,
             quickack: c.quickack as i64,
-            quickack_idle: DurationOrRto::Fixed(Duration(c.quickack_idle)),
+            quickack_idle: DurationOr::Fixed(Duration(c.quickack_idle)),
             comp_sack: c.comp_sack as i64,
             comp_sack_delay: Duration(c.comp_sack_delay),
             comp_sack_slack: Duration(c.comp_sack_slack),
@@ -894,7 +895,7 @@ impl FlowSpec {
             ),
         )?;
         check(
-            t.quickack_idle != DurationOrRto::Fixed(Duration(SimDuration::ZERO)),
+            t.quickack_idle != DurationOr::Fixed(Duration(SimDuration::ZERO)),
             format!("{at}.quickack_idle"),
             "must be > 0 (or \"rto\")",
         )?;
@@ -954,9 +955,9 @@ impl FlowSpec {
             "must be > 0",
         )?;
         check(
-            t.delack_timeout.0 > SimDuration::ZERO,
+            t.delack_timeout != DurationOr::Fixed(Duration(SimDuration::ZERO)),
             format!("{at}.delack_timeout"),
-            "must be > 0",
+            "must be > 0 (or \"ato\")",
         )?;
         if t.variant == VariantSpec::Sack {
             check(
@@ -1049,6 +1050,13 @@ impl FlowSpec {
             format!("{at}.min"),
             format!("must be > 0, got {min}"),
         )?;
+        // A floor below a millisecond lets the timer fire far faster than any path's round
+        // trip: the run crawls through expiries.
+        check(
+            min.0 >= d_ms(1).0,
+            format!("{at}.min"),
+            format!("must be at least 1ms, got {min}"),
+        )?;
         check(
             max >= min,
             format!("{at}.max"),
@@ -1074,6 +1082,23 @@ impl FlowSpec {
             format!("{at}.k"),
             format!("must be > 0, got {}", r.k),
         )?;
+        if r.estimator == EstimatorSpec::Linux {
+            let fixed = [
+                ("alpha", r.alpha, RtoSpec::default_alpha()),
+                ("beta", r.beta, RtoSpec::default_beta()),
+                ("k", r.k, RtoSpec::default_k()),
+            ];
+            for (name, v, d) in fixed {
+                check(
+                    v == d,
+                    format!("{at}.{name}"),
+                    format!(
+                        "only the rfc6298 estimator takes {name} (the linux estimator's gains \
+                         are the kernel's: 1/8, 1/4 and 4), got {v}"
+                    ),
+                )?;
+            }
+        }
         Ok(())
     }
 
@@ -1117,14 +1142,14 @@ impl FlowSpec {
             dsack: t.dsack,
             clear_sack_on_rto: t.clear_sack_on_rto,
             delayed_ack: t.delayed_ack,
-            delack_timeout: t.delack_timeout.0,
+            delack_timeout: t
+                .delack_timeout
+                .fixed_or(TcpConfig::default().delack_timeout),
+            delack_ato: t.delack_timeout == DurationOr::Word(Ato),
             delack_segments: t.delack_segments as u32,
             quickack: t.quickack as u32,
-            quickack_idle: match t.quickack_idle {
-                DurationOrRto::Fixed(d) => d.0,
-                DurationOrRto::Rto => TcpConfig::default().quickack_idle,
-            },
-            quickack_idle_rto: t.quickack_idle == DurationOrRto::Rto,
+            quickack_idle: t.quickack_idle.fixed_or(TcpConfig::default().quickack_idle),
+            quickack_idle_rto: t.quickack_idle == DurationOr::Word(Rto),
             comp_sack: t.comp_sack as u32,
             comp_sack_delay: t.comp_sack_delay.0,
             comp_sack_slack: t.comp_sack_slack.0,

@@ -556,6 +556,15 @@ impl Scenario {
             }
             f.validate(&format!("flow[{i}]"))?;
             check(
+                f.start.0 < self.sim.duration.0,
+                format!("flow[{i}].start"),
+                format!(
+                    "must be before sim.duration ({} s), got {} s: the flow would never send",
+                    self.sim.duration.0.as_secs_f64(),
+                    f.start.0.as_secs_f64()
+                ),
+            )?;
+            check(
                 f.start_jitter.is_zero() || f.start.0 + f.start_jitter.0 <= self.sim.duration.0,
                 format!("flow[{i}].start_jitter"),
                 format!(

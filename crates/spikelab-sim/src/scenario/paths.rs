@@ -799,6 +799,23 @@ impl StageSpec {
                     }
                 };
                 self.model = Some(model);
+                let (name, fields): (&str, &[&str]) = match model {
+                    LossKind::Bernoulli => ("bernoulli", &["p"]),
+                    LossKind::GilbertElliott => ("gilbert_elliott", &["p", "r", "h", "k"]),
+                    LossKind::Profile => ("profile", &["profile", "preset"]),
+                    LossKind::Deterministic => ("deterministic", &["nth", "seqs"]),
+                };
+                for f in self.present_fields() {
+                    check(
+                        f == "model" || fields.contains(&f),
+                        format!("{at}.{f}"),
+                        format!(
+                            "not a field of the {name} loss model (its fields: {}); one loss \
+                             stage has one model",
+                            fields.join(", ")
+                        ),
+                    )?;
+                }
                 let need = |f: Option<f64>, name: &str| -> Result<()> {
                     let v = f.ok_or_else(|| {
                         ScenarioError::new(

@@ -30,7 +30,7 @@ fn start_jitter_must_end_within_the_run() {
     );
     assert_eq!(
         err("[[flow]]\nstart_jitter = \"-1ms\"\n"),
-        "flow[0].start_jitter: must be >= 0, got -1ms"
+        "flow[0].start_jitter: must not be negative, got -1ms"
     );
     let sc = parse("[[flow]]\nstart_jitter = \"100ms\"\n", &[], Path::new(".")).unwrap();
     assert_eq!(sc.flow[0].start_jitter, d_ms(100));
@@ -40,7 +40,7 @@ fn start_jitter_must_end_within_the_run() {
 fn errors_name_the_field() {
     assert_eq!(
         err("[[flow]]\n[flow.tcp.rto]\nmin = -1\n"),
-        "flow[0].tcp.rto.min: must be >= 0, got -1"
+        "flow[0].tcp.rto.min: must not be negative, got -1"
     );
     assert_eq!(
         err("[[flow]]\n[flow.tcp.rto]\nmin = 0\n"),
@@ -1208,5 +1208,80 @@ fn the_leo_presets_expand_into_paper_001s_path_and_refuse_other_knobs() {
         .unwrap_err();
         assert_eq!(e.field, field, "{preset}: {e}");
         assert!(e.message.contains(what), "{preset}: {e}");
+    }
+}
+
+#[test]
+fn a_loss_stage_refuses_the_fields_of_another_model() {
+    let stage =
+        |body: &str| format!("[path.fwd]\n[[path.fwd.stage]]\ntype = \"loss\"\n{body}\n[[flow]]\n");
+    for (body, msg) in [
+        (
+            "p = 0.1\nprofile = [[0, 0.0]]",
+            "path.fwd.stage[0].p: not a field of the profile loss model (its fields: profile, preset); one loss stage has one model",
+        ),
+        (
+            "p = 0.1\nnth = [3]",
+            "path.fwd.stage[0].p: not a field of the deterministic loss model (its fields: nth, seqs); one loss stage has one model",
+        ),
+        (
+            "model = \"gilbert_elliott\"\np = 0.1\nr = 0.5\nseqs = [1448]",
+            "path.fwd.stage[0].seqs: not a field of the gilbert_elliott loss model (its fields: p, r, h, k); one loss stage has one model",
+        ),
+        (
+            "model = \"bernoulli\"\np = 0.1\nh = 0.5",
+            "path.fwd.stage[0].h: not a field of the bernoulli loss model (its fields: p); one loss stage has one model",
+        ),
+    ] {
+        let e = parse(&stage(body), &[], Path::new(".")).unwrap_err();
+        assert_eq!(e.to_string(), msg, "{body}");
+    }
+    // Each model with its own fields still parses (and round-trips).
+    for body in [
+        "p = 0.1",
+        "model = \"gilbert_elliott\"\np = 0.1\nr = 0.5",
+        "profile = [[0, 0.0]]",
+        "nth = [3]\nseqs = [1448]",
+    ] {
+        let sc = parse(&stage(body), &[], Path::new(".")).unwrap();
+        assert_round_trips(&sc);
+    }
+}
+
+#[test]
+fn settings_that_cannot_mean_anything_are_errors() {
+    for (text, msg) in [
+        (
+            "[sim]\nduration = \"5s\"\n[[flow]]\nstart = \"10s\"\n",
+            "flow[0].start: must be before sim.duration (5 s), got 10 s: the flow would never send",
+        ),
+        (
+            "[sim]\nduration = \"5s\"\n[[flow]]\nstart = \"5s\"\n",
+            "flow[0].start: must be before sim.duration (5 s), got 5 s: the flow would never send",
+        ),
+        (
+            "[[flow]]\n[flow.tcp.rto]\nestimator = \"linux\"\nalpha = 0.5\n",
+            "flow[0].tcp.rto.alpha: only the rfc6298 estimator takes alpha (the linux estimator's gains are the kernel's: 1/8, 1/4 and 4), got 0.5",
+        ),
+        (
+            "[[flow]]\n[flow.tcp.rto]\nestimator = \"linux\"\nk = 2\n",
+            "flow[0].tcp.rto.k: only the rfc6298 estimator takes k (the linux estimator's gains are the kernel's: 1/8, 1/4 and 4), got 2",
+        ),
+        (
+            "[[flow]]\n[flow.tcp.rto]\nmin = \"1ns\"\ninitial = \"1ns\"\nmax = \"1ns\"\n",
+            "flow[0].tcp.rto.min: must be at least 1ms, got 1ns",
+        ),
+    ] {
+        let e = parse(text, &[], Path::new(".")).unwrap_err();
+        assert_eq!(e.to_string(), msg, "{text}");
+    }
+    // The same gains with the rfc6298 estimator, a flow starting just before the end, and a
+    // 1 ms floor are fine.
+    for text in [
+        "[[flow]]\n[flow.tcp.rto]\nalpha = 0.5\nk = 2\n",
+        "[sim]\nduration = \"5s\"\n[[flow]]\nstart = \"4.9s\"\n",
+        "[[flow]]\n[flow.tcp.rto]\nmin = \"1ms\"\n",
+    ] {
+        parse(text, &[], Path::new(".")).unwrap();
     }
 }
