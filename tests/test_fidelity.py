@@ -79,6 +79,22 @@ def test_every_scenario_simulates_with_the_linux_profile_and_the_emulator_accept
     assert all(v is not None for v in spikes.values())
 
 
+def test_the_receivers_acks_are_counted_from_the_packets_trace():
+    import spikelab
+
+    path = str(suite.SCENARIO_DIR / "tail-loss.toml")
+    full = spikelab.run(path, trace="packets")
+    acks = suite.measure(full, None, emulated=False)["acks"]
+    pk = full.packets.to_pandas()
+    data = pk[(pk.event == "deliver") & (pk.kind == "data") & (pk.len > 0)]
+    # Delayed ACK: at least one ACK per two segments delivered, at most one per segment
+    # (plus the handshake's and the duplicates' ACKs).
+    assert len(data) / 2 <= acks <= len(data) + 20, (acks, len(data))
+    assert acks == ((pk.event == "ack") & (pk.flow == 0)).sum()
+    # Without a packets trace there is nothing to count: n/a, not 0.
+    assert suite.measure(spikelab.run(path), None, emulated=False)["acks"] is None
+
+
 def test_the_verdict_rule_goodput_within_5_percent_and_equal_counts():
     assert suite.agrees("goodput_mbps", 10.0, 10.49)
     assert not suite.agrees("goodput_mbps", 10.0, 10.51)
@@ -87,6 +103,8 @@ def test_the_verdict_rule_goodput_within_5_percent_and_equal_counts():
     assert not suite.agrees("fast_retx_count", None, 3)
     assert suite.agrees("tlp_count", None, 4) is None  # shown, not judged
     assert suite.agrees("first_rto_s", 0.4, 0.2) is None
+    assert suite.agrees("acks", 1129, 1254) is None
+    assert suite._diff("acks", 1000, 1100) == pytest.approx(0.10)  # relative, as goodput
     sc = suite.Scenario(name="x", path=Path("x.toml"), why={"rto_count": "known cause"})
     base = {"goodput_mbps": 9.0, "rto_count": 1.0, "fast_retx_count": 2.0, "tlp_count": None,
             "undo_count": 0.0, "first_rto_s": 0.3}

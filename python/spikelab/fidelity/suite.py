@@ -1,23 +1,24 @@
 """The kernel-fidelity suite: each scenario simulated (``[flow.tcp] profile = "linux"``) and
 emulated against the Linux TCP stack (``spikelab emulate``), one at a time, and compared.
 
-Per scenario, six metrics side by side (simulator, kernel): goodput, RTOs, fast retransmits,
-tail loss probes, undos, and the time of the first RTO after the scenario's event (the spike's
-or the delay step's start). A scenario *agrees* when goodput is within 5 % and the counts of
-RTOs, fast retransmits and undos are equal; TLPs and the first RTO's time are shown, not
-judged. Beside each scenario, the emulator's own timing error (actual minus intended
-departure of every frame it sent, ``emulation.timing`` of the emulated run).
+Per scenario, seven metrics side by side (simulator, kernel): goodput, RTOs, fast retransmits,
+tail loss probes, undos, the time of the first RTO after the scenario's event (the spike's
+or the delay step's start), and the receiver's ACKs. A scenario *agrees* when goodput is within
+5 % and the counts of RTOs, fast retransmits and undos are equal; TLPs, the first RTO's time and
+the ACKs are shown, not judged. Beside each scenario, the emulator's own timing error (actual
+minus intended departure of every frame it sent, ``emulation.timing`` of the emulated run).
 
 Where each number comes from (docs/fidelity.md):
 
 - simulator: ``runs.parquet`` (``goodput_bps``, ``rto_count``, ``fast_retx_count``,
-  ``undo_count``, ``tlp_count``; n/a where a simulator without the column wrote them) and the ``rto_expiry``
-  markers of ``timeseries.parquet``;
+  ``undo_count``, ``tlp_count``; n/a where a simulator without the column wrote them), the
+  ``rto_expiry`` markers of ``timeseries.parquet`` and the ``ack`` events of
+  ``packets.parquet``;
 - kernel: the emulated run's ``runs.parquet`` (``rto_count`` is ``tcpi_total_rto``,
   ``fast_retx_count`` the entries into Recovery, ``undo_count`` TCPLossUndo + TCPFullUndo +
   TCPPartialUndo + TCPDSACKUndo), the sender's ``TcpExtTCPLossProbes`` counter for TLPs, and
   its ``rto_expiry`` markers (the TCP_INFO sample, 1 ms apart, in which ``tcpi_total_rto``
-  grew) for the first RTO.
+  grew) for the first RTO, and the ``ack`` events its capture shows.
 """
 
 from __future__ import annotations
@@ -48,6 +49,7 @@ METRICS = (
     ("tlp_count", "TLPs", False),
     ("undo_count", "undos", True),
     ("first_rto_s", "first RTO after the event, s", False),
+    ("acks", "ACKs the receiver sent", False),
 )
 METRIC_KEYS = tuple(m[0] for m in METRICS)
 SCENARIO_KEYS = ("event", "sysctls", "why")
@@ -210,6 +212,18 @@ def _first_rto_s(result: Any, event_s: float | None) -> float | None:
     return None if first is None else (first - event_ns) / 1e9
 
 
+def _acks(result: Any) -> float | None:
+    """The receiver's ACKs of flow 0 in a run's packets table (None without one)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    pk = result.packets
+    if pk is None or pk.num_rows == 0 or not {"event", "flow"} <= set(pk.column_names):
+        return None
+    mask = pc.and_(pc.equal(pk["event"].cast(pa.string()), "ack"), pc.equal(pk["flow"], 0))
+    return float(pc.sum(mask.cast(pa.int64())).as_py() or 0)
+
+
 def _num(value: Any) -> float | None:
     if value is None:
         return None
@@ -233,6 +247,7 @@ def measure(result: Any, event_s: float | None, *, emulated: bool) -> dict[str, 
         "tlp_count": tlp,
         "undo_count": _num(row.get("undo_count")),
         "first_rto_s": _first_rto_s(result, event_s),
+        "acks": _acks(result),
     }
 
 
@@ -253,7 +268,7 @@ def agrees(metric: str, sim: float | None, kern: float | None) -> bool | None:
 def _diff(metric: str, sim: float | None, kern: float | None) -> float | None:
     if sim is None or kern is None:
         return None
-    if metric == "goodput_mbps":
+    if metric in ("goodput_mbps", "acks"):
         return (kern - sim) / sim if sim else None
     return kern - sim
 
@@ -505,7 +520,7 @@ def _fmt(metric: str, v: float | None) -> str:
 def _fmt_diff(metric: str, d: float | None) -> str:
     if d is None:
         return ""
-    if metric == "goodput_mbps":
+    if metric in ("goodput_mbps", "acks"):
         return f"{100 * d:+.1f} %"
     if metric == "first_rto_s":
         return f"{d:+.3f}"
@@ -530,8 +545,8 @@ def report(outcomes: Sequence[Outcome], meta: dict[str, Any], *,
         f"# Kernel fidelity: spikelab's `linux` profile against Linux {meta['kernel_release']}",
         "",
         (f"**{summary_line(outcomes)}** (goodput within {100 * GOODPUT_TOLERANCE:g} % and the "
-         "same counts of RTOs, fast retransmits and undos; TLPs and the first RTO's time are "
-         "shown, not judged)."),
+         "same counts of RTOs, fast retransmits and undos; TLPs, the first RTO's time and the "
+         "receiver's ACKs are shown, not judged)."),
         "",
         f"spikelab {meta['spikelab']}, kernel {meta['kernel_release']}, {meta['cpus']} CPUs, "
         f"{meta['created']}; the suite took {meta['wall_s'] / 60:.1f} min"
