@@ -161,3 +161,28 @@ def test_a_duration_or_its_word_and_the_field_named_otherwise(tmp_path, field, w
         assert proc.returncode != 0 and field in proc.stderr, (bad, proc.stderr)
         assert why in proc.stderr, (bad, proc.stderr)
         assert "Traceback" not in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("path, says", [
+    ("examples", "is a directory, not a scenario file"),
+    ("/dev/null", "not a regular file"),
+])
+def test_a_scenario_that_is_no_regular_file_says_what_it_is(tmp_path, path, says):
+    """Both were "no such file"."""
+    proc = spikelab("run", path, "-o", tmp_path / "out", cwd=ROOT)
+    assert_one_line_error(proc, f"{path}: {says}")
+    assert not (tmp_path / "out").exists()
+
+
+def test_bench_finds_its_scenario_from_any_directory(tmp_path, monkeypatch, capsys):
+    """It was "benches/ns3-dumbbell.toml: no such file" outside the repository root."""
+    from spikelab.cli import bench
+
+    monkeypatch.chdir(tmp_path)
+    assert bench.default_scenario() == str(ROOT / "benches" / "ns3-dumbbell.toml")
+    # An installed package has no benches/: the error says what to pass instead.
+    monkeypatch.setattr(bench, "_REPO", tmp_path)
+    assert cli.main(["bench", "--repeat", "1"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("spikelab: error: benches/ns3-dumbbell.toml: not found") and \
+        "--scenario FILE" in err and err.count("\n") == 1

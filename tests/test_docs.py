@@ -58,21 +58,11 @@ REWRITES = [
 NO_COMPARE = {
     "spikelab compare out/sim out/emu": "the emulated run is a real-time measurement",
 }
-# Files a doc's command assumes the reader has.
+# Files a doc's command assumes the reader has (docs/traces.md's ping log and Mahimahi trace
+# ship in examples/traces/, which the scratch directory sees).
 FILES = {
     # README: "A malformed scenario gets one line naming the field": the bad.toml shown.
     "bad.toml": "[[flow]]\n[flow.tcp.rto]\nmin = -1\n",
-    # docs/traces.md: a ping -D log with one probe lost, and a Mahimahi trace (one delivery
-    # opportunity per ms for 2 s: 12 Mbit/s).
-    "ping.txt": "PING 8.8.8.8 (8.8.8.8) 56(84) bytes of data.\n"
-                "[1700000000.100000] 64 bytes from 8.8.8.8: icmp_seq=1 ttl=117 time=20.0 ms\n"
-                "[1700000001.100000] 64 bytes from 8.8.8.8: icmp_seq=2 ttl=117 time=22.0 ms\n"
-                "[1700000003.100000] 64 bytes from 8.8.8.8: icmp_seq=4 ttl=117 time=400 ms\n"
-                "[1700000004.100000] 64 bytes from 8.8.8.8: icmp_seq=5 ttl=117 time=30.0 ms\n"
-                "\n--- 8.8.8.8 ping statistics ---\n"
-                "5 packets transmitted, 4 received, 20% packet loss, time 4005ms\n"
-                "rtt min/avg/max/mdev = 20.0/118.0/400.0/162.9 ms\n",
-    "cell.down": "".join(f"{t}\n" for t in range(2000)),
 }
 # Runnable commands without a path argument (inline, in prose) that are run, not only checked.
 RUN_INLINE = {"spikelab bench", "spikelab study list"}

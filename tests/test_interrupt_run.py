@@ -90,6 +90,28 @@ def test_the_next_run_into_the_directory_completes(tmp_path):
                                                       "packets.parquet"]
 
 
+def test_an_interrupted_run_leaves_the_earlier_complete_results_readable(tmp_path):
+    """The reported defect: a run interrupted while simulating, into a directory holding a
+    complete run, overwrote its manifest with an interrupted one, so `query` refused the old
+    tables still on disk. Nothing of the old run had been replaced: it stays as it was."""
+    (tmp_path / "short.toml").write_text(LONG.replace("30000s", "1s"))
+    done = subprocess.run([sys.executable, "-m", "spikelab", "run", "short.toml", "-o", "out",
+                           "-q", "--no-plots"], cwd=tmp_path, capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
+    before = (tmp_path / "out" / "manifest.json").read_bytes()
+    proc = start(tmp_path)
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130 and err.strip() == "spikelab: interrupted"
+    assert (tmp_path / "out" / "manifest.json").read_bytes() == before
+    assert sorted(p.name for p in (tmp_path / "out").rglob("*tmp*")) == []
+    query = subprocess.run([sys.executable, "-m", "spikelab", "query", "out",
+                            "select goodput_bps from runs"], cwd=tmp_path, capture_output=True,
+                           text=True, timeout=120)
+    assert query.returncode == 0, query.stderr
+
+
 @pytest.mark.parametrize("delay", [0.2, 0.5, 0.8, 1.1])
 def test_ctrl_c_during_a_summary_run_never_aborts_the_interpreter(tmp_path, delay):
     """The reported defect: at trace level summary, Ctrl-C aborted with "FATAL: exception

@@ -305,3 +305,155 @@ def test_query_errors_are_duckdbs_sentence_without_its_error_category(run_dir, c
     line = one_line_error(capsys, main(["query", str(run_dir), sql]))
     assert line.startswith(f"spikelab: error: {message}")
     assert " Error:" not in line
+
+
+# ---------------------------------------------------------------------------------- failures
+
+
+def test_an_interruption_while_simulating_keeps_the_earlier_complete_run(tmp_path,
+                                                                          monkeypatch):
+    """Interrupted before it replaced anything (in the core), a run leaves the complete run
+    already in the directory readable: its manifest, tables and figures as they were."""
+    import importlib
+
+    run_module = importlib.import_module("spikelab.run")
+    out = tmp_path / "out"
+    spikelab.run(TRACED, out=out, progress=False)
+    before = {p.relative_to(out): p.read_bytes() for p in out.rglob("*") if p.is_file()}
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(run_module, "_run_in_thread", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        spikelab.run(TRACED, out=out, seed=9, progress=False)
+    assert {p.relative_to(out): p.read_bytes() for p in out.rglob("*") if p.is_file()} == before
+    assert spikelab.load(out).manifest["status"] == "complete"
+    # Into a directory without a complete result, the interrupted manifest says so.
+    with pytest.raises(KeyboardInterrupt):
+        spikelab.run(TRACED, out=tmp_path / "fresh", progress=False)
+    assert results.read_manifest(tmp_path / "fresh")["status"] == "interrupted"
+
+
+def test_an_interruption_while_drawing_leaves_no_partial_figure_set(tmp_path, monkeypatch):
+    """Figures are drawn aside and moved in with their manifest: interrupted after the first
+    figure, figures/ holds none of the new run's figures (the old run's are gone, they showed
+    other data) and the complete manifest lists exactly the tables."""
+    from spikelab.figures import run as figure_run
+
+    out = tmp_path / "out"
+    spikelab.run(TRACED, out=out, progress=False)
+    assert list((out / "figures").glob("*.png"))
+    real, drawn = figure_run._save, []
+
+    def interrupted(fig, figdir, stem):
+        if drawn:
+            raise KeyboardInterrupt
+        drawn.append(stem)
+        return real(fig, figdir, stem)
+
+    monkeypatch.setattr(figure_run, "_save", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        spikelab.run(TRACED, out=out, seed=5, progress=False)
+    manifest = results.read_manifest(out)
+    assert manifest["status"] == "complete" and manifest["seed"] == 5
+    assert [f["path"] for f in manifest["files"]] == ["runs.parquet", "timeseries.parquet",
+                                                      "packets.parquet"]
+    assert sorted(p.name for p in (out / "figures").iterdir()) == []
+    assert [p.name for p in out.iterdir() if p.name.endswith(".tmp")] == []
+    # Redrawn the same way by plot: the manifest keeps the full-length figures it listed.
+    monkeypatch.setattr(figure_run, "_save", real)
+    spikelab.plot(out)
+    listed = [f["path"] for f in results.read_manifest(out)["files"]]
+    drawn.clear()
+    monkeypatch.setattr(figure_run, "_save", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        spikelab.plot(out, zoom=(0.5, 1.5))
+    assert [f["path"] for f in results.read_manifest(out)["files"]] == listed
+    assert not (out / "figures" / "zoom-0.5-1.5").exists()
+    assert [p.name for p in (out / "figures").iterdir() if p.name.endswith(".tmp")] == []
+
+
+def test_a_figure_folder_left_by_a_killed_writer_is_swept(tmp_path):
+    stale = tmp_path / f".figures.{dead_pid()}-0badcafe.tmp"
+    stale.mkdir()
+    (stale / "cwnd_flow0.png").write_bytes(b"half a run's figures")
+    assert results.sweep_temporaries(tmp_path) == [stale]
+    assert not stale.exists()
+
+
+def test_a_run_that_fails_removes_the_directory_it_created(tmp_path, capsys):
+    """A run the core stops (a trace bound) writes nothing: the -o it created (parents too)
+    is gone, and the error names the scenario file like a validation error."""
+    scenario = tmp_path / "s.toml"
+    scenario.write_text(TRACED)
+    out = tmp_path / "new" / "out"
+    line = one_line_error(capsys, main(["run", str(scenario), "-o", str(out), "-q",
+                                        "--set", "sim.max_packets_rows=10"]))
+    assert line.startswith(f"spikelab: error: {scenario}: sim.max_packets_rows: ")
+    assert not (tmp_path / "new").exists()
+    # A directory that was there stays.
+    (tmp_path / "mine").mkdir()
+    one_line_error(capsys, main(["run", str(scenario), "-o", str(tmp_path / "mine"), "-q",
+                                 "--set", "sim.max_packets_rows=10"]))
+    assert (tmp_path / "mine").is_dir()
+
+
+def test_a_sweep_that_fails_before_any_run_leaves_no_half_made_directory(tmp_path, capsys,
+                                                                          monkeypatch):
+    """An unreachable Dask scheduler: the sweep's identity, points and scenario copy are
+    removed with the directory the sweep created; ``summary`` refuses a sweep directory
+    without finished runs instead of printing an empty table."""
+    import importlib
+
+    def unreachable(*args, **kwargs):
+        raise OSError("Timed out trying to connect to tcp://127.0.0.1:1 after 10 s")
+        yield  # a generator, as the real executor
+
+    monkeypatch.setattr(importlib.import_module("spikelab.sweep"), "_dask", unreachable)
+    (tmp_path / "sw.toml").write_text(SHORT + '[sweep]\n[sweep.params]\n'
+                                              '"flow.tcp.variant" = ["reno", "sack"]\n')
+    out = tmp_path / "sw"
+    line = one_line_error(capsys, main(["sweep", str(tmp_path / "sw.toml"), "-o", str(out),
+                                        "--dask", "tcp://127.0.0.1:1", "-q"]))
+    assert "Timed out" in line
+    assert not out.exists()
+    (out / "parts").mkdir(parents=True)
+    (out / "sweep.json").write_text('{"kind": "sweep"}')
+    line = one_line_error(capsys, main(["summary", str(out)]))
+    assert line == f"spikelab: error: {out}: no finished runs to summarise (the sweep has no " \
+                   f"manifest and no run in parts/ yet)"
+
+
+def test_a_sweep_resumed_and_failing_keeps_its_complete_manifest(sweep_dir, capsys,
+                                                                 monkeypatch):
+    import importlib
+
+    def unreachable(*args, **kwargs):
+        raise OSError("no scheduler")
+        yield
+
+    before = (sweep_dir / "manifest.json").read_bytes()
+    (sweep_dir / "parts" / "p001-r00.arrow").unlink()  # one run to redo
+    monkeypatch.setattr(importlib.import_module("spikelab.sweep"), "_dask", unreachable)
+    one_line_error(capsys, main(["sweep", str(sweep_dir.parent / "sw.toml"), "-o",
+                                 str(sweep_dir), "--dask", "tcp://x:1", "-q"]))
+    assert (sweep_dir / "manifest.json").read_bytes() == before
+    assert (sweep_dir / "sweep.json").is_file()
+
+
+@pytest.mark.parametrize("zoom, message", [
+    ("100:200", "zoom 100:200: the window starts at or after the run's end (it lasts 2 s)"),
+    ("2:", "zoom 2:: the window starts at or after the run's end (it lasts 2 s)"),
+    ("-5:3", "argument --zoom: times start at 0 s, got '-5:3'"),
+    (":0", "argument --zoom: times start at 0 s, got ':0'"),
+])
+def test_a_zoom_outside_the_run_is_a_one_line_error(tmp_path, capsys, zoom, message):
+    out = tmp_path / "out"
+    spikelab.run(TRACED, out=out, progress=False, plots=False)
+    try:
+        code = main(["plot", str(out), f"--zoom={zoom}"])
+    except SystemExit as exc:  # argparse refuses it
+        code = exc.code
+    assert message in one_line_error(capsys, code)
+    assert not (out / "figures").exists()

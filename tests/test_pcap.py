@@ -211,10 +211,16 @@ def test_a_summary_run_writes_the_same_capture_as_a_traced_one(tmp_path):
 
 
 def test_a_failed_run_leaves_no_capture(tmp_path):
-    with pytest.raises(spikelab._core.SimulationError, match="max_packets_rows"):
-        spikelab.run(EXAMPLES / "lte-handover.toml", out=tmp_path / "x", plots=False,
-                     trace="packets", overrides=["sim.pcap=true", "sim.max_packets_rows=100"])
-    assert list((tmp_path / "x" / "pcap").iterdir()) == []
+    for existed in (False, True):
+        if existed:
+            (tmp_path / "x").mkdir()
+        with pytest.raises(spikelab._core.SimulationError, match="max_packets_rows"):
+            spikelab.run(EXAMPLES / "lte-handover.toml", out=tmp_path / "x", plots=False,
+                         trace="packets", overrides=["sim.pcap=true", "sim.max_packets_rows=100"])
+        # The directory the run created is removed with its empty pcap/; one that was there
+        # stays, without a capture.
+        assert (tmp_path / "x").exists() == existed
+        assert [p for p in (tmp_path / "x").rglob("*") if p.is_file()] == []
 
 
 @pytest.mark.parametrize("value, message", [

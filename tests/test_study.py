@@ -146,6 +146,27 @@ sql = "SELECT holds FROM nowhere"
     assert status["bad-sql"][0] == "error" and "query failed" in status["bad-sql"][1]
 
 
+def test_a_claim_in_error_makes_study_run_and_report_exit_1(tmp_path, capsys):
+    """A claim whose query is broken cannot give a verdict: the command says so and exits 1
+    (it exited 0); a claim that fails is a finding, and the command still exits 0."""
+    fails = ('[[claim]]\nid = "impossible"\nclaim = "c"\nsource = "s"\n'
+             'sql = "SELECT bool_or(bytes_delivered > 1e12) FROM runs"\n')
+    root = _tiny_study(tmp_path / "tiny", fails)
+    assert main(["study", "run", str(root), "-o", str(tmp_path / "ok"), "-j", "1", "-q"]) == 0
+    assert "[FAILS] impossible" in capsys.readouterr().out
+    broken = fails + ('[[claim]]\nid = "bad-sql"\nclaim = "a typo"\nsource = "s"\n'
+                      'sql = "SELECT holds FROM nowhere"\n')
+    root = _tiny_study(tmp_path / "broken", broken)
+    out = tmp_path / "out"
+    assert main(["study", "run", str(root), "-o", str(out), "-j", "1", "-q"]) == 1
+    captured = capsys.readouterr()
+    assert "[ERROR] bad-sql" in captured.out
+    assert captured.err == ("spikelab: error: 1 claim could not be evaluated "
+                            "(bad-sql: see ERROR above)\n")
+    assert main(["study", "report", str(out)]) == 1
+    assert (out / "report.html").is_file()
+
+
 @pytest.mark.parametrize(("claims", "message"), [
     ('[[claim]]\nid = "x"\nclaim = "c"\nsql = "SELECT true"\n', "claim[0].source: required"),
     ('[[claim]]\nid = "x"\nclaim = "c"\nsource = "s"\nsql = "SELECT true"\nwhy = 1\n',

@@ -88,6 +88,35 @@ def test_a_missing_column_is_named():
         sweepplots.draw_one(runs(), FigureSpec.parse({"kind": "cdf", "y": "nope"}))
 
 
+@pytest.mark.parametrize("raw, message", [
+    ({"kind": "bar", "x": "rate", "y": "variant"},
+     "figure 'bar-variant-rate': y: a bar figure's y must be a numeric column; 'variant' "
+     "holds values such as 'reno'"),
+    ({"kind": "cdf", "y": "variant"}, "y: a cdf figure's y must be a numeric column"),
+    ({"kind": "line", "x": "variant", "y": "goodput_bps"},
+     "x: a line figure's x must be a numeric column; 'variant' holds values such as 'reno'"),
+])
+def test_a_text_column_where_a_number_is_drawn_is_named(raw, message):
+    """It was "internal error: Can only string multiply by an integer" (exit 1)."""
+    with pytest.raises(ValueError) as info:
+        sweepplots.draw_one(runs(), FigureSpec.parse(raw))
+    assert message in str(info.value)
+
+
+def test_figure_y_of_text_is_a_one_line_usage_error(tmp_path, capsys):
+    import spikelab
+    from spikelab.cli import main
+
+    (tmp_path / "sw.toml").write_text('[sim]\nduration = "1s"\n[[flow]]\n[sweep]\n'
+                                      '[sweep.params]\n"flow.tcp.variant" = ["reno", "sack"]\n')
+    spikelab.sweep(tmp_path / "sw.toml", tmp_path / "sw", jobs=1, progress=False)
+    code = main(["figure", str(tmp_path / "sw"), "--kind", "bar", "--x", "variant",
+                 "--y", "variant"])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1, err
+    assert "y: a bar figure's y must be a numeric column; 'variant'" in err
+
+
 def test_sweep_figures_of_a_single_run_directory_are_refused_clearly(tmp_path, capsys):
     from spikelab.cli import main
 

@@ -297,6 +297,44 @@ def test_bad_pcaps_are_one_line(tmp_path):
     assert proc.stderr.strip() == "spikelab: error: --queue needs --rate (the virtual queue's rate)"
 
 
+def test_a_capture_cut_short_is_read_with_a_warning(lte_capture, tmp_path):
+    """A truncated pcapng (head -c) imported silently; now its complete packets are read and
+    stderr says where the capture was cut."""
+    path, _ = lte_capture
+    cut = tmp_path / "t.pcapng"
+    cut.write_bytes(path.read_bytes()[:100_000])
+    s = traces.read_pcap(cut)
+    assert len(s.warnings) == 1 and "cut short at byte " in s.warnings[0]
+    assert traces.read_pcap(path).warnings == []
+    proc = cli("trace", "import", "pcap", cut, "-o", tmp_path / "t.csv", "--no-figure")
+    assert proc.returncode == 0, proc.stderr
+    (line,) = proc.stderr.splitlines()
+    assert line.startswith(f"spikelab: warning: {cut}: the capture is cut short at byte ")
+    assert line.endswith("of 100000 (an incomplete last packet); the profile covers the "
+                         "packets before it")
+    assert (tmp_path / "t.csv").is_file()
+    classic = tmp_path / "t.pcap"  # a classic pcap cut inside a record
+    classic.write_bytes(struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 65535, 1)
+                        + struct.pack("<IIII", 0, 0, 60, 60) + b"\x00" * 20)
+    meta = pcapread.Capture()
+    assert list(pcapread.iter_frames(classic, meta)) == [] and meta.truncated_at == 24
+
+
+def test_an_output_that_is_a_directory_is_named_as_such(tmp_path):
+    """It was "spikelab: error: .out.11775-1fb567f2.tmp: Is a directory"."""
+    (tmp_path / "out").mkdir()
+    log = tmp_path / "ping.txt"
+    log.write_text((ROOT / "examples" / "traces" / "ping.txt").read_text())
+    proc = cli("trace", "import", "ping", log, "-o", tmp_path / "out")
+    assert proc.returncode == 2
+    assert proc.stderr == f"spikelab: error: -o {tmp_path / 'out'}: is a directory; give a " \
+                          f"file name\n"
+    proc = cli("trace", "import", "ping", log, "-o", tmp_path / "p.csv", "--figure",
+               tmp_path / "out")
+    assert proc.returncode == 2 and "--figure" in proc.stderr and "is a directory" in proc.stderr
+    assert not (tmp_path / "p.csv").exists() and list((tmp_path / "out").iterdir()) == []
+
+
 # ------------------------------------------------------------------------------------ SCTP
 
 

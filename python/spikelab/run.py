@@ -37,6 +37,9 @@ class _TraceFiles:
         self.outdir = outdir
         self.writers: dict[str, Any] = {}
         self.tmp: dict[str, Path] = {}
+        # Whether this run has begun to replace what the directory held (its captures, the
+        # manifest, the tables); until then an interruption leaves an earlier result alone.
+        self.committed = False
 
     def write(self, name: str, table: pa.Table) -> None:
         import pyarrow.parquet as pq
@@ -87,6 +90,8 @@ def _run_in_thread(sim: Any, progress: bool | None,
     def work() -> None:
         try:
             outcome["result"] = sim.run(stream_rows, pcap_dir)
+            if sink is not None and outcome["result"].get("pcaps"):
+                sink.committed = True  # the core renamed its captures into pcap/
         except BaseException as exc:  # re-raised in the caller's thread
             outcome["error"] = exc
         finally:
@@ -152,6 +157,7 @@ def _simulate(sim: Any, scenario_dict: dict[str, Any], progress: bool | None,
         import pyarrow.parquet as pq
 
         previous = results._previous_manifest(sink.outdir)
+        sink.committed = True
         with contextlib.suppress(FileNotFoundError):
             (sink.outdir / results.MANIFEST).unlink()
         streamed = sink.finish({n: tables[n] for n in ("timeseries", "packets")})
@@ -215,7 +221,9 @@ def run(
     the result's tables are read back from the files. ``out`` must not hold another kind of
     result (a sweep, a study) unless ``force``. Interrupted (Ctrl-C, SIGTERM in the CLI), the
     directory gets a manifest with ``status`` = ``interrupted`` and KeyboardInterrupt is
-    raised.
+    raised; a complete result it held stays as it was if the run had not begun to replace
+    it (interrupted while simulating). A failed run removes ``out`` if it created it and
+    wrote nothing there.
     """
     if trace is not None and trace not in TRACE_LEVELS:
         raise ValueError(f"trace must be one of {', '.join(TRACE_LEVELS)}, got {trace!r}")
@@ -225,7 +233,9 @@ def run(
     scenario_dict = json.loads(sim.scenario_json)
     sink = None
     if out is not None:
+        created = results.new_root(out)
         outdir = results.claim(out, "run", force=force)  # fail before the run, not after it
+        before = results._previous_manifest(outdir)
         sink = _TraceFiles(outdir)
     try:
         result, streamed, previous = _simulate(sim, scenario_dict, progress, sink)
@@ -234,21 +244,25 @@ def run(
                                           previous=previous)
     except KeyboardInterrupt:
         # Until the complete manifest is written, an interruption (in the core, while the
-        # traces are closed or the tables written) leaves a manifest that says so.
+        # traces are closed or the tables written) leaves a manifest that says so; before
+        # the run replaced anything (in the core), a complete result already there stays.
         if sink is not None:
             with interrupts_deferred():
                 sink.abandon()
-                results.write_interrupted(
-                    outdir, results.new_manifest(scenario_dict, sim.seed, sim.trace,
-                                                 sim.duration_s, 0.0, 0),
-                    reached_s=sim.progress() * sim.duration_s)
+                if sink.committed or (before or {}).get("status") != results.COMPLETE:
+                    results.write_interrupted(
+                        outdir, results.new_manifest(scenario_dict, sim.seed, sim.trace,
+                                                     sim.duration_s, 0.0, 0),
+                        reached_s=sim.progress() * sim.duration_s)
         raise
     except BaseException:
         if sink is not None:
             sink.abandon()
+            if not sink.committed:
+                results.remove_created(created)
         raise
     if out is not None:
-        # The manifest lists the tables; interrupted here, the figures drawn so far stay
-        # (each written whole) and the run is complete without the rest.
+        # The manifest lists the tables; interrupted here, the run is complete without
+        # figures (they are moved into figures/ only once all are drawn).
         figures.draw_figures(result, outdir, plots=plots)
     return result

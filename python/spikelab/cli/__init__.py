@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import math
 import os
 import re
 import statistics
@@ -23,6 +24,7 @@ EXIT_USAGE = 2
 EXIT_INTERNAL = 1
 EXIT_INTERRUPTED = 130
 EXIT_RUNS_FAILED = 3
+EXIT_CLAIM_ERRORS = 1  # a claim whose query could not give a verdict (a failed claim: 0)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -55,6 +57,10 @@ def _zoom(text: str) -> tuple[float | None, float | None]:
         raise argparse.ArgumentTypeError(
             f"expected T0:T1 in seconds (e.g. 10:13), got {text!r}"
         ) from None
+    if any(t is not None and not math.isfinite(t) for t in (t0, t1)):
+        raise argparse.ArgumentTypeError(f"expected finite times in seconds, got {text!r}")
+    if (t0 is not None and t0 < 0) or (t1 is not None and t1 <= 0):
+        raise argparse.ArgumentTypeError(f"times start at 0 s, got {text!r}")
     if t0 is not None and t1 is not None and t1 <= t0:
         raise argparse.ArgumentTypeError(f"T1 must be after T0, got {text!r}")
     return t0, t1
@@ -160,10 +166,10 @@ def cmd_validate(args: argparse.Namespace) -> int:
 def cmd_bench(args: argparse.Namespace) -> int:
     import spikelab
 
-    scenario = args.scenario
-    if args.grid:
-        from . import bench
+    from . import bench
 
+    scenario = args.scenario if args.scenario is not None else bench.default_scenario()
+    if args.grid:
         with _scenario_file(scenario):
             bench.grid(scenario)
         return 0
@@ -263,8 +269,15 @@ def cmd_summary(args: argparse.Namespace) -> int:
                                   f"in runs.parquet (spikelab query {args.dir} \"SELECT * FROM "
                                   f"runs\")")
     result = spikelab.load(args.dir)
-    params = result.params() if hasattr(result, "params") else []
     frame = result.runs.to_pandas()
+    if frame.empty:
+        raise results.OutdirError(f"{args.dir}: no finished runs to summarise (the sweep "
+                                  f"has no manifest and no run in parts/ yet)")
+    if "status" in frame.columns and not (frame["status"] == "ok").any():
+        raise results.OutdirError(f"{args.dir}: no completed runs to summarise (all "
+                                  f"{frame['run_id'].nunique()} failed; their errors are in "
+                                  f"runs.parquet's error column)")
+    params = result.params() if hasattr(result, "params") else []
     metrics = args.metric or [m for m in stats.DEFAULT_METRICS if m in frame.columns]
     table = stats.summarize(frame, params, metrics)
     print(stats.format_summary(table, metrics))
@@ -312,11 +325,17 @@ def cmd_study(args: argparse.Namespace) -> int:
     held = sum(c["status"] == "holds" for c in data["claims"])
     print(f"{held} of {len(data['claims'])} claims hold; report: "
           f"{Path(out) / 'report.html'} (and report.md)")
+    status = 0
     if args.action == "run":
         import spikelab
 
-        return _report_failures(spikelab.load(out))
-    return 0
+        status = _report_failures(spikelab.load(out))
+    errors = [c["id"] for c in data["claims"] if c["status"] == "error"]
+    if errors:
+        _say_error(f"{_plural(len(errors), 'claim')} could not be evaluated "
+                   f"({', '.join(errors)}: see ERROR above)")
+        status = status or EXIT_CLAIM_ERRORS
+    return status
 
 
 # ---------------------------------------------------------------------------------- parser
@@ -366,7 +385,9 @@ def parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_validate)
 
     p = sub.add_parser("bench", help="time the simulator on a benchmark scenario")
-    p.add_argument("--scenario", default="benches/ns3-dumbbell.toml", metavar="FILE")
+    p.add_argument("--scenario", metavar="FILE",
+                   help="scenario to time (default: benches/ns3-dumbbell.toml of the source "
+                        "checkout)")
     p.add_argument("--repeat", type=_positive, default=3, metavar="N",
                    help="number of timed runs (default 3)")
     p.add_argument("--seed", type=int)

@@ -17,6 +17,25 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+# The benchmark scenario, relative to a source checkout (or the current directory).
+SCENARIO = "benches/ns3-dumbbell.toml"
+# This file is REPO/python/spikelab/cli/bench.py.
+_REPO = Path(__file__).resolve().parents[3]
+
+
+def default_scenario() -> str:
+    """``benches/ns3-dumbbell.toml`` of the current directory, else of the source checkout
+    this spikelab runs from (so ``spikelab bench`` works from any directory of it). An
+    installed package has no benches/: the error says to give ``--scenario``."""
+    if Path(SCENARIO).is_file():
+        return SCENARIO
+    if (_REPO / SCENARIO).is_file():
+        return str(_REPO / SCENARIO)
+    raise FileNotFoundError(f"{SCENARIO}: not found here nor beside spikelab's source (it ships "
+                            f"with the source checkout, not with an installed package); give "
+                            f"a scenario with --scenario FILE")
+
+
 # (flows, simulated seconds, trace levels): the many-flow runs are shorter, as in the issue's
 # targets (100 flows for 600 s, 1,000 flows for 60 s).
 GRID = (

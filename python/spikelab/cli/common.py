@@ -9,7 +9,7 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
-from .._core import ScenarioError
+from .._core import ScenarioError, SimulationError
 
 
 def checked(convert, ok, expected: str):
@@ -26,15 +26,30 @@ def checked(convert, ok, expected: str):
     return parse
 
 
+def _check_file(path: str) -> None:
+    """A regular file at ``path``, or a one-line error saying what is there instead."""
+    if os.path.isfile(path):
+        return
+    if os.path.isdir(path):
+        raise IsADirectoryError(f"{path}: is a directory, not a scenario file")
+    if os.path.exists(path):
+        raise OSError(f"{path}: not a regular file")
+    raise FileNotFoundError(f"{path}: no such file")
+
+
 @contextlib.contextmanager
 def _scenario_file(path: str) -> Iterator[str]:
-    """Check that ``path`` is a file and name it in scenario errors raised inside."""
-    if not os.path.isfile(path):
-        raise FileNotFoundError(f"{path}: no such file")
+    """Check that ``path`` is a file and name it in scenario errors raised inside, and in
+    errors of a run the core stopped (a trace bound, time that stopped advancing)."""
+    _check_file(path)
     try:
         yield path
     except ScenarioError as exc:
         raise ScenarioError(f"{path}: {exc}") from None
+    except SimulationError as exc:
+        if str(exc).startswith("internal error"):
+            raise
+        raise SimulationError(f"{path}: {exc}") from None
 
 
 def _plural(n: int, noun: str) -> str:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import sys
 from pathlib import Path
 
 from .common import checked
@@ -51,6 +52,9 @@ def cmd_trace_import(args: argparse.Namespace) -> int:
     from .. import traces
     from ..figures.traces import draw_import
 
+    for option, path in (("-o", args.out), ("--figure", args.figure)):
+        if path is not None and Path(path).is_dir():  # said before the trace is read
+            raise IsADirectoryError(f"{option} {path}: is a directory; give a file name")
     columns = None
     if args.kind == "csv":
         columns = {"time_col": args.time_col, "time_unit": args.time_unit,
@@ -61,6 +65,8 @@ def cmd_trace_import(args: argparse.Namespace) -> int:
         smooth_ms=args.smooth, stat=args.stat, bin_ms=args.bin,
         ping_interval_s=None if args.ping_interval is None else args.ping_interval / 1000,
         iface=args.interface, rate_bps=args.rate, queue=args.queue, loss=not args.no_loss, csv_columns=columns)
+    for warning in samples.warnings:
+        print(f"spikelab: warning: {warning}", file=sys.stderr)
     out = traces.write_profile(profile, args.out)
     figure = None
     if not args.no_figure:

@@ -11,13 +11,16 @@ It loads no matplotlib itself: a summary run, which draws nothing, never does.
 from __future__ import annotations
 
 import contextlib
+import math
 import os
+import shutil
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 
+from .._interrupts import interrupts_deferred
 from ..store import is_sweep, load_sweep
 from ..store import results
 from ..store.results import Zoom
@@ -54,26 +57,41 @@ def _figure_tables(result: RunResult, outdir: Path) -> dict[str, pa.Table]:
 
 
 def _figures(outdir: Path, tables: Mapping[str, pa.Table], previous: Mapping[str, Any] | None,
-             plots: bool, zoom: Zoom, max_flows: int = 8) -> list[str]:
-    """Draw the figures (if ``plots``) and remove figures an earlier write listed but that
-    are no longer produced, so figures/ never shows another run's data. Zoomed figures go to
-    their own folder (``figures/zoom-A-B/``) and never replace the full-length ones."""
+             zoom: Zoom, manifest: dict[str, Any], *, keep: bool,
+             max_flows: int = 8) -> list[str]:
+    """Draw the figures and list them in ``manifest``, written to ``outdir``. They are drawn
+    into a temporary folder and moved into place with the manifest written after them
+    (interruptions held back meanwhile), so an interruption while drawing changes neither
+    figures/ nor the manifest. Figures an earlier write listed (``previous``) that are no
+    longer produced are removed, so figures/ never shows another run's data. Zoomed figures
+    go to their own folder (``figures/zoom-A-B/``) and never replace the full-length ones.
+    ``keep``: see :func:`spikelab.store.results._finish`."""
     names: list[str] = []
     folder = results.zoom_folder(zoom) if zoom else results.FIGURES
     # Every figure needs a trace; a summary run draws none (and need not load matplotlib).
     traced = any(t is not None and t.num_rows for name, t in tables.items() if name != "runs")
-    if plots and traced:
-        from .run import draw
+    tmpdir = results.temporary_name(outdir / folder)
+    try:
+        drawn: list[Path] = []
+        if traced:
+            from .run import draw
 
-        names = [f"{folder}/{p.name}"
-                 for p in draw(tables, outdir / folder, zoom=zoom, max_flows=max_flows)]
-    for entry in (previous or {}).get("files", []):
-        name = entry.get("path", "")
-        where, _, file = name.rpartition("/")
-        ours = where == folder and file.endswith((".png", ".svg"))
-        if ours and name not in names:
-            with contextlib.suppress(FileNotFoundError):
-                (outdir / name).unlink()
+            drawn = draw(tables, tmpdir, zoom=zoom, max_flows=max_flows)
+        with interrupts_deferred():
+            for path in drawn:
+                (outdir / folder).mkdir(parents=True, exist_ok=True)
+                os.replace(path, outdir / folder / path.name)
+                names.append(f"{folder}/{path.name}")
+            for entry in (previous or {}).get("files", []):
+                name = entry.get("path", "")
+                where, _, file = name.rpartition("/")
+                ours = where == folder and file.endswith((".png", ".svg"))
+                if ours and name not in names:
+                    with contextlib.suppress(FileNotFoundError):
+                        (outdir / name).unlink()
+            manifest.update(results._finish(outdir, manifest, names, zoom, keep=keep))
+    finally:
+        shutil.rmtree(tmpdir, ignore_errors=True)
     return names
 
 
@@ -103,12 +121,29 @@ def draw_figures(result: RunResult, outdir: Path, *, plots: bool = True,
                  zoom: Zoom = None) -> None:
     """The second half of :func:`write`: draw the figures and list them in the manifest.
     Interrupted, the manifest written by :func:`spikelab.store.run.write_tables` stays
-    (tables, no figures)."""
+    (tables, no figures) and no figure of this result is in figures/."""
     if plots:
-        figures = _figures(outdir, _figure_tables(result, outdir), None, plots, zoom,
-                           max_flows=_figure_flows(result.manifest))
-        result.manifest.update(results._finish(outdir, dict(result.manifest), figures, zoom,
-                                               keep=False))
+        manifest = dict(result.manifest)
+        _figures(outdir, _figure_tables(result, outdir), None, zoom, manifest, keep=False,
+                 max_flows=_figure_flows(result.manifest))
+        result.manifest.update(manifest)
+
+
+def _check_zoom(zoom: Zoom, duration_s: float) -> None:
+    """A zoom window must hold some of the run: 0 <= T0 < T1, T0 before the run's end."""
+    if zoom is None:
+        return
+    t0, t1 = zoom
+    text = f"{'' if t0 is None else f'{t0:g}'}:{'' if t1 is None else f'{t1:g}'}"
+    if any(t is not None and not math.isfinite(t) for t in (t0, t1)):
+        raise ValueError(f"zoom {text}: the times must be finite")
+    if (t0 is not None and t0 < 0) or (t1 is not None and t1 <= 0):
+        raise ValueError(f"zoom {text}: a run's time starts at 0 s")
+    if t0 is not None and t1 is not None and t1 <= t0:
+        raise ValueError(f"zoom {text}: the window is empty (T1 must be after T0)")
+    if t0 is not None and t0 >= duration_s:
+        raise ValueError(f"zoom {text}: the window starts at or after the run's end (it "
+                         f"lasts {duration_s:g} s)")
 
 
 def plot(
@@ -127,7 +162,8 @@ def plot(
 
         return draw(outdir, default_specs(load_sweep(outdir).params()))
     result = load(outdir)
-    figures = _figures(outdir, _figure_tables(result, outdir), result.manifest, True, zoom,
+    _check_zoom(zoom, result.duration_s)
+    figures = _figures(outdir, _figure_tables(result, outdir), result.manifest, zoom,
+                       dict(result.manifest), keep=True,
                        max_flows=_figure_flows(result.manifest))
-    results._finish(outdir, result.manifest, figures, zoom)
     return [outdir / name for name in figures]

@@ -229,11 +229,31 @@ def _heatmap(ax, fig: Figure, frame: pd.DataFrame, spec: FigureSpec) -> None:
     _plain(fig.colorbar(image, ax=ax, label=spec.label).ax.yaxis)
 
 
+def _check_numeric(frame: pd.DataFrame, spec: FigureSpec) -> None:
+    """y is a number (it is averaged and scaled); so is a line's x (it is an axis)."""
+    import pandas as pd
+
+    bad = None
+    if not pd.api.types.is_numeric_dtype(frame[spec.y]):
+        bad = "y", spec.y
+    elif spec.kind == "line":
+        try:
+            frame[spec.x].astype(float)
+        except (TypeError, ValueError):
+            bad = "x", spec.x
+    if bad is not None:
+        key, col = bad
+        raise ValueError(f"figure {spec.stem()!r}: {key}: a {spec.kind} figure's {key} must be "
+                         f"a numeric column; {col!r} holds values such as "
+                         f"{_label(frame[col].iloc[0])!r}")
+
+
 def draw_one(frame: pd.DataFrame, spec: FigureSpec) -> Figure:
     """Draw ``spec`` from a runs frame (already filtered to the rows it shows)."""
     missing = [c for c in spec.columns() if c not in frame.columns]
     if missing:
         raise ValueError(f"figure {spec.stem()!r}: no column {missing[0]!r} in the runs table")
+    _check_numeric(frame, spec)
     panels = _values(frame, spec.col)
     fig = Figure(figsize=(max(6.4, 4.2 * len(panels)), 4.2), layout="constrained")
     axes = fig.subplots(1, len(panels), squeeze=False, sharey=spec.kind != "heatmap")[0]

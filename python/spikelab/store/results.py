@@ -30,6 +30,7 @@ import os
 import platform
 import re
 import secrets
+import shutil
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -88,9 +89,10 @@ def _alive(pid: int) -> bool:
 
 
 def sweep_temporaries(directory: str | os.PathLike[str], depth: int = 3) -> list[Path]:
-    """Remove temporaries (``.NAME.PID-HEX.tmp``) whose writing process is gone, in
-    ``directory`` and its subfolders down to ``depth`` levels (``figures/zoom-A-B/``,
-    ``emulation/``, a sweep's ``parts/``); return what was removed."""
+    """Remove temporaries (``.NAME.PID-HEX.tmp``: files, or folders of figures being drawn)
+    whose writing process is gone, in ``directory`` and its subfolders down to ``depth``
+    levels (``figures/zoom-A-B/``, ``emulation/``, a sweep's ``parts/``); return what was
+    removed."""
     directory = Path(directory)
     removed: list[Path] = []
     if not directory.is_dir():
@@ -98,11 +100,14 @@ def sweep_temporaries(directory: str | os.PathLike[str], depth: int = 3) -> list
     with contextlib.suppress(OSError):
         entries = list(directory.iterdir())
         for entry in entries:
+            m = _TEMP.match(entry.name)
             if entry.is_dir() and not entry.is_symlink():
-                if depth > 0:
+                if m and not _alive(int(m.group(1))):  # figures drawn before a rename
+                    shutil.rmtree(entry, ignore_errors=True)
+                    removed.append(entry)
+                elif depth > 0:
                     removed += sweep_temporaries(entry, depth - 1)
                 continue
-            m = _TEMP.match(entry.name)
             if m and entry.is_file() and not _alive(int(m.group(1))):
                 with contextlib.suppress(FileNotFoundError):
                     entry.unlink()
@@ -291,6 +296,31 @@ def prepare(outdir: str | os.PathLike[str]) -> Path:
     if not os.access(outdir, os.W_OK | os.X_OK):
         raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), str(outdir))
     return outdir
+
+
+def new_root(path: str | os.PathLike[str]) -> Path | None:
+    """The outermost directory that creating ``path`` would create (``path`` itself or one of
+    its missing parents), or None when ``path`` exists: what :func:`remove_created` may
+    remove again when a command that created it fails."""
+    path = Path(os.path.abspath(path))
+    if os.path.lexists(path):
+        return None
+    while not os.path.lexists(path.parent) and path.parent != path:
+        path = path.parent
+    return path
+
+
+def remove_created(root: Path | None) -> None:
+    """Remove ``root`` (from :func:`new_root`), created by a command that then failed, if it
+    holds no file: its temporaries of dead writers, empty folders, itself. A file in it
+    (something written after all) keeps it and its parents."""
+    if root is None or not root.is_dir():
+        return
+    sweep_temporaries(root)
+    folders = [p for p in root.rglob("*") if p.is_dir() and not p.is_symlink()]
+    for folder in sorted(folders, key=lambda p: len(p.parts), reverse=True) + [root]:
+        with contextlib.suppress(OSError):
+            folder.rmdir()  # only if empty
 
 
 def _remove_figures(outdir: Path, manifest: Mapping[str, Any] | None) -> None:

@@ -113,6 +113,7 @@ class Store:
 
     def __init__(self, outdir: str | os.PathLike[str], kind: str = "sweep",
                  force: bool = False):
+        self.created = results.new_root(outdir)  # what discard() may remove again
         self.dir = results.claim(outdir, kind, force=force)
         self.parts = self.dir / PARTS
 
@@ -141,9 +142,10 @@ class Store:
                 if f.is_file():
                     f.unlink()
 
-    def claim(self, identity: dict[str, Any], fresh: bool) -> None:
+    def claim(self, identity: dict[str, Any], fresh: bool) -> bool:
         """Record which sweep this directory holds; refuse to mix two sweeps. A new sweep
-        (``fresh``, or a directory without one) starts from a clean directory."""
+        (``fresh``, or a directory without one) starts from a clean directory. Returns
+        whether the sweep is new here (False: it resumes)."""
         path = self.dir / SWEEP_JSON
         if self.parts.is_dir():
             # Temporary files of a writer that was killed: never complete, never needed.
@@ -155,10 +157,19 @@ class Store:
                 raise ValueError(
                     f"{self.dir} holds results of a different sweep (scenario, sweep, seed "
                     f"or overrides changed); use another directory or --fresh to start over")
-            return
+            return False
         self.clear()
         self.parts.mkdir(exist_ok=True)
         results.write_json(identity, path)
+        return True
+
+    def discard(self) -> None:
+        """Undo a new sweep that failed before any run finished: its files, ``parts/``, and
+        the directory itself if this sweep created it and nothing else is in it."""
+        self.clear()
+        with contextlib.suppress(OSError):
+            self.parts.rmdir()  # only if empty
+        results.remove_created(self.created)
 
     def holds(self, fingerprint: str) -> bool:
         """Whether this directory holds the sweep with this fingerprint (its sweep.json)."""

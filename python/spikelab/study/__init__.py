@@ -40,6 +40,7 @@ columns are the numbers behind the verdict and appear in the report.
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -50,7 +51,7 @@ from ..figures.sweep import draw
 from ..run import run as run_one
 from ..scenario.sweepspec import sweep_table
 from ..store import results
-from ..store.sweep import load_sweep, run_info, scenario_text
+from ..store.sweep import is_sweep, load_sweep, run_info, scenario_text
 from ..sweep import sweep
 from . import render
 from .definition import (  # noqa: F401 - the names a study's user reaches through spikelab.study
@@ -99,10 +100,19 @@ def run(name_or_path: str | os.PathLike[str], out: str | os.PathLike[str], *,
         table = sweep_table(study.scenario.read_text(encoding="utf-8"))
     if replications is not None:
         table = dict(table or {}, replications=replications)
+    created = results.new_root(out)
     outdir = results.claim(out, "study", force=force)
+    copied = not (outdir / COPY).exists()
     _copy_definition(study, outdir)
-    result = sweep(study.scenario, outdir, jobs=jobs, dask=dask, sweep_spec=table or {},
-                   fresh=fresh, progress=progress, kind="study", force=force)
+    try:
+        result = sweep(study.scenario, outdir, jobs=jobs, dask=dask, sweep_spec=table or {},
+                       fresh=fresh, progress=progress, kind="study", force=force)
+    except Exception:
+        # The sweep removed what it began (nothing finished): so does the study.
+        if copied and not is_sweep(outdir):
+            shutil.rmtree(outdir / COPY, ignore_errors=True)
+            results.remove_created(created)
+        raise
     return report(outdir, sweep_result=result)
 
 

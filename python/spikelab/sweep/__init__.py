@@ -97,7 +97,8 @@ def sweep(
     are recorded with their error and do not stop the sweep; check ``result.failed``. ``out``
     must not hold another kind of result (a single run) unless ``force``. Interrupted
     (KeyboardInterrupt), the manifest says ``interrupted`` and how many runs are done; the
-    same call resumes.
+    same call resumes. A new sweep that fails before any run finished (e.g. the Dask
+    scheduler cannot be reached) removes what it wrote, and ``out`` if it created it.
     """
     p = plan(scenario, seed=seed, overrides=overrides, sweep_spec=sweep_spec, trace=trace)
     workers = jobs if jobs is not None else (os.cpu_count() or 1)
@@ -106,10 +107,17 @@ def sweep(
     store = Store(out, kind, force)
     bar = None
     stream: Iterator[dict[str, Any]] = iter(())
-    try:
-        store.claim(dict(p.identity, kind=kind), fresh)
+    new = False
+
+    def changing() -> None:
+        # The manifest is present only when the dataset is complete: it goes before the
+        # first part or table of this call is written (a call that fails or is interrupted
+        # before that leaves a complete dataset as it was).
         with contextlib.suppress(FileNotFoundError):
-            (store.dir / results.MANIFEST).unlink()  # present only when the dataset is complete
+            (store.dir / results.MANIFEST).unlink()
+
+    try:
+        new = store.claim(dict(p.identity, kind=kind), fresh)
         _write_points(store, p)
         done = store.done()
         todo = [t for t in p.tasks if done.get(t.run_id) != OK]
@@ -128,6 +136,7 @@ def sweep(
                   else _local(jobs_, min(workers, len(jobs_))))
         for outcome in stream:
             task = by_id[outcome["run_id"]]
+            changing()
             written[task.run_id] = store.write_part(task, p.spec, outcome)
             if outcome["status"] != OK:  # a failed run's captures are cut short
                 shutil.rmtree(store.dir / PCAP_DIR / task.run_id, ignore_errors=True)
@@ -137,6 +146,7 @@ def sweep(
                 on_result(task, outcome)
         bar.close()
         bar = None
+        changing()
         # Interrupted while the dataset is consolidated, the parts are all there: the
         # manifest says interrupted and the same call writes the tables again.
         return finish(store, p, executor=executor, wall_s=time.monotonic() - start,
@@ -151,6 +161,12 @@ def sweep(
             stream.close()  # type: ignore[attr-defined]
         if store.holds(p.identity["fingerprint"]) and _status(store.dir) != results.COMPLETE:
             _write_interrupted(store, p, kind)
+        raise
+    except BaseException:
+        # A new sweep that failed before any run finished (an unreachable Dask scheduler)
+        # leaves no half-made directory behind.
+        if new and not store.done():
+            store.discard()
         raise
     finally:
         if bar is not None:

@@ -82,6 +82,8 @@ class Samples:
     #: pcap with a bottleneck rate: when each original left the virtual queue (ms).
     backlog_t_ms: np.ndarray | None = None
     backlog_end_ms: np.ndarray | None = None
+    #: What the user should know about the input (e.g. a capture cut short), one line each.
+    warnings: list[str] = field(default_factory=list)
 
 
 def _ack_gap(s: Samples, t_ms: np.ndarray) -> np.ndarray:
@@ -491,7 +493,8 @@ def read_pcap(path: str | Path, *, share: float = 0.5, iface: str | None = None,
     matched = False
     segs = []
     chunks = []
-    for f in _pcap.iter_frames(path):  # one frame at a time: only the headers are kept
+    meta = _pcap.Capture()
+    for f in _pcap.iter_frames(path, meta):  # one frame at a time: only the headers are kept
         if iface is not None:
             names.add(f.iface_name or str(f.iface))
             if iface not in (f.iface_name, str(f.iface)):
@@ -599,6 +602,10 @@ def read_pcap(path: str | Path, *, share: float = 0.5, iface: str | None = None,
                   ack_t_ms=(np.asarray(ack_t, dtype=np.float64) - t0) / 1e6,
                   ack_val=np.asarray(ack_v, dtype=np.float64),
                   ack_rtt_ms=np.asarray(ack_rtt, dtype=np.float64), share=share)
+    if meta.truncated_at is not None:
+        out.warnings.append(f"{path}: the capture is cut short at byte {meta.truncated_at} of "
+                            f"{path.stat().st_size} (an incomplete last packet); the profile "
+                            f"covers the packets before it")
     if rate_bps:
         out.notes["queue_removed_at_bps"] = rate_bps
         if queue is not None:
@@ -734,6 +741,8 @@ def profile_csv(p: Profile) -> str:
 def write_profile(p: Profile, path: str | Path) -> Path:
     """Writes the profile CSV whole (temporary name, then renamed)."""
     path = Path(path)
+    if path.is_dir():
+        raise IsADirectoryError(f"{path}: is a directory; give the profile's file name")
     text = profile_csv(p)
     path.parent.mkdir(parents=True, exist_ok=True)
     atomic_write(path, lambda tmp: Path(tmp).write_text(text, encoding="utf-8"))

@@ -37,6 +37,9 @@ class Capture:
     frames: list[Frame] = field(default_factory=list)
     #: The first section's comment (``spikelab run --pcap`` puts its flows' ISNs there).
     section_comment: str = ""
+    #: A capture cut short (a copy or a capture stopped mid-write): the byte where its last,
+    #: incomplete block or record starts (the frames before it are read), else None.
+    truncated_at: int | None = None
 
 
 LINKTYPE_ETHERNET = 1
@@ -72,12 +75,13 @@ def iter_frames(path: str | Path, meta: Capture | None = None) -> Iterator[Frame
             for endian in ("<", ">"):
                 (m,) = struct.unpack(endian + "I", magic)
                 if m in (0xA1B2C3D4, 0xA1B23C4D):
-                    yield from _iter_pcap(path, data, endian, 1000 if m == 0xA1B2C3D4 else 1)
+                    yield from _iter_pcap(path, data, endian, 1000 if m == 0xA1B2C3D4 else 1,
+                                          meta)
                     return
             raise CaptureError(f"{path}: not a pcap or pcapng file (magic {magic.hex()})")
 
 
-def _iter_pcap(path: str | Path, data, e: str, unit_ns: int) -> Iterator[Frame]:
+def _iter_pcap(path: str | Path, data, e: str, unit_ns: int, cap: Capture) -> Iterator[Frame]:
     if len(data) < 24:
         raise CaptureError(f"{path}: pcap header cut short")
     linktype = struct.unpack(e + "I", data[20:24])[0] & 0x0FFFFFFF
@@ -89,6 +93,8 @@ def _iter_pcap(path: str | Path, data, e: str, unit_ns: int) -> Iterator[Frame]:
         yield Frame(sec * 1_000_000_000 + frac * unit_ns, linktype, data[i + 16:i + 16 + incl],
                     orig)
         i += 16 + incl
+    if i < end:
+        cap.truncated_at = i
 
 
 def _options(body: bytes, e: str) -> Iterator[tuple[int, bytes]]:
@@ -116,7 +122,7 @@ def _iter_pcapng(path: str | Path, data, cap: Capture) -> Iterator[Frame]:
         if total < 12 or total % 4:
             raise CaptureError(f"{path}: byte {i}: bad pcapng block length {total}")
         if i + total > len(data):
-            break  # cut short
+            break  # cut short: the frames before
         body = data[i + 8:i + total - 4]
         if kind == 0x0A0D0D0A:
             if not cap.section_comment:
@@ -156,6 +162,8 @@ def _iter_pcapng(path: str | Path, data, cap: Capture) -> Iterator[Frame]:
             yield Frame(ts * tick, linktype, bytes(frame), orig, iface, name, direction,
                         comment)
         i += total
+    if i < len(data):
+        cap.truncated_at = i
 
 
 @dataclass(frozen=True, slots=True)
