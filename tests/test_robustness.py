@@ -22,6 +22,7 @@ from spikelab.figures import run as plots
 from spikelab.store import results
 from spikelab.cli import main
 
+ROOT = Path(__file__).resolve().parents[1]
 LONG = '[sim]\nduration = "2000s"\n[[flow]]\n'
 
 
@@ -333,3 +334,23 @@ def test_an_unimpaired_path_is_emulated_and_its_results_kept(tmp_path):
     assert res.runs["bytes_delivered"][0].as_py() > 0
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["status"] == "complete" and manifest["kind"] == "emulate"
+
+
+def test_the_python_api_names_an_argument_of_the_wrong_type(tmp_path):
+    """Each was an internal error (AttributeError on .partition, duckdb's binding error, a
+    format error, a comparison of str and int)."""
+    scenario = str(ROOT / "examples" / "minimal.toml")
+    out = tmp_path / "m"
+    spikelab.run(scenario, out=out, overrides=['sim.duration="1s"'])
+    cases = [
+        (lambda: spikelab.run(scenario, overrides=[1]), "overrides must be 'key=value' strings"),
+        (lambda: spikelab.query(out, None), "sql must be a string"),
+        (lambda: spikelab.plot(out, zoom=("1", "2")), "zoom must be a pair (T0, T1)"),
+        (lambda: spikelab.plot(out, zoom="0:1"), "zoom must be a pair (T0, T1)"),
+        (lambda: spikelab.sweep(scenario, tmp_path / "s", jobs="2"), "jobs must be an integer"),
+    ]
+    for call, message in cases:
+        with pytest.raises(TypeError) as info:
+            call()
+        assert message in str(info.value)
+    assert not (tmp_path / "s").exists()

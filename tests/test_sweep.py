@@ -285,12 +285,18 @@ def test_query_and_summary_commands(tmp_path, capsys):
     assert lines[0].split() == ["variant", "delay", "n", "bytes_delivered", "[MB]"]
     assert len(lines) == 5 and all(" ± " in line for line in lines[1:])
     frame = spikelab.load(tmp_path / "o").runs.to_pandas()
+    with pytest.raises(KeyError, match="no table 'bogus'; tables are runs, timeseries, packets"):
+        spikelab.load(tmp_path / "o").to_pandas("bogus")
     first = frame[(frame.variant == "reno") & (frame.delay == "20ms")].bytes_delivered
     mean, half, _ = stats.mean_ci(first.tolist())
     # One rule per unit: bytes in MB with two decimals.
     assert lines[1].split()[3] == stats.fmt_value("bytes_delivered", mean) == f"{mean / 1e6:.2f}"
     assert main(["query", str(tmp_path / "o"), "SELECT nope FROM runs"]) == 2
     assert "query failed" in capsys.readouterr().err
+    # A text column is no metric: a one-line error (it was "could not convert string").
+    assert main(["summary", str(tmp_path / "o"), "--metric", "variant"]) == 2
+    assert capsys.readouterr().err == ("spikelab: error: metric 'variant': not a numeric "
+                                       "column (it holds values such as 'reno')\n")
 
 
 def test_a_parameter_named_like_a_metric_is_refused_before_any_run(tmp_path):

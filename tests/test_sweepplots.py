@@ -76,11 +76,25 @@ def test_panels_split_by_col():
     ({"kind": "cdf"}, "figure.y: the metric to show is required"),
     ({"kind": "cdf", "y": "g", "colour": "red"}, "figure.colour: unknown key"),
     ({"kind": "cdf", "y": "g", "scale": 0}, "figure.scale: must be a non-zero number"),
+    # A name is a file name stem inside figures/: it cannot climb out of it.
+    ({"kind": "cdf", "y": "g", "name": "../../escape"}, "figure.name: a file name stem"),
+    ({"kind": "cdf", "y": "g", "name": "a/b"}, "figure.name: a file name stem"),
+    ({"kind": "cdf", "y": "g", "name": ".hidden"}, "figure.name: a file name stem"),
 ])
 def test_bad_figure_specs_name_the_field(raw, message):
     with pytest.raises(ValueError) as info:
         FigureSpec.parse(raw)
     assert message in str(info.value)
+
+
+def test_a_filtered_figure_gets_a_name_of_its_own():
+    plain = FigureSpec.parse({"kind": "bar", "x": "a", "y": "g"})
+    one = FigureSpec.parse({"kind": "bar", "x": "a", "y": "g", "where": "b = 1"})
+    two = FigureSpec.parse({"kind": "bar", "x": "a", "y": "g", "where": "b = 2"})
+    assert plain.stem() == "bar-g-a"
+    assert len({plain.stem(), one.stem(), two.stem()}) == 3
+    assert one.stem().startswith("bar-g-a-where-")
+    assert FigureSpec.parse({"kind": "cdf", "y": "g", "name": "fig_2a.v1"}).stem() == "fig_2a.v1"
 
 
 def test_a_missing_column_is_named():

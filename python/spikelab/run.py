@@ -213,7 +213,7 @@ def run(
 
     ``seed`` overrides the scenario's ``sim.seed``; ``overrides`` are ``"key=value"`` strings
     (``"flow[0].tcp.variant=newreno"``); ``trace`` is ``summary``, ``timeseries`` or
-    ``packets`` (None: the scenario's ``sim.trace``, packets unless set). With ``out``, the
+    ``packets`` (None: the scenario's ``sim.trace``, summary unless set). With ``out``, the
     results directory is written there (figures too, unless ``plots=False``). ``progress``:
     None shows a bar on a TTY for runs longer than 2 s, True always, False never.
 

@@ -61,7 +61,8 @@ fn f64s(t: &Table, name: &str) -> Vec<f64> {
     match t.column(name).unwrap() {
         ColumnData::F64(v) => v.clone(),
         ColumnData::I64(v) => v.iter().map(|&x| x as f64).collect(),
-        other => panic!("{name}: {other:?}"),
+        ColumnData::I32(v) => v.iter().map(|&x| x as f64).collect(),
+        _ => panic!("{name}: not a numeric column"),
     }
 }
 
@@ -198,6 +199,55 @@ fn a_file_transfer_completes_and_every_trace_level_agrees() {
                 (x, y) => x == y,
             };
             assert!(same, "{} differs at {level:?}", a.name);
+        }
+    }
+}
+
+/// Every fast retransmit gets one ground-truth marker, at the instant its first TSN is
+/// retransmitted (its first retransmission), so the spurious count is judged on the right
+/// copies. (The marker once waited for the endpoint's events, which were taken after the
+/// packets had left: most fast retransmits went unmarked, and the rest were pinned on a later
+/// T3 retransmission of the same TSN.)
+#[test]
+fn each_fast_retransmit_is_marked_on_its_own_retransmission() {
+    for extra in [
+        "[[path.a_fwd.stage]]\ntype = \"loss\"\np = 0.01",
+        // Reordering too: some fast retransmits are spurious.
+        "[[path.a_fwd.stage]]\ntype = \"loss\"\np = 0.01\n\
+         [[path.a_fwd.stage]]\ntype = \"delay\"\nreorder = true\n\
+         profile = [[0, 5, 0], [3000, 5, 0], [3000, 60, 0], [3005, 5, 0], [6000, 5, 0], [6000, 60, 0], [6005, 5, 0]]",
+    ] {
+        let text = two_paths(extra, SCTP_FLOW, "10s");
+        let sc = parse(&text, &[], Path::new(".")).unwrap();
+        let r = World::new(&sc, sc.sim.seed, TraceLevel::Packets)
+            .run(None)
+            .unwrap();
+        let count = f64s(&r.runs, "fast_retx_count")[0];
+        let spurious = f64s(&r.runs, "fast_retx_spurious_true")[0];
+        assert!(count >= 3.0, "{count}");
+        assert!(spurious <= count);
+        let (vars, flows) = (r.timeseries.strings("var"), f64s(&r.timeseries, "flow"));
+        let (ts, seqs) = (f64s(&r.timeseries, "t_ns"), f64s(&r.timeseries, "seq"));
+        let marks: Vec<(f64, f64)> = (0..vars.len())
+            .filter(|&i| vars[i] == "fast_retx" && flows[i] == 0.0)
+            .map(|i| (ts[i], seqs[i]))
+            .collect();
+        assert_eq!(marks.len() as f64, count, "one marker per fast retransmit");
+        let (ev, pf) = (r.packets.strings("event"), f64s(&r.packets, "flow"));
+        let (pt, ps, tx) = (
+            f64s(&r.packets, "t_ns"),
+            f64s(&r.packets, "seq"),
+            f64s(&r.packets, "tx"),
+        );
+        for (t, tsn) in marks {
+            assert!(
+                (0..ev.len()).any(|i| ev[i] == "retransmit"
+                    && pf[i] == 0.0
+                    && pt[i] == t
+                    && ps[i] == tsn
+                    && tx[i] == 1.0),
+                "no first retransmission of TSN {tsn} at {t}"
+            );
         }
     }
 }

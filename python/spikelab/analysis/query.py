@@ -114,6 +114,8 @@ def query(outdir: str | os.PathLike[str], sql: str) -> pd.DataFrame:
     """
     import duckdb
 
+    if not isinstance(sql, str):
+        raise TypeError(f"sql must be a string, got {type(sql).__name__}")
     con = connect(outdir)
     try:
         _read_only(con, sql)

@@ -70,6 +70,11 @@ def summarize(runs: pd.DataFrame, params: Sequence[str],
     if missing:
         raise ValueError(f"no metric {missing[0]!r} in the runs table "
                          f"(columns: {', '.join(runs.columns)})")
+    for m in metrics:
+        if not (pd.api.types.is_numeric_dtype(runs[m]) or pd.api.types.is_bool_dtype(runs[m])):
+            seen = runs[m].dropna()
+            such = f" (it holds values such as {seen.iloc[0]!r})" if len(seen) else ""
+            raise ValueError(f"metric {m!r}: not a numeric column{such}")
     by = group_columns(runs, params)
     rows = []
     groups = ok.groupby(by, sort=False, dropna=False) if by else [((), ok)]

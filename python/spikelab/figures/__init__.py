@@ -133,6 +133,10 @@ def _check_zoom(zoom: Zoom, duration_s: float) -> None:
     """A zoom window must hold some of the run: 0 <= T0 < T1, T0 before the run's end."""
     if zoom is None:
         return
+    if (isinstance(zoom, str) or not isinstance(zoom, tuple | list) or len(zoom) != 2
+            or not all(t is None or (isinstance(t, int | float) and not isinstance(t, bool))
+                       for t in zoom)):
+        raise TypeError(f"zoom must be a pair (T0, T1) of seconds (None: open), got {zoom!r}")
     t0, t1 = zoom
     text = f"{'' if t0 is None else f'{t0:g}'}:{'' if t1 is None else f'{t1:g}'}"
     if any(t is not None and not math.isfinite(t) for t in (t0, t1)):

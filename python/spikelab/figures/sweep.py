@@ -23,8 +23,10 @@ beside their middle), never on data or the title; long titles wrap.
 
 from __future__ import annotations
 
+import hashlib
 import math
 import os
+import re
 import textwrap
 from dataclasses import dataclass, fields
 from pathlib import Path
@@ -43,6 +45,8 @@ if TYPE_CHECKING:
     import pandas as pd
 
 KINDS = ("bar", "line", "cdf", "heatmap")
+# A figure name: a file name stem inside figures/, never a path.
+_STEM = re.compile(r"(?!\.)[A-Za-z0-9._-]{1,100}")
 
 
 @dataclass(frozen=True)
@@ -83,6 +87,10 @@ class FigureSpec:
         if scale is not None and (isinstance(scale, bool) or not isinstance(scale, int | float)
                                   or scale == 0):
             raise ValueError(f"{at}.scale: must be a non-zero number, got {scale!r}")
+        name = raw.get("name")
+        if name is not None and (not isinstance(name, str) or not _STEM.fullmatch(name)):
+            raise ValueError(f"{at}.name: a file name stem of letters, digits, '.', '_' and "
+                             f"'-' (no folder), got {name!r}")
         spec = cls(**{**raw, "scale": None if scale is None else float(scale)})
         return spec
 
@@ -107,6 +115,9 @@ class FigureSpec:
         if self.name:
             return self.name
         parts = [self.kind, self.y] + [p for p in (self.x, self.row, self.hue, self.col) if p]
+        if self.where:
+            # A filtered figure does not overwrite the unfiltered one.
+            parts.append("where-" + hashlib.sha256(self.where.encode()).hexdigest()[:8])
         return "-".join(parts).replace("/", "_").replace(" ", "_")
 
     def columns(self) -> list[str]:

@@ -42,6 +42,8 @@ def overrides_list(overrides: Iterable[str]) -> list[str]:
         raise TypeError("overrides must be a sequence of 'key=value' strings, not one string")
     out = []
     for item in overrides:
+        if not isinstance(item, str):
+            raise TypeError(f"overrides must be 'key=value' strings, got {item!r}")
         key, sep, _ = item.partition("=")
         if not sep or not key.strip():
             raise ValueError(f"bad override {item!r}: expected key=value")

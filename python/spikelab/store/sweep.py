@@ -261,6 +261,8 @@ class SweepResult:
     def table(self, name: str) -> pa.Table:
         if name == "runs":
             return self.runs
+        if name not in results.TABLES:
+            raise KeyError(f"no table {name!r}; tables are {', '.join(results.TABLES)}")
         path = self.dir / f"{name}.parquet"
         if not path.is_file():
             raise KeyError(f"{self.dir}: no {name} table (the sweep's trace level did not "

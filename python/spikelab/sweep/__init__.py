@@ -101,6 +101,8 @@ def sweep(
     scheduler cannot be reached) removes what it wrote, and ``out`` if it created it.
     """
     p = plan(scenario, seed=seed, overrides=overrides, sweep_spec=sweep_spec, trace=trace)
+    if jobs is not None and (isinstance(jobs, bool) or not isinstance(jobs, int)):
+        raise TypeError(f"jobs must be an integer, got {jobs!r}")
     workers = jobs if jobs is not None else (os.cpu_count() or 1)
     if workers < 1:
         raise ValueError(f"jobs must be >= 1, got {workers}")

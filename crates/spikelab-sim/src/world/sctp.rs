@@ -187,30 +187,16 @@ impl World {
     #[inline(never)]
     fn pump_assoc(&mut self, ai: u32, b: bool) {
         let now = self.now;
+        // The events of what the endpoint just received come first: a fast retransmit's TSNs
+        // must be known when its retransmission leaves (in this loop), or the ground truth
+        // would pin the fast retransmit on a later copy of the TSN.
+        self.take_assoc_events(ai, b);
         while let Some((dest, pkt)) = self.assocs[ai as usize].ep(b).poll_transmit(now) {
             self.launch_sctp(ai, b, dest, pkt);
         }
-        let events = self.assocs[ai as usize].ep(b).drain_events();
+        self.take_assoc_events(ai, b);
         if !b {
-            let level = self.level;
             let a = &mut self.assocs[ai as usize];
-            for ev in events {
-                match ev {
-                    SctpEvent::T3Expiry(r) => a.t3.push(r),
-                    SctpEvent::FastRetransmit { tsns, .. } => a.pending_fr.extend(tsns),
-                    SctpEvent::RttSample { at, rtt, .. } => {
-                        a.rtt_hist.add(rtt);
-                        let s = rtt.as_secs_f64();
-                        a.rtt_n += 1;
-                        a.rtt_sum += s;
-                        a.rtt_sumsq += s * s;
-                        if level >= TraceLevel::Timeseries {
-                            self.series.push(at, a.id, VAR_RTT_SAMPLE, s);
-                        }
-                    }
-                    _ => {}
-                }
-            }
             if a.completed.is_none() && a.a.is_done() {
                 a.completed = Some(now);
             }
@@ -228,6 +214,35 @@ impl World {
             key,
             Ev::AssocTimer(ai, b),
         );
+    }
+
+    /// Takes endpoint A's (`b` false) events into the association's records; B's are
+    /// dropped.
+    fn take_assoc_events(&mut self, ai: u32, b: bool) {
+        let events = self.assocs[ai as usize].ep(b).drain_events();
+        if b {
+            return;
+        }
+        let level = self.level;
+        let a = &mut self.assocs[ai as usize];
+        for ev in events {
+            match ev {
+                SctpEvent::T3Expiry(r) => a.t3.push(r),
+                // One fast retransmit, judged by its first (lowest) TSN, as a T3 expiry is.
+                SctpEvent::FastRetransmit { tsns, .. } => a.pending_fr.extend(tsns.first()),
+                SctpEvent::RttSample { at, rtt, .. } => {
+                    a.rtt_hist.add(rtt);
+                    let s = rtt.as_secs_f64();
+                    a.rtt_n += 1;
+                    a.rtt_sum += s;
+                    a.rtt_sumsq += s * s;
+                    if level >= TraceLevel::Timeseries {
+                        self.series.push(at, a.id, VAR_RTT_SAMPLE, s);
+                    }
+                }
+                _ => {}
+            }
+        }
     }
 
     #[inline(never)]
