@@ -46,9 +46,34 @@ pub fn ticks_ceil(d: SimDuration, hz: u32) -> u64 {
 /// jiffies on the timer wheel.
 #[inline]
 pub fn timer_at(now: SimTime, delay: SimDuration, hz: u32) -> SimTime {
+    fires_after(now, ticks_of(delay, hz), hz)
+}
+
+/// `d` in a clock's ticks: whole jiffies (rounded up, as `usecs_to_jiffies`) with `hz`,
+/// nanoseconds with `hz` = 0 (exact timers).
+#[inline]
+pub fn ticks_of(d: SimDuration, hz: u32) -> u64 {
     match hz {
-        0 => now + delay,
-        hz => timer_fires(now, ticks_ceil(delay, hz), hz),
+        0 => d.as_nanos(),
+        hz => ticks_ceil(d, hz),
+    }
+}
+
+/// The tick counter at `t` in the same ticks as [`ticks_of`].
+#[inline]
+pub fn tick_at(t: SimTime, hz: u32) -> u64 {
+    match hz {
+        0 => t.0,
+        hz => jiffies_at(t, hz),
+    }
+}
+
+/// When a timer armed at `now` for `ticks` (of [`ticks_of`]) fires.
+#[inline]
+pub fn fires_after(now: SimTime, ticks: u64, hz: u32) -> SimTime {
+    match hz {
+        0 => now + SimDuration(ticks),
+        hz => timer_fires(now, ticks, hz),
     }
 }
 

@@ -46,7 +46,8 @@
 //!
 //! The receive buffer is drained by the application at once.
 
-use crate::{jiffies, SackBlocks, Segment, TcpConfig, Timestamps};
+use crate::jiffies::{self, tick_at, ticks_of};
+use crate::{SackBlocks, Segment, TcpConfig, Timestamps};
 use spikelab_core::{SimDuration, SimTime};
 
 #[derive(Clone, Debug, Default)]
@@ -191,23 +192,6 @@ impl Autotune {
 /// Linux's `TCP_DELACK_MAX`: the longest delayed-ACK timeout (`icsk_delack_max`'s default).
 const DELACK_MAX: SimDuration = SimDuration(200_000_000);
 
-/// `d` in the receiver's ticks: whole jiffies (rounded up, as `usecs_to_jiffies`) with `hz`,
-/// else nanoseconds.
-fn ticks_of(d: SimDuration, hz: u32) -> u64 {
-    match hz {
-        0 => d.as_nanos(),
-        hz => jiffies::ticks_ceil(d, hz),
-    }
-}
-
-/// The receiver's tick counter at `t` (the jiffy counter with `hz`, else nanoseconds).
-fn tick_at(t: SimTime, hz: u32) -> u64 {
-    match hz {
-        0 => t.0,
-        hz => jiffies::jiffies_at(t, hz),
-    }
-}
-
 /// The quick-ACK gap for a receiver whose own RTO is `rto` (see `TcpReceiver::idle_gap`).
 fn idle_rule(cfg: &TcpConfig, rto: SimDuration) -> (SimDuration, Option<u64>) {
     match (cfg.quickack_idle_rto, cfg.timer_hz) {
@@ -313,8 +297,7 @@ impl TcpReceiver {
             if self.cfg.delack_ato {
                 self.adapt_ato(now);
             }
-            let idle = self.last_rcv.is_none_or(|t| self.idle_since(t, now));
-            if idle && self.cfg.quickack > 0 {
+            if self.cfg.quickack > 0 && self.last_rcv.is_none_or(|t| self.idle_since(t, now)) {
                 self.quick = self.quick.max(self.cfg.quickack);
             }
             self.last_rcv = Some(now);
@@ -508,19 +491,12 @@ impl TcpReceiver {
         }
         let min = ticks_of(self.cfg.delack_timeout, hz);
         let mut ato = self.ato.max(min);
-        if ato > min {
-            // HZ/2 for a bulk receiver, bounded by the RTT when one is known.
-            let mut max_ato = ticks_of(SimDuration(500_000_000), hz);
-            if let Some(rtt) = self.srtt_ticks {
-                max_ato = max_ato.min(rtt.max(min));
-            }
-            ato = ato.min(max_ato);
+        if let Some(rtt) = self.srtt_ticks.filter(|_| ato > min) {
+            // Bounded by the RTT when one is known (the kernel's HZ/2 bound for a bulk
+            // receiver lies beyond DELACK_MAX).
+            ato = ato.min(rtt.max(min));
         }
-        let ticks = ato.min(ticks_of(DELACK_MAX, hz));
-        match hz {
-            0 => now + SimDuration(ticks),
-            hz => jiffies::timer_fires(now, ticks, hz),
-        }
+        jiffies::fires_after(now, ato.min(ticks_of(DELACK_MAX, hz)), hz)
     }
 
     /// Fires the delayed-ACK timer if due.

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import math
 import os
 import re
 import statistics
@@ -57,12 +56,11 @@ def _zoom(text: str) -> tuple[float | None, float | None]:
         raise argparse.ArgumentTypeError(
             f"expected T0:T1 in seconds (e.g. 10:13), got {text!r}"
         ) from None
-    if any(t is not None and not math.isfinite(t) for t in (t0, t1)):
-        raise argparse.ArgumentTypeError(f"expected finite times in seconds, got {text!r}")
-    if (t0 is not None and t0 < 0) or (t1 is not None and t1 <= 0):
-        raise argparse.ArgumentTypeError(f"times start at 0 s, got {text!r}")
-    if t0 is not None and t1 is not None and t1 <= t0:
-        raise argparse.ArgumentTypeError(f"T1 must be after T0, got {text!r}")
+    from ..store.results import zoom_fault
+
+    fault = zoom_fault(t0, t1)
+    if fault:
+        raise argparse.ArgumentTypeError(f"{fault}, got {text!r}")
     return t0, t1
 
 

@@ -11,7 +11,6 @@ It loads no matplotlib itself: a summary run, which draws nothing, never does.
 from __future__ import annotations
 
 import contextlib
-import math
 import os
 import shutil
 from collections.abc import Iterable, Mapping
@@ -139,12 +138,9 @@ def _check_zoom(zoom: Zoom, duration_s: float) -> None:
         raise TypeError(f"zoom must be a pair (T0, T1) of seconds (None: open), got {zoom!r}")
     t0, t1 = zoom
     text = f"{'' if t0 is None else f'{t0:g}'}:{'' if t1 is None else f'{t1:g}'}"
-    if any(t is not None and not math.isfinite(t) for t in (t0, t1)):
-        raise ValueError(f"zoom {text}: the times must be finite")
-    if (t0 is not None and t0 < 0) or (t1 is not None and t1 <= 0):
-        raise ValueError(f"zoom {text}: a run's time starts at 0 s")
-    if t0 is not None and t1 is not None and t1 <= t0:
-        raise ValueError(f"zoom {text}: the window is empty (T1 must be after T0)")
+    fault = results.zoom_fault(t0, t1)
+    if fault:
+        raise ValueError(f"zoom {text}: {fault}")
     if t0 is not None and t0 >= duration_s:
         raise ValueError(f"zoom {text}: the window starts at or after the run's end (it "
                          f"lasts {duration_s:g} s)")

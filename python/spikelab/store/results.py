@@ -26,6 +26,7 @@ import datetime
 import errno
 import hashlib
 import json
+import math
 import os
 import platform
 import re
@@ -55,6 +56,17 @@ _TEMP = re.compile(r"^\..+\.(\d+)-[0-9a-f]{8}\.tmp$")
 class OutdirError(ValueError):
     """An output directory that cannot take this result (one line, names the directory)."""
 Zoom = tuple[float | None, float | None] | None  # figure window (t0, t1) in s; None = open
+
+
+def zoom_fault(t0: float | None, t1: float | None) -> str | None:
+    """What is wrong with the window ``t0:t1`` whatever the run (None: nothing)."""
+    if any(t is not None and not math.isfinite(t) for t in (t0, t1)):
+        return "times must be finite"
+    if (t0 is not None and t0 < 0) or (t1 is not None and t1 <= 0):
+        return "times start at 0 s"
+    if t0 is not None and t1 is not None and t1 <= t0:
+        return "T1 must be after T0"
+    return None
 
 
 def temporary_name(path: str | os.PathLike[str]) -> Path:

@@ -110,13 +110,17 @@ def sweep(
     bar = None
     stream: Iterator[dict[str, Any]] = iter(())
     new = False
+    changed = False
 
     def changing() -> None:
         # The manifest is present only when the dataset is complete: it goes before the
         # first part or table of this call is written (a call that fails or is interrupted
         # before that leaves a complete dataset as it was).
-        with contextlib.suppress(FileNotFoundError):
-            (store.dir / results.MANIFEST).unlink()
+        nonlocal changed
+        if not changed:
+            changed = True
+            with contextlib.suppress(FileNotFoundError):
+                (store.dir / results.MANIFEST).unlink()
 
     try:
         new = store.claim(dict(p.identity, kind=kind), fresh)
