@@ -167,7 +167,75 @@ def test_a_claim_in_error_makes_study_run_and_report_exit_1(tmp_path, capsys):
     assert (out / "report.html").is_file()
 
 
+VIEWS = """
+[[view]]
+name = "per_variant"
+sql = "SELECT variant, avg(goodput_bps) AS goodput FROM runs GROUP BY variant"
+[[view]]
+name = "spread"
+sql = "SELECT max(goodput) / min(goodput) AS ratio, count(*) AS variants FROM per_variant"
+[[table]]
+title = "Goodput by variant"
+sql = "SELECT variant, goodput FROM per_variant ORDER BY variant"
+[[claim]]
+id = "from-a-view"
+claim = "the two variants' goodputs differ by less than a factor of 100"
+source = "test"
+sql = "SELECT ratio < 100 AS holds, ratio, variants FROM spread"
+"""
+
+
+def test_views_serve_claims_tables_and_later_views(tmp_path):
+    """A [[view]] is a named query: a later view, a table and a claim select from it, and the
+    numbers are the ones the same SQL gives over runs directly."""
+    root = _tiny_study(tmp_path / "tiny", VIEWS)
+    out = tmp_path / "out"
+    data = spikelab.study.run(root, out, jobs=1, progress=False)
+    (claim,) = data["claims"]
+    assert (claim["status"], claim["error"]) == ("holds", None)
+    direct = spikelab.query(out, "SELECT variant, avg(goodput_bps) AS g FROM runs "
+                                 "GROUP BY variant ORDER BY variant")
+    assert claim["numbers"]["variants"] == 2
+    assert claim["numbers"]["ratio"] == pytest.approx(direct.g.max() / direct.g.min(), rel=1e-12)
+    md = (out / "report.md").read_text(encoding="utf-8")
+    assert "## Goodput by variant" in md
+    for variant in ("reno", "sack"):
+        assert f"| {variant} |" in md
+    html = (out / "report.html").read_text(encoding="utf-8")
+    assert "per_variant" in html and "max(goodput) / min(goodput)" in html
+
+
+@pytest.mark.parametrize(("view_sql", "message"), [
+    ("DELETE FROM runs", "view 'broken': must be one SELECT statement, got DELETE"),
+    ("SELECT 1; SELECT 2", "view 'broken': must be one SELECT statement, got SELECT, SELECT"),
+    ("SELECT goodput FROM nowhere", "view 'broken': Table with name nowhere does not exist"),
+])
+def test_a_broken_view_makes_every_claim_an_error_that_names_it(tmp_path, view_sql, message):
+    root = _tiny_study(tmp_path / "tiny", f"""
+[[view]]
+name = "broken"
+sql = "{view_sql}"
+[[claim]]
+id = "any"
+claim = "c"
+source = "s"
+sql = "SELECT true"
+""")
+    data = spikelab.study.run(root, tmp_path / "out", jobs=1, progress=False)
+    (claim,) = data["claims"]
+    assert claim["status"] == "error"
+    assert claim["error"].startswith(message)
+    # the results are never written to: runs is still whole
+    assert len(spikelab.query(tmp_path / "out", "SELECT * FROM runs")) == 4
+
+
 @pytest.mark.parametrize(("claims", "message"), [
+    ('[[view]]\nname = "runs"\nsql = "SELECT 1"\n', "view[0].name: 'runs' is one of the results"),
+    ('[[view]]\nname = "Bad-Name"\nsql = "SELECT 1"\n', "view[0].name: 'Bad-Name' must be a"),
+    ('[[view]]\nname = "a"\nsql = "SELECT 1"\n[[view]]\nname = "a"\nsql = "SELECT 2"\n',
+     "view[1].name: view 'a' is defined twice"),
+    ('[[view]]\nname = "a"\n', "view[0].sql: required"),
+
     ('[[claim]]\nid = "x"\nclaim = "c"\nsql = "SELECT true"\n', "claim[0].source: required"),
     ('[[claim]]\nid = "x"\nclaim = "c"\nsource = "s"\nsql = "SELECT true"\nwhy = 1\n',
      "claim[0].why: unknown key"),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -105,7 +106,27 @@ def _read_only(con: duckdb.DuckDBPyConnection, sql: str) -> None:
                              f"never written); got {kind}")
 
 
-def query(outdir: str | os.PathLike[str], sql: str) -> pd.DataFrame:
+def define_views(con: duckdb.DuckDBPyConnection, views: Iterable[tuple[str, str]]) -> None:
+    """Create each ``(name, sql)`` as a temporary view on ``con``, in order (a view may use the
+    ones before it). Each SQL must be a query, as :func:`query` requires; a view that fails
+    raises ValueError naming it."""
+    import duckdb
+
+    for name, sql in views:
+        try:
+            statements = con.extract_statements(sql)
+            kinds = [str(st.type).rsplit(".", 1)[-1] for st in statements]
+            if kinds != ["SELECT"]:
+                raise ValueError(f"must be one SELECT statement, got "
+                                 f"{', '.join(kinds) or 'none'}")
+            con.execute(f'CREATE TEMP VIEW "{name}" AS {sql}')
+        except (ValueError, duckdb.Error) as exc:
+            msg = duckdb_message(exc) if isinstance(exc, duckdb.Error) else str(exc)
+            raise ValueError(f"view {name!r}: {msg.removeprefix('query failed: ')}") from None
+
+
+def query(outdir: str | os.PathLike[str], sql: str,
+          views: Iterable[tuple[str, str]] = ()) -> pd.DataFrame:
     """Run SQL over a results directory (views ``runs``, ``timeseries``, ``packets``).
 
     Read-only: only SELECT (and EXPLAIN of a SELECT) statements run; anything that could
@@ -118,6 +139,7 @@ def query(outdir: str | os.PathLike[str], sql: str) -> pd.DataFrame:
         raise TypeError(f"sql must be a string, got {type(sql).__name__}")
     con = connect(outdir)
     try:
+        define_views(con, views)
         _read_only(con, sql)
         return con.execute(sql).df()
     except duckdb.Error as exc:

@@ -126,8 +126,8 @@ def report(outdir: str | os.PathLike[str], *, sweep_result: Any = None) -> dict[
     res = sweep_result if sweep_result is not None else load_sweep(outdir)
     figures = [p for p in draw(outdir, study.figures) if p.suffix == ".png"]
     singles = _draw_run_figures(outdir, study, res) if study.run_figures else []
-    claims = evaluate(outdir, study.claims)
-    shown = [(t, query(outdir, t.sql)) for t in study.tables]
+    claims = evaluate(outdir, study.claims, study.view_pairs())
+    shown = [(t, query(outdir, t.sql, study.view_pairs())) for t in study.tables]
     data = {
         "study": study.name,
         "claims": [{"id": r.claim.id, "claim": r.claim.claim, "source": r.claim.source,

@@ -4,12 +4,13 @@
 from __future__ import annotations
 
 import os
+import re
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..analysis.query import connect
+from ..analysis.query import connect, define_views
 from ..figures.sweep import FigureSpec
 
 STUDY_TOML = "study.toml"
@@ -27,6 +28,18 @@ class Claim:
     source: str
     sql: str
     note: str | None = None
+
+
+@dataclass(frozen=True)
+class ViewSpec:
+    """A named query (``[[view]]``) the claims, tables and later views can select from."""
+
+    name: str
+    sql: str
+
+
+_VIEW_NAME = re.compile(r"^[a-z_][a-z0-9_]*$")
+_RESERVED_VIEWS = ("runs", "timeseries", "packets")
 
 
 @dataclass(frozen=True)
@@ -63,6 +76,10 @@ class Study:
     sources: list[str] = field(default_factory=list)
     run_figures: RunFigures | None = None
     tables: list[TableSpec] = field(default_factory=list)
+    views: list[ViewSpec] = field(default_factory=list)
+
+    def view_pairs(self) -> list[tuple[str, str]]:
+        return [(v.name, v.sql) for v in self.views]
 
 
 @dataclass(frozen=True)
@@ -100,10 +117,12 @@ def parse(path: str | os.PathLike[str]) -> Study:
     except tomllib.TOMLDecodeError as exc:
         raise ValueError(f"{toml_path}: not valid TOML: {exc}") from None
     where = str(toml_path)
-    unknown = sorted(set(raw) - {"study", "sweep", "figure", "claim", "run_figures", "table"})
+    unknown = sorted(set(raw) - {"study", "sweep", "figure", "claim", "run_figures", "table",
+                                 "view"})
     if unknown:
         raise ValueError(f"{where}: {unknown[0]}: unknown table (expected study, sweep, "
-                         f"figure, claim, run_figures, table)")
+                         f"figure, claim, run_figures, table, view)")
+    views = _views(raw.get("view", []), where)
     tables = []
     for i, t in enumerate(raw.get("table", [])):
         at = f"{where}: table[{i}]"
@@ -138,7 +157,27 @@ def parse(path: str | os.PathLike[str]) -> Study:
                  sweep=raw.get("sweep"), figures=figures, claims=claims,
                  sources=list(head.get("sources", [])),
                  run_figures=_run_figures(raw.get("run_figures"), f"{where}: run_figures"),
-                 tables=tables)
+                 tables=tables, views=views)
+
+
+def _views(raw: Any, where: str) -> list[ViewSpec]:
+    if not isinstance(raw, list):
+        raise ValueError(f"{where}: view: must be an array of tables ([[view]])")
+    views: list[ViewSpec] = []
+    for i, v in enumerate(raw):
+        at = f"{where}: view[{i}]"
+        _check_keys(v, ("name", "sql"), at)
+        name = _need_str(v, "name", at)
+        if not _VIEW_NAME.match(name):
+            raise ValueError(f"{at}.name: {name!r} must be a lower-case SQL identifier "
+                             f"(letters, digits, _)")
+        if name in _RESERVED_VIEWS:
+            raise ValueError(f"{at}.name: {name!r} is one of the results' own tables "
+                             f"({', '.join(_RESERVED_VIEWS)})")
+        if any(w.name == name for w in views):
+            raise ValueError(f"{at}.name: view {name!r} is defined twice")
+        views.append(ViewSpec(name=name, sql=_need_str(v, "sql", at)))
+    return views
 
 
 def _run_figures(raw: Any, at: str) -> RunFigures | None:
@@ -194,14 +233,19 @@ def find(name_or_path: str | os.PathLike[str]) -> Study:
 # ---------------------------------------------------------------------------------- claims
 
 
-def evaluate(outdir: str | os.PathLike[str], claims: list[Claim]) -> list[ClaimResult]:
-    """Evaluate each claim's SQL over the results in ``outdir``."""
+def evaluate(outdir: str | os.PathLike[str], claims: list[Claim],
+             views: list[tuple[str, str]] | None = None) -> list[ClaimResult]:
+    """Evaluate each claim's SQL over the results in ``outdir`` (with the study's views: a
+    view that fails makes every claim an error that names it)."""
     import duckdb
-
 
     con = connect(outdir)
     out = []
     try:
+        try:
+            define_views(con, views or ())
+        except ValueError as exc:
+            return [ClaimResult(c, ERROR, {}, str(exc)) for c in claims]
         for c in claims:
             try:
                 frame = con.execute(c.sql).df()

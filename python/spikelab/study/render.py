@@ -180,6 +180,9 @@ def _html(outdir: Path, study: Study, res: SweepResult, claims: list[ClaimResult
     out.append("<h3>Sweep</h3><pre>" + e(json.dumps(res.manifest.get("sweep"), indent=1))
                + "</pre>")
     out.append("<h3>Scenario</h3><pre>" + e(scenario_text(outdir, res.manifest)) + "</pre>")
+    if study.views:
+        out.append("<h3>Views (the claims and tables select from them)</h3>")
+        out += [f"<p><b>{e(v.name)}</b></p><pre>{e(v.sql.strip())}</pre>" for v in study.views]
     out.append("<h3>Claim queries</h3>")
     out += [f"<p><b>{e(r.claim.id)}</b></p><pre>{e(r.claim.sql.strip())}</pre>" for r in claims]
     out.append(f"<script>{_CHECK}</script></body></html>")
