@@ -66,7 +66,23 @@ def test_full_study_runs_in_budget_and_reports_every_target(full):
     rows = [line for line in report.splitlines() if line.startswith(("| down |", "| up |"))
             and ("True" in line or "False" in line)]
     assert len(rows) == 63
-    assert len(list((out / "figures").glob("*.png"))) == 8
+    assert len(list((out / "figures").glob("*.png"))) == 9
+    assert (out / "figures" / "calibration.png").is_file()
+    # The calibration figure's bars (mean deviation in bands per target) say in band exactly
+    # where the targets table does.
+    views = parse(out / "study").view_pairs()
+    both = query(out, """
+        WITH d AS (SELECT link, flows, tcp, metric, avg(deviation) AS dev FROM deviations
+                   GROUP BY ALL)
+        SELECT t.in_band, d.dev FROM targets t JOIN d ON t.link = d.link AND t.n = d.flows
+          AND d.tcp = CASE t.cc WHEN 'newreno' THEN 'NewReno' WHEN 'bic' THEN 'BIC'
+                                ELSE 'Westwood+' END
+          AND d.metric = CASE t.metric WHEN 'goodput_kbps' THEN 'goodput' WHEN 'rtt_ms'
+            THEN 'E[RTT]' WHEN 'rtt_sd_ms' THEN 'sigma(RTT)' WHEN 'tq_ms' THEN 'E[t_q]'
+            WHEN 'timeouts_per_100s' THEN 'timeouts' WHEN 'retx_pct' THEN 'retransmissions'
+            ELSE 'JFI' END""", views)
+    assert len(both) == 63
+    assert ((both.dev.abs() <= 1 + 1e-9) == both.in_band).all()
     # What the model is calibrated to reproduce (docs/studies.md records the rest).
     holds = {c["id"] for c in data["claims"] if c["status"] == "holds"}
     assert {"utilisation-rises-with-flows", "three-tcps-within-15pct",

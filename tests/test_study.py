@@ -12,6 +12,7 @@ import pytest
 import spikelab
 from spikelab import study
 from spikelab.analysis.query import query
+from spikelab.figures import sweep as sweepplots
 from spikelab.cli import main
 
 from test_sweep import LOSSY
@@ -185,6 +186,28 @@ sql = "SELECT ratio < 100 AS holds, ratio, variants FROM spread"
 """
 
 
+def test_a_figure_draws_from_a_view(tmp_path):
+    """A figure with source = VIEW shows the view's rows: its bars are the view's values."""
+    root = _tiny_study(tmp_path / "tiny", VIEWS + """
+[[figure]]
+name = "from-view"
+kind = "bar"
+source = "per_variant"
+x = "variant"
+y = "goodput"
+scale = 1
+hlines = [0]
+""")
+    out = tmp_path / "out"
+    data = spikelab.study.run(root, out, jobs=1, progress=False)
+    assert "figures/from-view.png" in data["figures"]
+    definition = study.parse(root)
+    frame = query(out, "SELECT * FROM per_variant", definition.view_pairs())
+    fig = sweepplots.draw_one(frame, definition.figures[-1])
+    heights = [p.get_height() for p in fig.axes[0].patches]
+    assert heights == pytest.approx(frame.goodput.tolist(), rel=1e-12)
+
+
 def test_views_serve_claims_tables_and_later_views(tmp_path):
     """A [[view]] is a named query: a later view, a table and a claim select from it, and the
     numbers are the ones the same SQL gives over runs directly."""
@@ -235,6 +258,8 @@ sql = "SELECT true"
     ('[[view]]\nname = "a"\nsql = "SELECT 1"\n[[view]]\nname = "a"\nsql = "SELECT 2"\n',
      "view[1].name: view 'a' is defined twice"),
     ('[[view]]\nname = "a"\n', "view[0].sql: required"),
+    ('[[figure]]\nkind = "cdf"\ny = "g"\nsource = "nowhere"\n',
+     "figure[1].source: no view named 'nowhere' (views: none)"),
 
     ('[[claim]]\nid = "x"\nclaim = "c"\nsql = "SELECT true"\n', "claim[0].source: required"),
     ('[[claim]]\nid = "x"\nclaim = "c"\nsource = "s"\nsql = "SELECT true"\nwhy = 1\n',

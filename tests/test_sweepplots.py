@@ -80,6 +80,10 @@ def test_panels_split_by_col():
     ({"kind": "cdf", "y": "g", "name": "../../escape"}, "figure.name: a file name stem"),
     ({"kind": "cdf", "y": "g", "name": "a/b"}, "figure.name: a file name stem"),
     ({"kind": "cdf", "y": "g", "name": ".hidden"}, "figure.name: a file name stem"),
+    ({"kind": "cdf", "y": "g", "source": "runs; DROP"}, "figure.source: the name of one of"),
+    ({"kind": "bar", "x": "a", "y": "g", "hlines": 1}, "figure.hlines: must be a list of num"),
+    ({"kind": "bar", "x": "a", "y": "g", "hlines": [True]}, "figure.hlines: must be a list"),
+    ({"kind": "cdf", "y": "g", "hlines": [1]}, "figure.hlines: reference lines go on bar and"),
 ])
 def test_bad_figure_specs_name_the_field(raw, message):
     with pytest.raises(ValueError) as info:
@@ -95,6 +99,16 @@ def test_a_filtered_figure_gets_a_name_of_its_own():
     assert len({plain.stem(), one.stem(), two.stem()}) == 3
     assert one.stem().startswith("bar-g-a-where-")
     assert FigureSpec.parse({"kind": "cdf", "y": "g", "name": "fig_2a.v1"}).stem() == "fig_2a.v1"
+
+
+def test_reference_lines_cross_every_panel_at_their_y():
+    fig = sweepplots.draw_one(runs(), FigureSpec.parse(
+        {"kind": "bar", "x": "rate", "col": "variant", "y": "goodput_bps", "scale": 1,
+         "hlines": [-1, 0, 1.5]}))
+    for ax in fig.axes:
+        ys = sorted(line.get_ydata()[0] for line in ax.get_lines()
+                    if line.get_linestyle() == "--")
+        assert ys == [-1.0, 0.0, 1.5]
 
 
 def test_a_missing_column_is_named():

@@ -12,6 +12,9 @@ Kinds (each figure is a ``[[figure]]`` table of a study, or ``spikelab figure`` 
 
 ``col`` splits any kind into side-by-side panels, one per value of that column. ``where`` is
 a SQL condition on the runs table (DuckDB) choosing the rows; failed runs are always left out.
+In a study, ``source`` names one of its views to draw from instead of the runs table (its rows
+as they come, ``where`` applied), and ``hlines`` draws dashed reference lines across a bar or
+line figure (a band's edges, say).
 Units: without ``scale``, ``y`` is shown in its column's unit by the same rule as the summary
 tables (``*_bps`` in Mbit/s, ``bytes*`` in MB, ``*_s`` in seconds; see
 ``analysis.stats.unit_of``) and the axis is labelled with it, so every figure shows one
@@ -64,6 +67,10 @@ class FigureSpec:
     title: str | None = None
     name: str | None = None
     caption: str | None = None
+    source: str | None = None
+    """A study view to draw from instead of runs (None: runs, failed runs left out)."""
+    hlines: tuple[float, ...] = ()
+    """y values of dashed reference lines (bar and line figures), in the shown unit."""
 
     @classmethod
     def parse(cls, raw: Any, at: str = "figure") -> FigureSpec:
@@ -91,7 +98,22 @@ class FigureSpec:
         if name is not None and (not isinstance(name, str) or not _STEM.fullmatch(name)):
             raise ValueError(f"{at}.name: a file name stem of letters, digits, '.', '_' and "
                              f"'-' (no folder), got {name!r}")
-        spec = cls(**{**raw, "scale": None if scale is None else float(scale)})
+        source = raw.get("source")
+        if source is not None and (not isinstance(source, str)
+                                   or not re.fullmatch(r"[a-z_][a-z0-9_]*", source)):
+            raise ValueError(f"{at}.source: the name of one of the study's views, got "
+                             f"{source!r}")
+        hlines = raw.get("hlines", [])
+        if not isinstance(hlines, list) or not all(
+                isinstance(h, int | float) and not isinstance(h, bool) and math.isfinite(h)
+                for h in hlines):
+            raise ValueError(f"{at}.hlines: must be a list of numbers (y values), got "
+                             f"{hlines!r}")
+        if hlines and kind not in ("bar", "line"):
+            raise ValueError(f"{at}.hlines: reference lines go on bar and line figures, "
+                             f"not on a {kind}")
+        spec = cls(**{**raw, "scale": None if scale is None else float(scale),
+                      "hlines": tuple(float(h) for h in hlines)})
         return spec
 
     @property
@@ -114,7 +136,8 @@ class FigureSpec:
     def stem(self) -> str:
         if self.name:
             return self.name
-        parts = [self.kind, self.y] + [p for p in (self.x, self.row, self.hue, self.col) if p]
+        parts = [self.kind, self.y] + [p for p in (self.x, self.row, self.hue, self.col,
+                                                   self.source) if p]
         if self.where:
             # A filtered figure does not overwrite the unfiltered one.
             parts.append("where-" + hashlib.sha256(self.where.encode()).hexdigest()[:8])
@@ -263,7 +286,8 @@ def draw_one(frame: pd.DataFrame, spec: FigureSpec) -> Figure:
     """Draw ``spec`` from a runs frame (already filtered to the rows it shows)."""
     missing = [c for c in spec.columns() if c not in frame.columns]
     if missing:
-        raise ValueError(f"figure {spec.stem()!r}: no column {missing[0]!r} in the runs table")
+        table = f"view {spec.source!r}" if spec.source else "the runs table"
+        raise ValueError(f"figure {spec.stem()!r}: no column {missing[0]!r} in {table}")
     _check_numeric(frame, spec)
     panels = _values(frame, spec.col)
     fig = Figure(figsize=(max(6.4, 4.2 * len(panels)), 4.2), layout="constrained")
@@ -279,6 +303,8 @@ def draw_one(frame: pd.DataFrame, spec: FigureSpec) -> Figure:
         else:
             _heatmap(ax, fig, sub, spec)
         if spec.kind in ("bar", "line"):
+            for h in spec.hlines:
+                ax.axhline(h, color="0.35", linestyle="--", linewidth=0.8, zorder=0)
             if ax is axes[0]:  # the panels share the y axis: one label says its unit
                 ax.set_ylabel(spec.label)
             ax.grid(axis="y", alpha=0.3)
@@ -299,8 +325,10 @@ def draw_one(frame: pd.DataFrame, spec: FigureSpec) -> Figure:
 
 
 def draw(outdir: str | os.PathLike[str], specs: list[FigureSpec],
-         figdir: str | os.PathLike[str] | None = None) -> list[Path]:
-    """Draw each figure of a sweep directory into ``figdir`` (default OUTDIR/figures)."""
+         figdir: str | os.PathLike[str] | None = None,
+         views: list[tuple[str, str]] | None = None) -> list[Path]:
+    """Draw each figure of a sweep directory into ``figdir`` (default OUTDIR/figures); a
+    figure with a ``source`` draws from that one of ``views`` (a study's ``(name, sql)``)."""
     outdir = Path(outdir)
     if not is_sweep(outdir):
         raise ValueError(f"{outdir}: not a sweep's results directory (sweep figures compare "
@@ -308,11 +336,22 @@ def draw(outdir: str | os.PathLike[str], specs: list[FigureSpec],
     figdir = Path(figdir) if figdir is not None else outdir / "figures"
     figdir.mkdir(parents=True, exist_ok=True)
     paths: list[Path] = []
+    names = [name for name, _ in views or ()]
     for spec in specs:
-        where = f"status = 'ok' AND ({spec.where})" if spec.where else "status = 'ok'"
-        frame = query(outdir, f"SELECT * FROM runs WHERE {where}")
-        if frame.empty:
-            raise ValueError(f"figure {spec.stem()!r}: no successful runs match")
+        if spec.source is not None:
+            if spec.source not in names:
+                raise ValueError(f"figure {spec.stem()!r}: source: no view named "
+                                 f"{spec.source!r} (views: {', '.join(names) or 'none'})")
+            frame = query(outdir, f"SELECT * FROM {spec.source} WHERE {spec.where or 'true'}",
+                          views or ())
+            if frame.empty:
+                raise ValueError(f"figure {spec.stem()!r}: view {spec.source!r} has no rows "
+                                 f"here")
+        else:
+            where = f"status = 'ok' AND ({spec.where})" if spec.where else "status = 'ok'"
+            frame = query(outdir, f"SELECT * FROM runs WHERE {where}")
+            if frame.empty:
+                raise ValueError(f"figure {spec.stem()!r}: no successful runs match")
         paths += _save(draw_one(frame, spec), figdir, spec.stem())
     return paths
 

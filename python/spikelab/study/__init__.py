@@ -124,7 +124,8 @@ def report(outdir: str | os.PathLike[str], *, sweep_result: Any = None) -> dict[
                                 f"directory (run 'spikelab study run NAME -o {outdir}')")
     study = parse(outdir / COPY)
     res = sweep_result if sweep_result is not None else load_sweep(outdir)
-    figures = [p for p in draw(outdir, study.figures) if p.suffix == ".png"]
+    figures = [p for p in draw(outdir, study.figures, views=study.view_pairs())
+               if p.suffix == ".png"]
     singles = _draw_run_figures(outdir, study, res) if study.run_figures else []
     claims = evaluate(outdir, study.claims, study.view_pairs())
     shown = [(t, query(outdir, t.sql, study.view_pairs())) for t in study.tables]

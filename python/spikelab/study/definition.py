@@ -141,6 +141,11 @@ def parse(path: str | os.PathLike[str]) -> Study:
         raise FileNotFoundError(f"{where}: study.scenario: {scenario}: no such file")
     figures = [FigureSpec.parse(f, f"{where}: figure[{i}]")
                for i, f in enumerate(raw.get("figure", []))]
+    names = [v.name for v in views]
+    for i, f in enumerate(figures):
+        if f.source is not None and f.source not in names:
+            raise ValueError(f"{where}: figure[{i}].source: no view named {f.source!r} "
+                             f"(views: {', '.join(names) or 'none'})")
     claims = []
     for i, c in enumerate(raw.get("claim", [])):
         at = f"{where}: claim[{i}]"
