@@ -86,7 +86,7 @@ def test_full_study_runs_in_budget_and_reports_every_target(full):
     # What the model is calibrated to reproduce (docs/studies.md records the rest).
     holds = {c["id"] for c in data["claims"] if c["status"] == "holds"}
     assert {"utilisation-rises-with-flows", "three-tcps-within-15pct",
-            "uplink-goodput-in-band"} <= holds
+            "uplink-goodput-in-band", "uplink-timeouts-below-half"} <= holds
 
 
 def test_time_in_timeouts_equals_direct_runs(full):

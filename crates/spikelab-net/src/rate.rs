@@ -338,6 +338,10 @@ pub struct RateStage {
     busy: SimDuration,
     /// Serialisation after this time is not counted in `busy` (a run's end).
     busy_clip: SimTime,
+    /// The queue is its sender's own (`backpressure`): a full queue refuses a packet back to
+    /// its sender instead of dropping it (the caller holds it; [`RateStage::accepts`],
+    /// [`RateStage::next_room`]).
+    backpressure: bool,
 }
 
 impl RateStage {
@@ -353,6 +357,53 @@ impl RateStage {
             waiting_bytes: 0,
             busy: SimDuration::ZERO,
             busy_clip: SimTime::MAX,
+            backpressure: false,
+        }
+    }
+
+    /// Makes the queue push back on its sender instead of dropping (see `backpressure`).
+    pub fn set_backpressure(&mut self, on: bool) {
+        self.backpressure = on;
+    }
+
+    /// Whether a full queue refuses packets back to their sender instead of dropping them.
+    pub fn backpressure(&self) -> bool {
+        self.backpressure
+    }
+
+    /// Whether a packet of `wire_size` bytes arriving at `now` would be accepted (not dropped
+    /// as [`DropCause::QueueFull`]); changes nothing [`RateStage::on_arrival`] at `now` would
+    /// not.
+    pub fn accepts(&mut self, now: SimTime, wire_size: u32) -> bool {
+        self.purge(now);
+        self.adapt_until(now);
+        !self.full(now, wire_size)
+    }
+
+    /// The earliest time after which the queue holds less than now: just after the first
+    /// waiting packet starts its serialisation. `None`: nothing waits.
+    pub fn next_room(&self) -> Option<SimTime> {
+        self.waiting.front().map(|&(start, _)| SimTime(start.0 + 1))
+    }
+
+    /// The queue (accepted, not yet serialising) has no room for `wire_size` more bytes at
+    /// `now` (a packet that finds the link idle always passes).
+    fn full(&self, now: SimTime, wire_size: u32) -> bool {
+        if self.busy_until.max(now) <= now {
+            return false;
+        }
+        // A buffer sized in time holds the level's share of the limit.
+        let scale = |x: u64| match self.adapt.as_deref() {
+            Some(a) if a.p.scale_queue => {
+                let top = *a.p.rates.last().expect("validated") as u128;
+                let r = a.p.rates[a.level_at(now)] as u128;
+                ((x as u128 * r / top) as u64).max(1)
+            }
+            _ => x,
+        };
+        match self.limit {
+            QueueLimit::Packets(n) => self.waiting.len() as u64 >= scale(n as u64),
+            QueueLimit::Bytes(b) => self.waiting_bytes + wire_size as u64 > scale(b),
         }
     }
 
@@ -474,20 +525,7 @@ impl RateStage {
         self.adapt_until(now);
         let start = self.busy_until.max(now);
         if start > now {
-            // A buffer sized in time holds the level's share of the limit.
-            let scale = |x: u64| match self.adapt.as_deref() {
-                Some(a) if a.p.scale_queue => {
-                    let top = *a.p.rates.last().expect("validated") as u128;
-                    let r = a.p.rates[a.level_at(now)] as u128;
-                    ((x as u128 * r / top) as u64).max(1)
-                }
-                _ => x,
-            };
-            let full = match self.limit {
-                QueueLimit::Packets(n) => self.waiting.len() as u64 >= scale(n as u64),
-                QueueLimit::Bytes(b) => self.waiting_bytes + pkt.wire_size as u64 > scale(b),
-            };
-            if full {
+            if self.full(now, pkt.wire_size) {
                 return Outcome::Drop(now, DropCause::QueueFull);
             }
             self.waiting.push_back((start, pkt.wire_size));
@@ -526,6 +564,40 @@ mod tests {
             wire_size: size,
             data_seq: None,
         }
+    }
+
+    #[test]
+    fn a_full_queue_says_so_and_when_it_will_have_room() {
+        // 10 Mbit/s: 1.2 ms a 1500-byte packet; room for two waiting packets.
+        let mut s = RateStage::new(10_000_000, QueueLimit::Packets(2));
+        let mut twin = RateStage::new(10_000_000, QueueLimit::Packets(2));
+        let t0 = SimTime::ZERO;
+        assert_eq!(s.next_room(), None);
+        for _ in 0..3 {
+            assert!(s.accepts(t0, 1500));
+            assert_eq!(
+                s.on_arrival(t0, &pkt(1500)),
+                twin.on_arrival(t0, &pkt(1500))
+            );
+        }
+        // One serialising, two waiting (starting at 1.2 and 2.4 ms): full.
+        assert!(!s.accepts(t0, 1500));
+        assert_eq!(
+            s.on_arrival(t0, &pkt(1500)),
+            Outcome::Drop(t0, DropCause::QueueFull)
+        );
+        assert_eq!(s.next_room(), Some(SimTime(1_200_001)));
+        assert!(!s.accepts(SimTime(1_200_000), 1500));
+        assert!(s.accepts(SimTime(1_200_001), 1500));
+        // Asking changed nothing: the next arrival leaves when it would have anyway.
+        let _ = twin.on_arrival(t0, &pkt(1500));
+        let at = SimTime(1_200_001);
+        let (a, b) = (
+            s.on_arrival(at, &pkt(1500)),
+            twin.on_arrival(at, &pkt(1500)),
+        );
+        assert_eq!(a, b);
+        assert_eq!(a, Outcome::Pass(SimTime(4_800_000)));
     }
 
     #[test]

@@ -261,6 +261,13 @@ def plan(view: dict[str, Any], resolved: dict[str, Any], ccs: list[str],
                 f"flow[{i}].protocol: the emulator runs the kernel's TCP and this kernel has no "
                 f"SCTP sockets: SCTP flows are simulated only (spikelab run)")
     p = KernelPlan()
+    for name, path in (resolved.get("path") or {}).items():
+        first = (path.get("stage") or [{}])[0]
+        if first.get("backpressure"):
+            p.unmapped.append(
+                f"path.{name}.stage[0].backpressure: the emulator is not the sender's own "
+                "interface queue; when full it drops, and the kernel sees a loss, not a local "
+                "congestion signal")
     flows = view["flows"]
     tcps = [f["tcp"] for f in flows]
     raw_tcps = [(f.get("tcp") or {}) for f in resolved.get("flow", [])]

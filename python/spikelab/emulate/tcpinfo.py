@@ -45,9 +45,9 @@ assert SIZE == 248, SIZE
 TCP_INFINITE_SSTHRESH = 0x7FFFFFFF
 # include/net/tcp.h enum tcp_ca_state
 CA_STATES = {0: "open", 1: "disorder", 2: "cwr", 3: "recovery", 4: "loss"}
-# The simulator's ca_state codes: 0 open, 1 disorder, 2 recovery, 3 loss. CWR (a window
-# reduction without loss, e.g. ECN) has no simulator state; it is shown as recovery.
-SIM_CA_STATE = {0: 0, 1: 1, 2: 2, 3: 2, 4: 3}
+# The simulator's ca_state codes: 0 open, 1 disorder, 2 recovery, 3 loss, 4 CWR (a window
+# reduction without loss: the simulator's local congestion, the kernel's also after ECN).
+SIM_CA_STATE = {0: 0, 1: 1, 2: 4, 3: 2, 4: 3}
 
 
 def parse(raw: bytes) -> tuple[dict[str, int], int]:

@@ -442,6 +442,12 @@ impl Scenario {
             )?;
             for (i, st) in path.stage.iter_mut().enumerate() {
                 st.validate(&format!("path.{name}.stage[{i}]"), base_dir)?;
+                check(
+                    i == 0 || st.backpressure != Some(true),
+                    format!("path.{name}.stage[{i}].backpressure"),
+                    "only a path's first stage can push back on the sender (it stands for the \
+                     sender's own interface queue)",
+                )?;
             }
             let mut seen = std::collections::BTreeSet::new();
             for (i, st) in path.stage.iter_mut().enumerate() {

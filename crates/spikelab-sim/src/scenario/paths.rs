@@ -446,6 +446,11 @@ pub struct StageSpec {
     /// Rate: a load-driven rate (bearer allocation by traffic volume).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub adapt: Option<AdaptSpec>,
+    /// Rate, first stage of a path only: the queue is the sender's own (its interface queue
+    /// in front of a flow-controlled modem); when full it refuses a packet back to its sender
+    /// (which reduces its window, Linux `tcp_enter_cwr`) instead of dropping it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub backpressure: Option<bool>,
     /// Rate: the `(time, bits per second)` points of `schedule` or `trace`, checked.
     #[serde(skip)]
     pub rate_points: Option<Vec<(SimTime, u64)>>,
@@ -608,6 +613,7 @@ impl StageSpec {
             schedule,
             switching,
             adapt,
+            backpressure,
             rlc_rtt,
             loss,
             stall_rate,
@@ -627,6 +633,7 @@ impl StageSpec {
                 "adapt",
                 "queue",
                 "queue_bytes",
+                "backpressure",
             ],
             StageKind::Delay => &["delay", "profile", "trace", "preset", "leo", "reorder"],
             StageKind::Loss => &[
@@ -1434,6 +1441,10 @@ pub struct PathPresetTable {
     /// The buffer is sized in time: at the low rate it holds `buffer · low_rate / rate`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scale_buffer: Option<bool>,
+    /// The buffer is the sender's own and pushes back instead of dropping (`umts-uplink`: the
+    /// UE, a modem flow-controlling the computer that sends).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub backpressure: Option<bool>,
     /// `leo-lms`: the drop-tail queue in packets in front of the link.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub queue: Option<i64>,
@@ -1468,6 +1479,7 @@ struct UmtsDefaults {
     down_after_ms: u64,
     switch_delay_ms: u64,
     scale_buffer: bool,
+    backpressure: bool,
 }
 
 impl UmtsDefaults {
@@ -1485,6 +1497,7 @@ impl UmtsDefaults {
         down_after_ms: 1000,
         switch_delay_ms: 1000,
         scale_buffer: false,
+        backpressure: false,
     };
 }
 
@@ -1501,7 +1514,7 @@ impl PathPreset {
             }
         };
         // Each family's knobs; a knob of the other family is refused by name.
-        const UMTS: [&str; 16] = [
+        const UMTS: [&str; 17] = [
             "rate",
             "buffer",
             "delay",
@@ -1518,6 +1531,7 @@ impl PathPreset {
             "down_after",
             "switch_delay",
             "scale_buffer",
+            "backpressure",
         ];
         const LEO_LMS: [&str; 5] = ["rate", "queue", "snr", "reorder_buffer", "leo_seed"];
         let set = [
@@ -1537,6 +1551,7 @@ impl PathPreset {
             ("down_after", t.down_after.is_some()),
             ("switch_delay", t.switch_delay.is_some()),
             ("scale_buffer", t.scale_buffer.is_some()),
+            ("backpressure", t.backpressure.is_some()),
             ("queue", t.queue.is_some()),
             ("snr", t.snr.is_some()),
             ("reorder_buffer", t.reorder_buffer.is_some()),
@@ -1573,6 +1588,9 @@ impl PathPreset {
                 delay_ms: 130,
                 rlc_loss: 0.0003,
                 stall_rate: 0.0,
+                // The UE is a phone on USB flow-controlling the computer (paper 003's Nokia
+                // 6630): its full buffer holds the sender back instead of dropping.
+                backpressure: true,
                 ..UmtsDefaults::ADAPT_OFF
             },
             other => {
@@ -1629,6 +1647,7 @@ impl PathPreset {
             rate: adapt.is_none().then_some(top),
             adapt,
             queue_bytes: Some(Bytes(buffer)),
+            backpressure: Some(t.backpressure.unwrap_or(d.backpressure)),
             ..empty()
         };
         let rlc = StageSpec {
@@ -1743,6 +1762,7 @@ fn blank_stage() -> StageSpec {
         schedule: None,
         switching: None,
         adapt: None,
+        backpressure: None,
         rate_points: None,
         delay: None,
         profile: None,

@@ -1046,6 +1046,18 @@ fn bad_bearer_input_gets_one_line_naming_the_field() {
             "path.fwd.preset.rlc_p: must be in [0, 1) (the chance that a packet needs one more RLC round trip), got 2",
         ),
         (
+            "[path.fwd]\n[[path.fwd.stage]]\ntype = \"delay\"\ndelay = \"10ms\"\n[[path.fwd.stage]]\ntype = \"rate\"\nrate = \"1Mbps\"\nbackpressure = true\n[[flow]]\n".into(),
+            "path.fwd.stage[1].backpressure: only a path's first stage can push back on the sender (it stands for the sender's own interface queue)",
+        ),
+        (
+            stage("type = \"delay\"\ndelay = \"10ms\"\nbackpressure = true"),
+            "path.fwd.stage[0].backpressure: not a field of a delay stage (allowed: delay, profile, trace, preset, leo, reorder)",
+        ),
+        (
+            "[path.fwd]\npreset = { name = \"leo-lms\", backpressure = true }\n[[flow]]\n".into(),
+            "path.fwd.preset.backpressure: not a knob of leo-lms (its knobs: rate, queue, snr, reorder_buffer, leo_seed)",
+        ),
+        (
             "[path.fwd]\npreset = \"gprs\"\n[[flow]]\n".into(),
             "path.fwd.preset: unknown path preset \"gprs\" (known: umts-downlink, umts-uplink, leo-lms, leo-return)",
         ),

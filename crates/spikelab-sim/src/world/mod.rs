@@ -221,6 +221,9 @@ enum Ev {
         stage: u16,
         cause: DropCause,
     },
+    /// The path's first stage (a sender's own queue, `backpressure`) may have room for the
+    /// packets it refused.
+    Held(u16),
     /// The packet at the head of the path's exit queue leaves the path.
     PathHead(u16),
     SndTimer(u32),
@@ -267,6 +270,12 @@ struct PathRt {
     /// Packets that have a time to leave the path, in leaving order: (time, pseq, packet).
     /// Only the head has an event in the heap.
     exits: VecDeque<(SimTime, u64, ArenaId)>,
+    /// The first stage is a sender's own queue (`backpressure`): packets senders put on the
+    /// path while it is full wait here, in order, instead of being dropped.
+    backpressure: bool,
+    held: VecDeque<ArenaId>,
+    /// An `Ev::Held` is queued.
+    held_armed: bool,
 }
 
 /// What the simulator records about one loss-recovery episode of a sender.
@@ -540,7 +549,7 @@ pub fn build_stage(path: &str, index: usize, stages: &[StageSpec], seed: u64) ->
                 (Some(q), None) => QueueLimit::Packets(q as u32),
                 (None, None) => QueueLimit::Packets(1000),
             };
-            if let Some(points) = &spec.rate_points {
+            let mut stage = if let Some(points) = &spec.rate_points {
                 Stage::Rate(RateStage::scheduled(
                     RateSchedule::table(points.clone()),
                     limit,
@@ -572,7 +581,11 @@ pub fn build_stage(path: &str, index: usize, stages: &[StageSpec], seed: u64) ->
                 ))
             } else {
                 Stage::Rate(RateStage::new(spec.rate.expect("validated").0, limit))
+            };
+            if let Stage::Rate(r) = &mut stage {
+                r.set_backpressure(spec.backpressure.unwrap_or(false));
             }
+            stage
         }
         StageKind::Delay => {
             let reorder = spec.reorder.unwrap_or(false);
@@ -659,8 +672,12 @@ impl World {
                 global_stages.push((name.clone(), sname));
             }
             let all_keep_order = stages.iter().all(Stage::keeps_order);
+            let backpressure = matches!(stages.first(), Some(Stage::Rate(r)) if r.backpressure());
             paths.push(PathRt {
                 all_keep_order,
+                backpressure,
+                held: VecDeque::new(),
+                held_armed: false,
                 stages,
                 stage_code,
                 first_global,
@@ -952,6 +969,7 @@ impl World {
                     cont,
                 } => self.on_hop(pkt, from as usize, to as usize, cont),
                 Ev::DropAt { pkt, stage, cause } => self.drop_pkt(pkt, stage as usize, cause),
+                Ev::Held(path) => self.release_held(path),
                 Ev::PathHead(path) => {
                     let exits = &mut self.paths[path as usize].exits;
                     let (at, _, pkt) = exits.pop_front().expect("a head event has a head");
@@ -1161,7 +1179,75 @@ impl World {
         });
         self.next_pkt += 1;
         self.trace_pkt(id, event, -1, -1);
-        self.enter_path(id, path);
+        self.offer(id, path);
+    }
+
+    /// A sender puts the packet on `path`. When the path's first stage is the sender's own
+    /// queue (`backpressure`) and has no room, or packets refused earlier still wait, the
+    /// packet waits too, in order, instead of being dropped, and a TCP data sender is told
+    /// (Linux 2.6 `tcp_transmit_skb`: a local drop calls `tcp_enter_cwr`).
+    pub(super) fn offer(&mut self, id: ArenaId, path: u16) {
+        let now = self.now;
+        let p = &mut self.paths[path as usize];
+        if !p.backpressure {
+            self.enter_path(id, path);
+            return;
+        }
+        let size = self.packets.get(id).size;
+        let refused = !p.held.is_empty()
+            || match &mut p.stages[0] {
+                Stage::Rate(r) => !r.accepts(now, size),
+                _ => false,
+            };
+        if !refused {
+            self.enter_path(id, path);
+            return;
+        }
+        p.held.push_back(id);
+        let pkt = self.packets.get(id);
+        if pkt.sctp().is_none() && pkt.dir == Dir::Data && !pkt.seg.syn {
+            self.flows[pkt.flow as usize].snd.local_congestion(now);
+        }
+        self.arm_held(path);
+    }
+
+    fn arm_held(&mut self, path: u16) {
+        let p = &mut self.paths[path as usize];
+        if p.held_armed {
+            return;
+        }
+        let room = match &p.stages[0] {
+            Stage::Rate(r) => r.next_room(),
+            _ => None,
+        };
+        let at = room.unwrap_or(self.now).max(self.now);
+        p.held_armed = true;
+        self.queue.push_keyed(
+            at,
+            tie_key(KEY_PKT, path as u32, p.next_pseq, 0),
+            Ev::Held(path),
+        );
+    }
+
+    /// Hands the waiting packets to the path's first stage while it has room.
+    fn release_held(&mut self, path: u16) {
+        let now = self.now;
+        self.paths[path as usize].held_armed = false;
+        while let Some(&id) = self.paths[path as usize].held.front() {
+            let size = self.packets.get(id).size;
+            let room = match &mut self.paths[path as usize].stages[0] {
+                Stage::Rate(r) => r.accepts(now, size),
+                _ => true,
+            };
+            if !room {
+                break;
+            }
+            self.paths[path as usize].held.pop_front();
+            self.enter_path(id, path);
+        }
+        if !self.paths[path as usize].held.is_empty() {
+            self.arm_held(path);
+        }
     }
 
     /// The packet enters `path` now: the flow's first path when it is sent, or the path its
@@ -1674,6 +1760,7 @@ impl World {
                 tlp_count: st.tlp_count as i64,
                 tlp_recoveries: st.tlp_recoveries as i64,
                 rack_loss_count: st.rack_loss_count as i64,
+                local_cwr_count: st.local_cwr_count as i64,
                 timeout_time_s: f.snd.timeout_time(stop).as_secs_f64(),
                 rto_wait_s: st.rto_wait_ns as f64 * 1e-9,
                 det: scores,
@@ -1899,6 +1986,7 @@ struct RunRow {
     tlp_count: i64,
     tlp_recoveries: i64,
     rack_loss_count: i64,
+    local_cwr_count: i64,
     /// Time in timeout recovery, s (NaN for SCTP).
     timeout_time_s: f64,
     /// The expired RTOs summed, s (NaN for SCTP).
@@ -2105,6 +2193,7 @@ impl RunsBuilder {
         col!(i64 tlp_count);
         col!(i64 tlp_recoveries);
         col!(i64 rack_loss_count);
+        col!(i64 local_cwr_count);
         col!(f64 timeout_time_s);
         col!(f64 rto_wait_s);
         let protocols: Vec<String> = ["tcp", "sctp"].map(String::from).to_vec();

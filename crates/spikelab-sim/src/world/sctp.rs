@@ -302,7 +302,7 @@ impl World {
         });
         self.next_pkt += 1;
         self.trace_pkt(id, event, -1, -1);
-        self.enter_path(id, path);
+        self.offer(id, path);
     }
 
     /// An SCTP packet reached its endpoint.
@@ -496,6 +496,7 @@ impl World {
                 tlp_count: 0,
                 tlp_recoveries: 0,
                 rack_loss_count: 0,
+                local_cwr_count: 0,
                 timeout_time_s: f64::NAN,
                 rto_wait_s: f64::NAN,
                 det: [DetScore::default(); N_DETECTORS],

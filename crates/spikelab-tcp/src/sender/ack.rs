@@ -362,12 +362,56 @@ impl TcpSender {
                 self.set_ca_state(now, CaState::Open);
                 self.grow(acked);
             }
+            // Linux `tcp_fastretrans_alert`: CWR ends once something above `high_seq` is
+            // acknowledged (`tcp_complete_cwr`); until then no growth, and `tcp_cwnd_down`.
+            CaState::Cwr => {
+                if self.snd_una > self.cwr_high {
+                    self.cwnd = self.cwnd.min(self.ssthresh).max(self.mss);
+                    self.set_ca_state(now, CaState::Open);
+                    self.cc_event(now, CaEvent::CompleteCwr);
+                } else {
+                    self.cwnd_down();
+                }
+            }
         }
         if self.snd_una == self.snd_max {
             self.rto_deadline = None;
         } else if restart_timer {
             self.rto_deadline = Some(self.rto_at(now));
         }
+    }
+
+    /// The sender's own interface queue refused a segment: Linux 2.6 `tcp_transmit_skb` on a
+    /// local drop calls `tcp_enter_cwr(sk, 1)`. From Open or Disorder: ssthresh as for a loss,
+    /// `cwnd = min(cwnd, in flight)` (the refused segment, which this sender counts as sent,
+    /// goes when the queue has room; Linux's `in flight + 1` counts it unsent), the undo
+    /// marker cleared, state CWR until data above what is sent now is acknowledged. Nothing is
+    /// retransmitted. In any other state the reduction under way stands.
+    pub fn local_congestion(&mut self, now: SimTime) {
+        if !matches!(self.state, CaState::Open | CaState::Disorder) {
+            return;
+        }
+        self.stats.local_cwr_count += 1;
+        let flight = (self.snd_max - self.snd_una).saturating_sub(self.limited_sent);
+        let basis = self.ssthresh_basis(flight);
+        let w = self.window();
+        self.ssthresh = self.cc.ssthresh(&w, basis);
+        self.cwnd = self.cwnd.min(self.inflight()).max(self.mss);
+        self.ledger.undo_marker = None;
+        self.cwr_high = self.snd_max;
+        self.cwr_cnt = 0;
+        self.set_ca_state(now, CaState::Cwr);
+    }
+
+    /// Linux 2.6 `tcp_cwnd_down`, on each ACK that makes progress in CWR: one segment less
+    /// every second ACK while cwnd is above ssthresh, and never more than in flight + 1.
+    pub(super) fn cwnd_down(&mut self) {
+        let decr = self.cwr_cnt + 1;
+        self.cwr_cnt = decr & 1;
+        if decr >> 1 > 0 && self.cwnd > self.ssthresh {
+            self.cwnd = self.cwnd.saturating_sub(self.mss);
+        }
+        self.cwnd = self.cwnd.min(self.inflight() + self.mss).max(self.mss);
     }
 
     pub(super) fn grow(&mut self, acked: u64) {
@@ -381,7 +425,11 @@ impl TcpSender {
 
     pub(super) fn on_dupack(&mut self, now: SimTime) {
         match self.state {
-            CaState::Open | CaState::Disorder | CaState::Loss => {
+            CaState::Open | CaState::Disorder | CaState::Loss | CaState::Cwr => {
+                if self.state == CaState::Cwr {
+                    // A duplicate ACK that reports delivery (SACK) is progress too.
+                    self.cwnd_down();
+                }
                 self.dupacks += 1;
                 if self.state == CaState::Open {
                     self.set_ca_state(now, CaState::Disorder);

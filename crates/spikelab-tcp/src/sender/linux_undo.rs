@@ -154,7 +154,7 @@ impl TcpSender {
                     None
                 }
             }
-            CaState::Open | CaState::Disorder => {
+            CaState::Open | CaState::Disorder | CaState::Cwr => {
                 (la.dsack && all_dsacked).then_some(LinuxRule::Dsack)
             }
         }

@@ -94,6 +94,9 @@ pub enum CaState {
     Recovery = 2,
     /// After a retransmission timeout, until everything sent before it is acknowledged.
     Loss = 3,
+    /// A congestion-window reduction without a loss (Linux `TCP_CA_CWR`): the sender's own
+    /// interface queue refused a segment ([`TcpSender::local_congestion`]).
+    Cwr = 4,
 }
 
 /// Why a segment is being sent.
@@ -163,6 +166,9 @@ pub struct SenderStats {
     /// The retransmission timeouts that expired, summed (each as armed, backoff included), ns:
     /// paper 003 §4.5's `N_tout · T0`.
     pub rto_wait_ns: u64,
+    /// Window reductions because the sender's own interface queue refused a segment (entries
+    /// into the CWR state, [`TcpSender::local_congestion`]).
+    pub local_cwr_count: u64,
 }
 
 /// A loss-recovery episode: what the detectors judge.
@@ -280,6 +286,10 @@ pub struct TcpSender {
     dupacks: u32,
     /// RFC 6582 `recover` / RFC 6675 `RecoveryPoint`, as one past the byte (exclusive).
     recover: Option<u64>,
+    /// The CWR state's `high_seq` (snd_max when it began) and the rate-halving counter (Linux
+    /// `snd_cwnd_cnt` in `tcp_cwnd_down`).
+    cwr_high: u64,
+    cwr_cnt: u32,
     partial_acks: u32,
     limited_sent: u64,
     rwnd: u64,
@@ -407,6 +417,8 @@ impl TcpSender {
             loss_since: None,
             dupacks: 0,
             recover: None,
+            cwr_high: 0,
+            cwr_cnt: 0,
             partial_acks: 0,
             limited_sent: 0,
             rwnd: cfg.rwnd,

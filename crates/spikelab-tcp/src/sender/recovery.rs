@@ -12,7 +12,11 @@ impl TcpSender {
         let basis = self.ssthresh_basis(flight);
         let w = self.window();
         let prior_cwnd = self.cwnd;
-        self.ssthresh = self.cc.ssthresh(&w, basis);
+        // From CWR the window is already being reduced for this window of data: Linux
+        // (`tcp_fastretrans_alert`) sets ssthresh only when the state is below CWR.
+        if self.state != CaState::Cwr {
+            self.ssthresh = self.cc.ssthresh(&w, basis);
+        }
         self.stats.fast_retx_count += 1;
         // With RACK the fast retransmission is the first segment it marked lost.
         let first = match self.cfg.rack {
