@@ -105,3 +105,27 @@ def test_time_in_timeouts_equals_direct_runs(full):
                           "WHERE cell LIKE 'down %' AND cell NOT LIKE '%F-RTO' AND cell NOT LIKE '%Eifel') "
                           "SELECT avg(rto_wait_s) AS w FROM r WHERE n = 1")
     assert n["rto_wait_s"] == pytest.approx(all_rows["w"][0], rel=1e-9)
+
+
+def test_a_calibration_override_reaches_every_cell(tmp_path, capsys):
+    """--set preset.umts-downlink.KNOB changes the preset wherever a cell expands it (a cell's
+    own knob still wins) and the report says so: without stalls the downlink's timeouts all but
+    vanish (Table 5's ~5 per 100 s come from them), with a larger buffer its RTT grows."""
+    out = tmp_path / "cal"
+    assert main(["study", "run", str(STUDY), "-o", str(out), "-j", "2", "-q",
+                 "--replications", "3", "--set", "preset.umts-downlink.stall_rate=0",
+                 "--set", "preset.umts-downlink.buffer=60KB"]) == 0
+    capsys.readouterr()
+    cells = query(out, "SELECT cell, avg(rto_count) AS rto, avg(rtt_mean_s) AS rtt FROM runs "
+                       "WHERE link = 'down' AND cell LIKE 'down % x1' GROUP BY cell")
+    assert len(cells) == 3
+    assert (cells.rto < 1.0).all(), cells
+    base = tmp_path / "base"
+    assert main(["study", "run", str(STUDY), "-o", str(base), "-j", "2", "-q",
+                 "--replications", "3"]) == 0
+    before = query(base, "SELECT avg(rto_count) AS rto, avg(rtt_mean_s) AS rtt FROM runs "
+                         "WHERE cell LIKE 'down % x1'")
+    assert before.rto[0] > 3.0
+    assert cells.rtt.mean() > before.rtt[0]
+    report = (out / "report.md").read_text()
+    assert "overrides: preset.umts-downlink.stall_rate=0; preset.umts-downlink.buffer" in report

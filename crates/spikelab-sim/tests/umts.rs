@@ -86,12 +86,12 @@ estimator = "linux"
     parse(&text, &[], Path::new(".")).unwrap()
 }
 
-#[test]
-fn a_umts_downlink_run_is_reproducible_and_in_order_at_every_trace_level() {
-    let sc = umts(3, "");
-    let (reference, packets) = run(&sc, TraceLevel::Packets);
+/// Runs `sc` with packets traced and checks that the summary is the same at the other trace
+/// levels; returns the traced run's (runs, packets).
+fn same_summary_at_every_level(sc: &Scenario) -> (spikelab_sim::Table, spikelab_sim::Table) {
+    let (reference, packets) = run(sc, TraceLevel::Packets);
     for level in [TraceLevel::Summary, TraceLevel::Timeseries] {
-        let (r, _) = run(&sc, level);
+        let (r, _) = run(sc, level);
         for (a, b) in reference.columns.iter().zip(&r.columns) {
             assert!(
                 same(&a.data, &b.data),
@@ -100,6 +100,13 @@ fn a_umts_downlink_run_is_reproducible_and_in_order_at_every_trace_level() {
             );
         }
     }
+    (reference, packets)
+}
+
+#[test]
+fn a_umts_downlink_run_is_reproducible_and_in_order_at_every_trace_level() {
+    let sc = umts(3, "");
+    let (reference, packets) = same_summary_at_every_level(&sc);
     let (again, _) = run(&sc, TraceLevel::Summary);
     let (other, _) = run(&umts(4, ""), TraceLevel::Summary);
     let g = f64s(&again, "goodput_bps")[0];
@@ -265,17 +272,7 @@ fn a_sender_behind_its_own_full_queue_slows_down_without_losing_anything() {
 #[test]
 fn held_packets_keep_their_order_and_the_summary_is_the_same_at_every_trace_level() {
     let sc = uplink(true, 2);
-    let (reference, packets) = run(&sc, TraceLevel::Packets);
-    for level in [TraceLevel::Summary, TraceLevel::Timeseries] {
-        let (r, _) = run(&sc, level);
-        for (a, b) in reference.columns.iter().zip(&r.columns) {
-            assert!(
-                same(&a.data, &b.data),
-                "{level:?}: column {} differs",
-                a.name
-            );
-        }
-    }
+    let (_, packets) = same_summary_at_every_level(&sc);
     // Each flow's data enter the rate stage in the order they were sent.
     let ev = strs(&packets, "event");
     let stage = strs(&packets, "stage");

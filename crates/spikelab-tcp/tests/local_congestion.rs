@@ -10,18 +10,7 @@ mod common;
 use common::*;
 
 fn cfg(variant: Variant) -> TcpConfig {
-    let sack = variant == Variant::Sack;
-    TcpConfig {
-        variant,
-        mss: MSS as u32,
-        initial_window: 10,
-        rwnd: RWND,
-        timestamps: false,
-        sack,
-        dsack: sack,
-        delayed_ack: false,
-        ..TcpConfig::default()
-    }
+    plain_cfg(variant, 10)
 }
 
 #[test]

@@ -24,20 +24,8 @@ use spikelab_tcp::{
 mod common;
 use common::*;
 
-/// MSS 1000, no timestamps, no delayed ACK; SACK (and DSACK) only for the SACK variant.
 fn cfg(variant: Variant, initial_window: u32) -> TcpConfig {
-    let sack = variant == Variant::Sack;
-    TcpConfig {
-        variant,
-        mss: MSS as u32,
-        initial_window,
-        rwnd: RWND,
-        timestamps: false,
-        sack,
-        dsack: sack,
-        delayed_ack: false,
-        ..TcpConfig::default()
-    }
+    plain_cfg(variant, initial_window)
 }
 
 /// A segment with the timestamps option.

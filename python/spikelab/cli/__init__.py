@@ -311,7 +311,8 @@ def cmd_study(args: argparse.Namespace) -> int:
             print(f"study {s.name}: {s.title}")
         data = study.run(args.name, args.out, jobs=args.jobs, dask=args.dask,
                          replications=args.replications, fresh=args.fresh,
-                         progress=False if args.quiet else None, force=args.force)
+                         progress=False if args.quiet else None, force=args.force,
+                         overrides=args.set)
     else:
         data = study.report(args.dir)
     out = args.out if args.action == "run" else args.dir
@@ -459,6 +460,9 @@ def parser() -> argparse.ArgumentParser:
     executor(a)
     a.add_argument("--replications", type=_positive, metavar="N",
                    help="override the study's replications (quick look)")
+    a.add_argument("--set", action="append", default=[], type=_override, metavar="KEY=VALUE",
+                   help="override a scenario field in every run, before the cell's own values "
+                        "(a calibration: preset.umts-downlink.buffer=55KB; repeatable)")
     a.add_argument("-q", "--quiet", action="store_true")
     a.set_defaults(func=cmd_study, exit_at_once=True)
     a = actions.add_parser("report", help="re-evaluate claims and rewrite the report of DIR")

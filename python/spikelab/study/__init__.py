@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import os
 import shutil
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -88,10 +89,12 @@ def _copy_definition(study: Study, outdir: Path) -> Path:
 def run(name_or_path: str | os.PathLike[str], out: str | os.PathLike[str], *,
         jobs: int | None = None, dask: str | None = None, replications: int | None = None,
         fresh: bool = False, progress: bool | None = None,
-        force: bool = False) -> dict[str, Any]:
+        force: bool = False, overrides: Iterable[str] = ()) -> dict[str, Any]:
     """Run a study into ``out``: sweep (resumable), figures, claims, report.html/.md.
 
     ``replications`` overrides the study's (for a quick look; claims need enough of them).
+    ``overrides`` (``"key=value"``, as ``--set``) apply to every run before its cell's own
+    values: a calibration sets a preset's defaults (``preset.umts-downlink.buffer=55KB``).
     Returns the report's data (claims with verdicts, figures, sweep summary).
     """
     study = find(name_or_path)
@@ -106,7 +109,8 @@ def run(name_or_path: str | os.PathLike[str], out: str | os.PathLike[str], *,
     _copy_definition(study, outdir)
     try:
         result = sweep(study.scenario, outdir, jobs=jobs, dask=dask, sweep_spec=table or {},
-                       fresh=fresh, progress=progress, kind="study", force=force)
+                       fresh=fresh, progress=progress, kind="study", force=force,
+                       overrides=overrides)
     except Exception:
         # The sweep removed what it began (nothing finished): so does the study.
         if copied and not is_sweep(outdir):

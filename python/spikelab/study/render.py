@@ -78,6 +78,7 @@ def _facts(res: SweepResult) -> list[tuple[str, str]]:
         ("runs", f"{m.get('runs_ok', '?')} ok, {m.get('runs_failed', '?')} failed, "
                  f"of {m.get('runs_total', '?')}"),
         ("seeds", f"base {m.get('seed')}; {m.get('seed_rule', '')}"),
+        ("overrides", "; ".join(m.get("overrides") or []) or "none (the study as written)"),
         ("executor", f"{m.get('executor', '?')}; {m.get('wall_s', 0):.1f} s wall"),
         ("versions", versions),
         ("platform", m.get("platform", "?")),

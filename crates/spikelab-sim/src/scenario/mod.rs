@@ -240,6 +240,12 @@ pub struct Scenario {
     pub path: BTreeMap<String, PathSpec>,
     #[serde(default)]
     pub flow: Vec<FlowSpec>,
+    /// `[preset.NAME]`: this scenario's defaults for a path preset's knobs, used wherever the
+    /// preset is expanded unless the path's own `preset` table sets the knob (a calibration
+    /// changes one table, or `--set preset.umts-downlink.buffer=55KB`). Kept out of the resolved
+    /// scenario, which lists the stages the presets expanded into.
+    #[serde(default, skip_serializing)]
+    pub preset: BTreeMap<String, toml::Table>,
     /// The `[sweep]` table: read by the Python sweep runner (grid, replications); a single run
     /// ignores it. Kept out of the resolved scenario.
     #[serde(default, skip_serializing)]
@@ -425,8 +431,11 @@ impl Scenario {
                 }
             }
         }
+        let defaults = paths::preset_defaults(&self.preset)?;
         for (name, path) in self.path.iter_mut() {
             if let Some(preset) = path.preset.take() {
+                let preset =
+                    paths::with_defaults(preset, &defaults, &format!("path.{name}.preset"))?;
                 let mut stages = preset.stages(&format!("path.{name}.preset"))?;
                 stages.append(&mut path.stage);
                 path.stage = stages;

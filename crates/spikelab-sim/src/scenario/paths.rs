@@ -1387,6 +1387,75 @@ pub fn schedule_points(rows: &[Vec<ScheduleCell>], field: &str) -> Result<Vec<(S
     Ok(out)
 }
 
+/// The scenario's `[preset.NAME]` tables, checked: each names a path preset and holds only its
+/// knobs, with valid values (errors name `preset.NAME.KNOB`).
+pub fn preset_defaults(
+    raw: &BTreeMap<String, toml::Table>,
+) -> Result<BTreeMap<String, toml::Table>> {
+    for (name, table) in raw {
+        let at = format!("preset.{name}");
+        check(
+            PATH_PRESETS.contains(&name.as_str()),
+            &at,
+            format!(
+                "unknown path preset {name:?} (known: {})",
+                PATH_PRESETS.join(", ")
+            ),
+        )?;
+        check(
+            !table.contains_key("name"),
+            format!("{at}.name"),
+            "the table's own name is the preset's; leave name out",
+        )?;
+        let mut full = table.clone();
+        full.insert("name".into(), toml::Value::String(name.clone()));
+        let t: PathPresetTable =
+            toml::Value::Table(full)
+                .try_into()
+                .map_err(|e: toml::de::Error| {
+                    let msg = e.message().to_string();
+                    let knob = msg
+                        .split('`')
+                        .nth(1)
+                        .filter(|_| msg.starts_with("unknown field"))
+                        .map(|k| format!("{at}.{k}"));
+                    ScenarioError::new(knob.unwrap_or(at.clone()), msg.replace('\n', " "))
+                })?;
+        Named {
+            table: t,
+            named: false,
+        }
+        .stages(&at)?;
+    }
+    Ok(raw.clone())
+}
+
+/// A path's `preset` with the scenario's defaults for that preset filled in where the path's
+/// own table leaves a knob out.
+pub fn with_defaults(
+    preset: PathPreset,
+    defaults: &BTreeMap<String, toml::Table>,
+    at: &str,
+) -> Result<PathPreset> {
+    let Some(d) = defaults.get(&preset.table.name) else {
+        return Ok(preset);
+    };
+    let mut own = match toml::Value::try_from(&preset.table) {
+        Ok(toml::Value::Table(t)) => t,
+        _ => unreachable!("a preset table serialises to a table"),
+    };
+    for (k, v) in d {
+        own.entry(k.clone()).or_insert_with(|| v.clone());
+    }
+    let table: PathPresetTable = toml::Value::Table(own)
+        .try_into()
+        .map_err(|e: toml::de::Error| ScenarioError::new(at, e.message().replace('\n', " ")))?;
+    Ok(Named {
+        table,
+        named: false,
+    })
+}
+
 /// The knobs of a path preset; a missing one keeps the preset's value.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]

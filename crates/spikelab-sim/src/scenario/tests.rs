@@ -1297,3 +1297,71 @@ fn settings_that_cannot_mean_anything_are_errors() {
         parse(text, &[], Path::new(".")).unwrap();
     }
 }
+
+#[test]
+fn a_scenarios_preset_defaults_fill_every_expansion_unless_a_path_sets_the_knob() {
+    let text = "[preset.umts-downlink]\nstall_rate = 0.07\nbuffer = \"55KB\"\n\
+                [path.fwd]\npreset = \"umts-downlink\"\n\
+                [path.rev]\npreset = { name = \"umts-downlink\", stall_rate = 0 }\n[[flow]]\n";
+    let sc = parse(text, &[], Path::new(".")).unwrap();
+    let fwd = &sc.path["fwd"].stage;
+    assert_eq!(kinds2(&sc, "fwd"), ["rate", "rlc", "stall", "delay"]);
+    assert_eq!(fwd[0].queue_bytes, Some(crate::units::Bytes(55_000)));
+    assert_eq!(fwd[2].stall_rate, Some(0.07));
+    // The path's own knob wins; the other default still applies.
+    assert_eq!(kinds2(&sc, "rev"), ["rate", "rlc", "delay"]);
+    assert_eq!(
+        sc.path["rev"].stage[0].queue_bytes,
+        Some(crate::units::Bytes(55_000))
+    );
+    // The resolved scenario has the stages, not the defaults table, and runs again as is.
+    assert_round_trips(&sc);
+    assert!(!toml::to_string(&sc).unwrap().contains("[preset"));
+    // The same from the command line; a preset the scenario does not use is left alone.
+    let sc = parse(
+        "[path.fwd]\npreset = \"umts-downlink\"\n[[flow]]\n",
+        &[
+            "preset.umts-downlink.buffer=\"55KB\"".into(),
+            "preset.umts-uplink.delay=\"1s\"".into(),
+        ],
+        Path::new("."),
+    )
+    .unwrap();
+    assert_eq!(
+        sc.path["fwd"].stage[0].queue_bytes,
+        Some(crate::units::Bytes(55_000))
+    );
+}
+
+#[test]
+fn preset_defaults_errors_name_the_table_and_knob() {
+    let cases = [
+        (
+            "[preset.gprs]\nrate = \"40kbps\"\n[[flow]]\n",
+            "preset.gprs: unknown path preset \"gprs\" (known: umts-downlink, umts-uplink, leo-lms, leo-return)",
+        ),
+        (
+            "[preset.umts-downlink]\nstall_rate = -1\n[[flow]]\n",
+            "preset.umts-downlink.stall_rate: must be >= 0 stalls per second, got -1",
+        ),
+        (
+            "[preset.umts-downlink]\nsnr = 7\n[[flow]]\n",
+            "preset.umts-downlink.snr: not a knob of umts-downlink (its knobs: rate, buffer, delay, rlc_p, rlc_rtt, rlc_loss, stall_rate, stall_median, stall_sigma, low_rate, up_bytes, up_after, down_bytes, down_after, switch_delay, scale_buffer, backpressure)",
+        ),
+        (
+            "[preset.umts-downlink]\nname = \"umts-uplink\"\n[[flow]]\n",
+            "preset.umts-downlink.name: the table's own name is the preset's; leave name out",
+        ),
+    ];
+    for (text, want) in cases {
+        let e = err(text);
+        assert_eq!(e, want);
+        assert!(!e.contains('\n'), "one line: {e}");
+    }
+    let e = err("[preset.umts-downlink]\nstalls = 1\n[[flow]]\n");
+    assert!(
+        e.starts_with("preset.umts-downlink.stalls: unknown field `stalls`"),
+        "{e}"
+    );
+    assert!(!e.contains('\n'), "one line: {e}");
+}

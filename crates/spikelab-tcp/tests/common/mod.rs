@@ -58,6 +58,22 @@ pub fn echo(seg: Segment, ecr: u32) -> Segment {
     }
 }
 
+/// MSS 1000, no timestamps, no delayed ACK; SACK (and DSACK) only for the SACK variant.
+pub fn plain_cfg(variant: Variant, initial_window: u32) -> TcpConfig {
+    let sack = variant == Variant::Sack;
+    TcpConfig {
+        variant,
+        mss: MSS as u32,
+        initial_window,
+        rwnd: RWND,
+        timestamps: false,
+        sack,
+        dsack: sack,
+        delayed_ack: false,
+        ..TcpConfig::default()
+    }
+}
+
 /// The detector tests' sender: MSS 1000, RTO min 200 ms, no delayed ACK; timestamps and SACK
 /// (with DSACK) as asked; these detectors and this response, F-RTO SACK-enhanced with SACK and
 /// basic without.
