@@ -380,10 +380,15 @@ impl RateStage {
         !self.full(now, wire_size)
     }
 
-    /// The earliest time after which the queue holds less than now: just after the first
-    /// waiting packet starts its serialisation. `None`: nothing waits.
-    pub fn next_room(&self) -> Option<SimTime> {
-        self.waiting.front().map(|&(start, _)| SimTime(start.0 + 1))
+    /// When a packet it refuses now may be accepted: just after the first waiting packet starts
+    /// its serialisation (the queue then holds less), or, with nothing waiting (a packet larger
+    /// than the whole queue), when the link falls idle (an arrival at an idle link always
+    /// passes).
+    pub fn next_room(&self) -> SimTime {
+        match self.waiting.front() {
+            Some(&(start, _)) => SimTime(start.0 + 1),
+            None => self.busy_until,
+        }
     }
 
     /// The queue (accepted, not yet serialising) has no room for `wire_size` more bytes at
@@ -572,7 +577,7 @@ mod tests {
         let mut s = RateStage::new(10_000_000, QueueLimit::Packets(2));
         let mut twin = RateStage::new(10_000_000, QueueLimit::Packets(2));
         let t0 = SimTime::ZERO;
-        assert_eq!(s.next_room(), None);
+        assert_eq!(s.next_room(), t0);
         for _ in 0..3 {
             assert!(s.accepts(t0, 1500));
             assert_eq!(
@@ -586,7 +591,7 @@ mod tests {
             s.on_arrival(t0, &pkt(1500)),
             Outcome::Drop(t0, DropCause::QueueFull)
         );
-        assert_eq!(s.next_room(), Some(SimTime(1_200_001)));
+        assert_eq!(s.next_room(), SimTime(1_200_001));
         assert!(!s.accepts(SimTime(1_200_000), 1500));
         assert!(s.accepts(SimTime(1_200_001), 1500));
         // Asking changed nothing: the next arrival leaves when it would have anyway.
@@ -598,6 +603,20 @@ mod tests {
         );
         assert_eq!(a, b);
         assert_eq!(a, Outcome::Pass(SimTime(4_800_000)));
+    }
+
+    #[test]
+    fn a_packet_larger_than_the_queue_has_room_when_the_link_is_idle() {
+        let mut s = RateStage::new(10_000_000, QueueLimit::Bytes(1000));
+        let t0 = SimTime::ZERO;
+        assert!(s.accepts(t0, 1500));
+        assert_eq!(
+            s.on_arrival(t0, &pkt(1500)),
+            Outcome::Pass(SimTime(1_200_000))
+        );
+        assert!(!s.accepts(t0, 1500));
+        assert_eq!(s.next_room(), SimTime(1_200_000));
+        assert!(s.accepts(s.next_room(), 1500));
     }
 
     #[test]

@@ -1216,11 +1216,10 @@ impl World {
         if p.held_armed {
             return;
         }
-        let room = match &p.stages[0] {
-            Stage::Rate(r) => r.next_room(),
-            _ => None,
+        let at = match &p.stages[0] {
+            Stage::Rate(r) => r.next_room().max(self.now),
+            _ => self.now,
         };
-        let at = room.unwrap_or(self.now).max(self.now);
         p.held_armed = true;
         self.queue.push_keyed(
             at,
