@@ -338,10 +338,6 @@ pub struct RateStage {
     busy: SimDuration,
     /// Serialisation after this time is not counted in `busy` (a run's end).
     busy_clip: SimTime,
-    /// The queue is its sender's own (`backpressure`): a full queue refuses a packet back to
-    /// its sender instead of dropping it (the caller holds it; [`RateStage::accepts`],
-    /// [`RateStage::next_room`]).
-    backpressure: bool,
 }
 
 impl RateStage {
@@ -357,18 +353,7 @@ impl RateStage {
             waiting_bytes: 0,
             busy: SimDuration::ZERO,
             busy_clip: SimTime::MAX,
-            backpressure: false,
         }
-    }
-
-    /// Makes the queue push back on its sender instead of dropping (see `backpressure`).
-    pub fn set_backpressure(&mut self, on: bool) {
-        self.backpressure = on;
-    }
-
-    /// Whether a full queue refuses packets back to their sender instead of dropping them.
-    pub fn backpressure(&self) -> bool {
-        self.backpressure
     }
 
     /// Whether a packet of `wire_size` bytes arriving at `now` would be accepted (not dropped

@@ -106,6 +106,10 @@ def _read_only(con: duckdb.DuckDBPyConnection, sql: str) -> None:
                              f"never written); got {kind}")
 
 
+# A study view's name: a lower-case SQL identifier (views, and the figures drawn from them).
+VIEW_NAME = re.compile(r"[a-z_][a-z0-9_]*")
+
+
 def define_views(con: duckdb.DuckDBPyConnection, views: Iterable[tuple[str, str]]) -> None:
     """Create each ``(name, sql)`` as a temporary view on ``con``, in order (a view may use the
     ones before it). Each SQL must be a query, as :func:`query` requires; a view that fails

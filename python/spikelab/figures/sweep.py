@@ -39,7 +39,7 @@ import numpy as np
 from matplotlib import ticker
 from matplotlib.figure import Figure
 
-from ..analysis.query import query
+from ..analysis.query import VIEW_NAME, query
 from ..analysis.stats import labelled, mean_ci, unit_of
 from ..store.sweep import is_sweep
 from .run import _save
@@ -100,7 +100,7 @@ class FigureSpec:
                              f"'-' (no folder), got {name!r}")
         source = raw.get("source")
         if source is not None and (not isinstance(source, str)
-                                   or not re.fullmatch(r"[a-z_][a-z0-9_]*", source)):
+                                   or not VIEW_NAME.fullmatch(source)):
             raise ValueError(f"{at}.source: the name of one of the study's views, got "
                              f"{source!r}")
         hlines = raw.get("hlines", [])

@@ -4,13 +4,12 @@
 from __future__ import annotations
 
 import os
-import re
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..analysis.query import connect, define_views
+from ..analysis.query import VIEW_NAME, connect, define_views
 from ..figures.sweep import FigureSpec
 
 STUDY_TOML = "study.toml"
@@ -38,7 +37,6 @@ class ViewSpec:
     sql: str
 
 
-_VIEW_NAME = re.compile(r"^[a-z_][a-z0-9_]*$")
 _RESERVED_VIEWS = ("runs", "timeseries", "packets")
 
 
@@ -173,7 +171,7 @@ def _views(raw: Any, where: str) -> list[ViewSpec]:
         at = f"{where}: view[{i}]"
         _check_keys(v, ("name", "sql"), at)
         name = _need_str(v, "name", at)
-        if not _VIEW_NAME.match(name):
+        if not VIEW_NAME.fullmatch(name):
             raise ValueError(f"{at}.name: {name!r} must be a lower-case SQL identifier "
                              f"(letters, digits, _)")
         if name in _RESERVED_VIEWS:

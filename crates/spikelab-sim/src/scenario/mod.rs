@@ -431,11 +431,11 @@ impl Scenario {
                 }
             }
         }
-        let defaults = paths::preset_defaults(&self.preset)?;
+        paths::check_preset_defaults(&self.preset)?;
         for (name, path) in self.path.iter_mut() {
             if let Some(preset) = path.preset.take() {
                 let preset =
-                    paths::with_defaults(preset, &defaults, &format!("path.{name}.preset"))?;
+                    paths::with_defaults(preset, &self.preset, &format!("path.{name}.preset"))?;
                 let mut stages = preset.stages(&format!("path.{name}.preset"))?;
                 stages.append(&mut path.stage);
                 path.stage = stages;

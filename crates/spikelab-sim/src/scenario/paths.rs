@@ -1389,9 +1389,7 @@ pub fn schedule_points(rows: &[Vec<ScheduleCell>], field: &str) -> Result<Vec<(S
 
 /// The scenario's `[preset.NAME]` tables, checked: each names a path preset and holds only its
 /// knobs, with valid values (errors name `preset.NAME.KNOB`).
-pub fn preset_defaults(
-    raw: &BTreeMap<String, toml::Table>,
-) -> Result<BTreeMap<String, toml::Table>> {
+pub fn check_preset_defaults(raw: &BTreeMap<String, toml::Table>) -> Result<()> {
     for (name, table) in raw {
         let at = format!("preset.{name}");
         check(
@@ -1427,7 +1425,7 @@ pub fn preset_defaults(
         }
         .stages(&at)?;
     }
-    Ok(raw.clone())
+    Ok(())
 }
 
 /// A path's `preset` with the scenario's defaults for that preset filled in where the path's

@@ -278,6 +278,17 @@ struct PathRt {
     held_armed: bool,
 }
 
+impl PathRt {
+    /// The first stage of a path with `backpressure`: the sender's own queue, a rate stage
+    /// (validated).
+    fn own_queue(&mut self) -> &mut RateStage {
+        match &mut self.stages[0] {
+            Stage::Rate(r) => r,
+            _ => unreachable!("backpressure is validated to be on a rate stage"),
+        }
+    }
+}
+
 /// What the simulator records about one loss-recovery episode of a sender.
 #[derive(Clone)]
 struct EpisodeRec {
@@ -549,7 +560,7 @@ pub fn build_stage(path: &str, index: usize, stages: &[StageSpec], seed: u64) ->
                 (Some(q), None) => QueueLimit::Packets(q as u32),
                 (None, None) => QueueLimit::Packets(1000),
             };
-            let mut stage = if let Some(points) = &spec.rate_points {
+            if let Some(points) = &spec.rate_points {
                 Stage::Rate(RateStage::scheduled(
                     RateSchedule::table(points.clone()),
                     limit,
@@ -581,11 +592,7 @@ pub fn build_stage(path: &str, index: usize, stages: &[StageSpec], seed: u64) ->
                 ))
             } else {
                 Stage::Rate(RateStage::new(spec.rate.expect("validated").0, limit))
-            };
-            if let Stage::Rate(r) = &mut stage {
-                r.set_backpressure(spec.backpressure.unwrap_or(false));
             }
-            stage
         }
         StageKind::Delay => {
             let reorder = spec.reorder.unwrap_or(false);
@@ -672,7 +679,8 @@ impl World {
                 global_stages.push((name.clone(), sname));
             }
             let all_keep_order = stages.iter().all(Stage::keeps_order);
-            let backpressure = matches!(stages.first(), Some(Stage::Rate(r)) if r.backpressure());
+            // Validated: only a path's first stage, a rate stage, has it.
+            let backpressure = spec.stage.first().and_then(|st| st.backpressure) == Some(true);
             paths.push(PathRt {
                 all_keep_order,
                 backpressure,
@@ -1194,11 +1202,7 @@ impl World {
             return;
         }
         let size = self.packets.get(id).size;
-        let refused = !p.held.is_empty()
-            || match &mut p.stages[0] {
-                Stage::Rate(r) => !r.accepts(now, size),
-                _ => false,
-            };
+        let refused = !p.held.is_empty() || !p.own_queue().accepts(now, size);
         if !refused {
             self.enter_path(id, path);
             return;
@@ -1216,10 +1220,7 @@ impl World {
         if p.held_armed {
             return;
         }
-        let at = match &p.stages[0] {
-            Stage::Rate(r) => r.next_room().max(self.now),
-            _ => self.now,
-        };
+        let at = p.own_queue().next_room().max(self.now);
         p.held_armed = true;
         self.queue.push_keyed(
             at,
@@ -1234,14 +1235,11 @@ impl World {
         self.paths[path as usize].held_armed = false;
         while let Some(&id) = self.paths[path as usize].held.front() {
             let size = self.packets.get(id).size;
-            let room = match &mut self.paths[path as usize].stages[0] {
-                Stage::Rate(r) => r.accepts(now, size),
-                _ => true,
-            };
-            if !room {
+            let p = &mut self.paths[path as usize];
+            if !p.own_queue().accepts(now, size) {
                 break;
             }
-            self.paths[path as usize].held.pop_front();
+            p.held.pop_front();
             self.enter_path(id, path);
         }
         if !self.paths[path as usize].held.is_empty() {
