@@ -63,6 +63,10 @@ def connect(outdir: str | os.PathLike[str]) -> duckdb.DuckDBPyConnection:
             con.register(name, table)
         con.execute("SET python_enable_replacements = false")  # no caller's variables
         con.execute("SET enable_external_access = false")
+        # One thread: a parallel aggregate adds its partial sums in whatever order the threads
+        # finish, so a mean's last digits (and a claim's numbers) would change between runs of
+        # the same results; the tables are small and one thread reads them in file order.
+        con.execute("SET threads = 1")
         con.execute("SET lock_configuration = true")
     except BaseException:
         con.close()
