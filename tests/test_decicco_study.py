@@ -1,4 +1,4 @@
-"""Study decicco-umts (paper 003): parses with its 58 cells and 15 claims; the full study (1740
+"""Study decicco-umts (paper 003): parses with its 60 cells and 15 claims; the full study (1800
 runs of 100 s) runs from the CLI in well under its 15-minute budget and its report holds every
 target of MODELS.md section 4 with the paper's value, the model's mean and 95 % interval; the
 time-in-timeouts claim's numbers equal those of direct ``spikelab.run`` calls."""
@@ -32,11 +32,11 @@ def test_study_parses():
     assert study.sweep["replications"] == 30
     assert study.sweep["mode"] == "zip"
     cells = study.sweep["params"]["flow"]["labels"]
-    assert len(cells) == 58
+    assert len(cells) == 60
     assert sum(c.startswith("down ") and c.endswith(("x1", "x2", "x4")) for c in cells) == 9
     assert sum(c.startswith("up ") for c in cells) == 9
     assert sum(c.endswith("F-RTO") for c in cells) == sum(c.endswith("Eifel") for c in cells) == 9
-    assert sum(c.startswith("buffer ") for c in cells) == 10
+    assert sum(c.startswith("buffer ") for c in cells) == 12
 
 
 @pytest.fixture(scope="module")
@@ -59,7 +59,7 @@ def test_full_study_runs_in_budget_and_reports_every_target(full):
     assert {c["id"] for c in data["claims"]} == CLAIMS
     assert all(c["status"] in ("holds", "fails") for c in data["claims"]), data["claims"]
     n = query(out, "SELECT count(DISTINCT run_id) AS runs, count(*) FILTER (WHERE status <> 'ok') AS bad FROM runs")
-    assert n["runs"][0] == 58 * 30 and n["bad"][0] == 0
+    assert n["runs"][0] == 60 * 30 and n["bad"][0] == 0
     report = (out / "report.md").read_text()
     assert "Targets: paper 003 against the model" in report
     # 54 downlink targets (Tables 1, 3, 5, 6 for nine cells: goodput, E[RTT], sigma(RTT),
@@ -93,7 +93,7 @@ def test_full_study_runs_in_budget_and_reports_every_target(full):
 
 
 def test_claims_are_bit_identical_when_evaluated_again(full, tmp_path):
-    """Same results, same numbers: the claims' means over 1,740 runs come out to the last digit
+    """Same results, same numbers: the claims' means over 1,800 runs come out to the last digit
     each time the report is rewritten (DuckDB aggregates on one thread, so its partial sums
     are added in one order)."""
     out, _ = full
@@ -107,19 +107,24 @@ def test_claims_are_bit_identical_when_evaluated_again(full, tmp_path):
 
 def test_the_buffer_cells_run_on_their_buffer(full):
     """The buffer sweep's cells reach the preset: four flows keep the RNC buffer full, so their
-    mean RTT rises with every step of the buffer (15, 25, 35, 45 = the preset's, 60, 90 KB)."""
+    mean RTT rises with every step of the buffer (15, 25, 35, 45, 60, 90 KB); at 45 KB, the
+    preset's default, the cells are the paper's own four-flow cell run again."""
     out, _ = full
     rows = query(out, """
-        SELECT CASE WHEN cell LIKE 'buffer%' THEN CAST(regexp_extract(cell, 'buffer ([0-9]+) KB', 1) AS INTEGER)
-                    ELSE 45 END AS kb, avg(rtt_mean_s) AS rtt
-        FROM runs WHERE status = 'ok' AND (cell LIKE 'buffer % x4' OR cell = 'down NewReno x4')
-        GROUP BY kb ORDER BY kb""")
+        SELECT CAST(regexp_extract(cell, 'buffer ([0-9]+) KB', 1) AS INTEGER) AS kb,
+               avg(rtt_mean_s) AS rtt
+        FROM runs WHERE status = 'ok' AND cell LIKE 'buffer % x4' GROUP BY kb ORDER BY kb""")
     assert rows["kb"].tolist() == [15, 25, 35, 45, 60, 90]
     rtts = rows["rtt"].tolist()
     assert all(a < b for a, b in zip(rtts, rtts[1:])), rtts
     # From 15 to 90 KB the buffer holds 75 KB more, 1.8 s at 330 kbit/s when full; the flows'
     # sawtooth keeps it below full (1.2 s more measured).
     assert 0.6 < rtts[-1] - rtts[0] < 1.8, rtts
+
+    same = query(out, """
+        SELECT cell, avg(rtt_mean_s) AS rtt, avg(goodput_bps) AS g FROM runs
+        WHERE cell IN ('buffer 45 KB NewReno x4', 'down NewReno x4') GROUP BY cell""")
+    assert same["rtt"].nunique() == 1 and same["g"].nunique() == 1, same
 
 
 def test_time_in_timeouts_equals_direct_runs(full):
