@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -83,6 +84,10 @@ def test_run_validate_plot_tour(lte_handover, tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert "goodput Mbps" in proc.stdout and "figures:" in proc.stdout
     assert (out / "figures" / "cwnd_flow0.svg").exists()
+    # The manifest's scenario is the one that ran: --seed reaches its sim.seed (the file says 2).
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["seed"] == manifest["scenario"]["sim"]["seed"] == 3
+    assert manifest["scenario"]["sim"]["trace"] == manifest["trace"]
 
     proc = spikelab("plot", out, "--zoom", "10:13")
     assert proc.returncode == 0, proc.stderr

@@ -31,7 +31,8 @@ def test_layout_manifest_and_load_round_trip(synthetic_result, tmp_path):
     out = figures.write(synthetic_result, tmp_path / "out")
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["seed"] == 7 and manifest["trace"] == "packets"
-    assert manifest["scenario"] == {"sim": {"duration": 3.0}}
+    # The scenario as run: the seed and trace level the run used are in its sim table.
+    assert manifest["scenario"] == {"sim": {"duration": 3.0, "seed": 7, "trace": "packets"}}
     assert set(manifest["versions"]) == {"spikelab", "python", "pyarrow"}
     listed = {f["path"]: f for f in manifest["files"]}
     assert set(PARQUET) <= set(listed)

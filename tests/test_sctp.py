@@ -103,3 +103,16 @@ def test_the_seq_ack_figure_of_an_sctp_flow_counts_tsns(tmp_path):
     assert sent.min() == 1 and 3000 < sent.max() < 5000
     fig = figs.seqack(res.packets, 0)
     assert fig.axes[0].get_ylabel() == "TSN"
+
+
+def test_an_unset_ssthresh_is_infinite_in_the_time_series_as_for_tcp():
+    """Before its first loss a destination's ssthresh is 'arbitrarily high' (RFC 9260 §7.2.1):
+    the time series holds +inf, as for TCP, not the endpoint's internal sentinel, so the cwnd
+    figure's axis follows cwnd. After the walk-away's timeouts it is a window again."""
+    res = spikelab.run(ROOT / "examples" / "sctp-walkaway.toml")
+    ts = res.to_pandas("timeseries")
+    for var in ("ssthresh", "dest_ssthresh"):
+        v = ts[ts["var"] == var]["value"]
+        assert v.iloc[0] == float("inf"), var
+        finite = v[v != float("inf")]
+        assert len(finite) > 0 and finite.max() < 1e9, (var, finite.max())

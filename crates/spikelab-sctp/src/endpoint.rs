@@ -190,6 +190,10 @@ pub enum SctpEvent {
     },
 }
 
+/// A destination's ssthresh before its first loss: "arbitrarily high" (RFC 9260 §7.2.1), a
+/// value no window reaches.
+pub const SSTHRESH_UNSET: u64 = u64::MAX / 4;
+
 /// A read-only view of one destination.
 #[derive(Clone, Debug, PartialEq)]
 pub struct PathView {
@@ -288,7 +292,7 @@ impl Endpoint {
         let path = Path {
             rto: RtoEstimator::new(cfg.rto_params()),
             cwnd: cfg.initial_cwnd(),
-            ssthresh: u64::MAX / 4,
+            ssthresh: SSTHRESH_UNSET,
             pba: 0,
             flight: 0,
             flight_chunks: 0,

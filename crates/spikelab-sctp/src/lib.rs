@@ -23,7 +23,7 @@ mod sender;
 pub use config::{CcUnit, MaxBurstMode, Profile, SctpConfig};
 pub use endpoint::{
     AssocState, DataSource, DestStats, Endpoint, EndpointStats, Failover, MarkedTsn, PathState,
-    PathView, Role, SctpEvent, T3Record,
+    PathView, Role, SctpEvent, T3Record, SSTHRESH_UNSET,
 };
 pub use packet::{Chunk, DataChunk, HeartbeatInfo, Packet, SackChunk};
 pub use receiver::ReceiverStats;

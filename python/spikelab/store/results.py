@@ -208,7 +208,12 @@ def new_manifest(
     scenario: Mapping[str, Any], seed: int, trace: str, duration_s: float, wall_s: float,
     events: int,
 ) -> dict[str, Any]:
-    """The manifest of a run that has not been written yet (``files`` is empty)."""
+    """The manifest of a run that has not been written yet (``files`` is empty). Its scenario
+    carries the seed and trace level the run used (``--seed`` and ``--trace`` override the
+    file's ``sim.seed`` and ``sim.trace``), so running it again repeats the run."""
+    scenario = dict(scenario)
+    if scenario:
+        scenario["sim"] = {**scenario.get("sim", {}), "seed": seed, "trace": trace}
     return {
         "format": FORMAT,
         "kind": "run",
@@ -225,7 +230,7 @@ def new_manifest(
             "pyarrow": pa.__version__,
         },
         "platform": platform.platform(),
-        "scenario": dict(scenario),
+        "scenario": scenario,
         "figures_zoom": None,
         "files": [],
     }

@@ -347,7 +347,7 @@ impl World {
         let acked = ep.stats().bytes_acked as f64;
         let vals: [f64; N_VARS] = [
             cur.cwnd as f64,
-            cur.ssthresh as f64,
+            ssthresh_value(cur.ssthresh),
             secs(cur.srtt),
             secs(cur.rttvar),
             cur.rto.as_secs_f64(),
@@ -372,7 +372,7 @@ impl World {
             };
             let vals: [f64; N_DEST_VARS] = [
                 p.cwnd as f64,
-                p.ssthresh as f64,
+                ssthresh_value(p.ssthresh),
                 secs(p.srtt),
                 secs(p.rttvar),
                 p.rto.as_secs_f64(),
@@ -514,3 +514,13 @@ impl World {
 
 /// Drawn from `packet_event`: the codes of the SCTP-only events.
 use crate::packet_event::{CONTROL as EV_CONTROL, HEARTBEAT as EV_HEARTBEAT};
+
+/// A destination's ssthresh as the time series holds it: `+inf` while it is unset, as TCP's
+/// is before its first loss (docs/results.md), so figures and queries read both alike.
+fn ssthresh_value(v: u64) -> f64 {
+    if v >= spikelab_sctp::SSTHRESH_UNSET {
+        f64::INFINITY
+    } else {
+        v as f64
+    }
+}
