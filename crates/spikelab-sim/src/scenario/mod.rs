@@ -265,27 +265,40 @@ impl Default for Duration {
 pub fn parse(text: &str, overrides: &[String], base_dir: &Path) -> Result<Scenario> {
     let mut value = overridden(text, overrides)?;
     apply_profiles(&mut value)?;
-    let mut sc: Scenario = serde_path_to_error::deserialize(value).map_err(|e| {
-        let field = e.path().to_string();
-        let field = if field == "." { String::new() } else { field };
-        let msg = e.inner().to_string().replace('\n', " ");
-        // toml appends " in `a.b.c`"; the field path is already in front.
-        let msg = match msg.rfind(" in `") {
-            Some(i) => msg[..i].to_string(),
-            None => msg,
-        };
-        let msg = match choices_of(&field) {
-            // toml reports a non-string for an enum field as "invalid type: unit variant,
-            // expected string only": say what the field takes instead.
-            Some(names) if msg.contains("unit variant") => {
-                format!("must be one of {names} (a string)")
-            }
-            _ => plain_words(msg.trim()),
-        };
-        ScenarioError::new(field, msg)
-    })?;
+    let mut sc: Scenario =
+        serde_path_to_error::deserialize(value).map_err(|e| field_error(e, ""))?;
     sc.resolve(base_dir)?;
     Ok(sc)
+}
+
+/// A deserialisation error of the table at `at` ("" for the whole file) as one line naming the
+/// field, in TOML's words.
+pub(crate) fn field_error(
+    e: serde_path_to_error::Error<toml::de::Error>,
+    at: &str,
+) -> ScenarioError {
+    let inner = e.path().to_string();
+    let inner = if inner == "." { String::new() } else { inner };
+    let field = match (at.is_empty(), inner.is_empty()) {
+        (true, _) => inner,
+        (false, true) => at.to_string(),
+        (false, false) => format!("{at}.{inner}"),
+    };
+    let msg = e.inner().to_string().replace('\n', " ");
+    // toml appends " in `a.b.c`"; the field path is already in front.
+    let msg = match msg.rfind(" in `") {
+        Some(i) => msg[..i].to_string(),
+        None => msg,
+    };
+    let msg = match choices_of(&field) {
+        // toml reports a non-string for an enum field as "invalid type: unit variant,
+        // expected string only": say what the field takes instead.
+        Some(names) if msg.contains("unit variant") => {
+            format!("must be one of {names} (a string)")
+        }
+        _ => plain_words(msg.trim()),
+    };
+    ScenarioError::new(field, msg)
 }
 
 /// What each flow's profile resolved to, key by key (after `overrides`): the values `parse`

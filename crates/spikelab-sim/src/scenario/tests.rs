@@ -1352,6 +1352,15 @@ fn preset_defaults_errors_name_the_table_and_knob() {
             "[preset.umts-downlink]\nname = \"umts-uplink\"\n[[flow]]\n",
             "preset.umts-downlink.name: the table's own name is the preset's; leave name out",
         ),
+        // A value of the wrong type names its knob, in TOML's words, as under path.fwd.preset.
+        (
+            "[preset.umts-downlink]\nrlc_p = \"x\"\n[[flow]]\n",
+            "preset.umts-downlink.rlc_p: invalid type: string \"x\", expected a number",
+        ),
+        (
+            "[preset.umts-downlink]\nbuffer = \"abc\"\n[[flow]]\n",
+            "preset.umts-downlink.buffer: expected a number with a unit, got \"abc\"",
+        ),
     ];
     for (text, want) in cases {
         let e = err(text);
