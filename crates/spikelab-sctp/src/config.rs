@@ -241,7 +241,11 @@ impl SctpConfig {
         if self.rto_min > self.rto_max {
             return Err((
                 "rto_min",
-                format!("{} exceeds rto_max {}", self.rto_min, self.rto_max),
+                format!(
+                    "must not exceed rto_max ({} s), got {} s",
+                    self.rto_max.as_secs_f64(),
+                    self.rto_min.as_secs_f64()
+                ),
             ));
         }
         if self.rto_initial == SimDuration::ZERO {

@@ -798,7 +798,10 @@ impl FlowSpec {
             check(
                 r.0 >= 1500 && r.0 <= u32::MAX as u64,
                 format!("{at}.rwnd"),
-                format!("must be from 1500 bytes to 4 GiB, got {} bytes", r.0),
+                format!(
+                    "must be from 1500 bytes to 4 GiB - 1 (4294967295 bytes), got {} bytes",
+                    r.0
+                ),
             )?;
             spec.recv_buffer = Some(r);
         }
@@ -1098,6 +1101,15 @@ impl FlowSpec {
                     ),
                 )?;
             }
+            check(
+                r.granularity.0 == RtoSpec::default_granularity().0,
+                format!("{at}.granularity"),
+                format!(
+                    "only the rfc6298 estimator takes granularity (the linux estimator's \
+                     clock is the kernel's: tcp.timer_hz), got {}",
+                    r.granularity
+                ),
+            )?;
         }
         Ok(())
     }

@@ -823,11 +823,12 @@ impl StageSpec {
                         ),
                     )?;
                 }
+                let model_name = name;
                 let need = |f: Option<f64>, name: &str| -> Result<()> {
                     let v = f.ok_or_else(|| {
                         ScenarioError::new(
                             format!("{at}.{name}"),
-                            format!("required by the {model:?} loss model"),
+                            format!("required by the {model_name} loss model"),
                         )
                     })?;
                     probability(v, &format!("{at}.{name}"))

@@ -179,7 +179,10 @@ impl SctpSpec {
             check(
                 b.0 >= 1500 && b.0 <= u32::MAX as u64,
                 f("recv_buffer"),
-                format!("must be from 1500 bytes to 4 GiB, got {} bytes", b.0),
+                format!(
+                    "must be from 1500 bytes to 4 GiB - 1 (4294967295 bytes), got {} bytes",
+                    b.0
+                ),
             )?;
             c.recv_buffer = b.0 as u32;
         }

@@ -791,7 +791,7 @@ fn sctp_flows_are_checked_with_the_field_named() {
         (flow("[flow.sctp]\npath_max_retrans = -1\n"), "flow[0].sctp.path_max_retrans", ">= 0"),
         (flow("[flow.sctp]\nprimary = 2\n"), "flow[0].sctp.primary", "0 to 1"),
         (flow("[flow.sctp]\nprofile = \"rfc2960\"\n"), "flow[0].sctp.profile", "unknown"),
-        (flow("[flow.sctp]\nrto_min = \"2s\"\nrto_max = \"1s\"\n"), "flow[0].sctp.rto_min", "exceeds"),
+        (flow("[flow.sctp]\nrto_min = \"2s\"\nrto_max = \"1s\"\n"), "flow[0].sctp.rto_min", "must not exceed"),
         (flow("[flow.sctp]\npf_max_retrans = 9\n"), "flow[0].sctp.pf_max_retrans", "7829"),
         (flow("cc = \"cubic\"\n"), "flow[0].cc", "TCP"),
         (flow("[flow.tcp]\nsack = false\n"), "flow[0].tcp", "[flow.sctp]"),
@@ -1373,4 +1373,29 @@ fn preset_defaults_errors_name_the_table_and_knob() {
         "{e}"
     );
     assert!(!e.contains('\n'), "one line: {e}");
+}
+
+#[test]
+fn errors_name_models_and_bounds_in_the_file_s_words() {
+    let cases = [
+        (
+            "[path.fwd]\n[[path.fwd.stage]]\ntype = \"loss\"\nmodel = \"gilbert_elliott\"\np = 0.1\n[[flow]]\n",
+            "path.fwd.stage[0].r: required by the gilbert_elliott loss model",
+        ),
+        (
+            "[[flow]]\nprotocol = \"sctp\"\n[flow.sctp]\nrto_min = \"2s\"\nrto_max = \"1500ms\"\n",
+            "flow[0].sctp.rto_min: must not exceed rto_max (1.5 s), got 2 s",
+        ),
+        (
+            "[[flow]]\nprotocol = \"sctp\"\nrwnd = \"4GiB\"\n",
+            "flow[0].rwnd: must be from 1500 bytes to 4 GiB - 1 (4294967295 bytes), got 4294967296 bytes",
+        ),
+        (
+            "[[flow]]\n[flow.tcp.rto]\nestimator = \"linux\"\ngranularity = \"10ms\"\n",
+            "flow[0].tcp.rto.granularity: only the rfc6298 estimator takes granularity (the linux estimator's clock is the kernel's: tcp.timer_hz), got 10ms",
+        ),
+    ];
+    for (text, want) in cases {
+        assert_eq!(err(text), want);
+    }
 }
