@@ -231,6 +231,8 @@ def run(
     text, base_dir = read_scenario(scenario)
     sim = _core.Simulation(text, _overrides(overrides), base_dir, seed, trace)
     scenario_dict = json.loads(sim.scenario_json)
+    # The scenario as it runs: seed= and trace= override the file's sim.seed and sim.trace.
+    scenario_dict["sim"] = {**scenario_dict.get("sim", {}), "seed": sim.seed, "trace": sim.trace}
     sink = None
     if out is not None:
         created = results.new_root(out)
