@@ -230,9 +230,7 @@ def run(
     check_seed(seed)
     text, base_dir = read_scenario(scenario)
     sim = _core.Simulation(text, _overrides(overrides), base_dir, seed, trace)
-    scenario_dict = json.loads(sim.scenario_json)
-    # The scenario as it runs: seed= and trace= override the file's sim.seed and sim.trace.
-    scenario_dict["sim"] = {**scenario_dict.get("sim", {}), "seed": sim.seed, "trace": sim.trace}
+    scenario_dict = results.as_run(json.loads(sim.scenario_json), sim.seed, sim.trace)
     sink = None
     if out is not None:
         created = results.new_root(out)

@@ -204,16 +204,22 @@ def write_json(obj: Any, path: str | os.PathLike[str]) -> None:
     atomic_write(path, lambda tmp: tmp.write_text(text, encoding="utf-8"))
 
 
+def as_run(scenario: Mapping[str, Any], seed: int, trace: str) -> dict[str, Any]:
+    """``scenario`` with the seed and trace level a run used (``--seed`` and ``--trace``
+    override the file's ``sim.seed`` and ``sim.trace``), so running it again repeats the run."""
+    scenario = dict(scenario)
+    if scenario:
+        scenario["sim"] = {**scenario.get("sim", {}), "seed": seed, "trace": trace}
+    return scenario
+
+
 def new_manifest(
     scenario: Mapping[str, Any], seed: int, trace: str, duration_s: float, wall_s: float,
     events: int,
 ) -> dict[str, Any]:
-    """The manifest of a run that has not been written yet (``files`` is empty). Its scenario
-    carries the seed and trace level the run used (``--seed`` and ``--trace`` override the
-    file's ``sim.seed`` and ``sim.trace``), so running it again repeats the run."""
-    scenario = dict(scenario)
-    if scenario:
-        scenario["sim"] = {**scenario.get("sim", {}), "seed": seed, "trace": trace}
+    """The manifest of a run that has not been written yet (``files`` is empty); its scenario
+    as the run used it (:func:`as_run`)."""
+    scenario = as_run(scenario, seed, trace)
     return {
         "format": FORMAT,
         "kind": "run",

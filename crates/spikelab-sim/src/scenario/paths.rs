@@ -1409,20 +1409,7 @@ pub fn check_preset_defaults(raw: &BTreeMap<String, toml::Table>) -> Result<()> 
         let mut full = table.clone();
         full.insert("name".into(), toml::Value::String(name.clone()));
         let t: PathPresetTable = serde_path_to_error::deserialize(toml::Value::Table(full))
-            .map_err(|e| {
-                let err = super::field_error(e, &at);
-                // An unknown knob is reported at the table: name the knob instead.
-                let knob = err
-                    .message
-                    .split('`')
-                    .nth(1)
-                    .filter(|_| err.field == at && err.message.starts_with("unknown field"))
-                    .map(|k| format!("{at}.{k}"));
-                match knob {
-                    Some(k) => ScenarioError::new(k, err.message),
-                    None => err,
-                }
-            })?;
+            .map_err(|e| super::field_error(e, &at))?;
         Named {
             table: t,
             named: false,
