@@ -867,8 +867,10 @@ impl FlowSpec {
             return Ok(());
         }
         if let Some(r) = self.rwnd {
+            // The resolved scenario holds the value in both places (so tcp.rwnd does not show
+            // a default that is not used); equal values are not a conflict.
             check(
-                self.tcp.rwnd == TcpSpec::default().rwnd,
+                self.tcp.rwnd == TcpSpec::default().rwnd || self.tcp.rwnd == r,
                 format!("{at}.rwnd"),
                 "give rwnd or tcp.rwnd, not both",
             )?;
@@ -881,6 +883,9 @@ impl FlowSpec {
                     self.tcp.mss, r.0
                 ),
             )?;
+        }
+        if let Some(r) = self.rwnd {
+            self.tcp.rwnd = r;
         }
         let t = &mut self.tcp;
         let at = format!("{at}.tcp");

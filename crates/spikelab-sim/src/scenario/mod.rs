@@ -447,9 +447,11 @@ impl Scenario {
         paths::check_preset_defaults(&self.preset)?;
         for (name, path) in self.path.iter_mut() {
             if let Some(preset) = path.preset.take() {
-                let preset =
-                    paths::with_defaults(preset, &self.preset, &format!("path.{name}.preset"))?;
-                let mut stages = preset.stages(&format!("path.{name}.preset"))?;
+                let at = format!("path.{name}.preset");
+                let own = preset.table.clone();
+                let preset = paths::with_defaults(preset, &self.preset, &at)?;
+                preset.check_inert_knobs(&own, &at)?;
+                let mut stages = preset.stages(&at)?;
                 stages.append(&mut path.stage);
                 path.stage = stages;
             }

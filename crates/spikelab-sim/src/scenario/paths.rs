@@ -1541,6 +1541,33 @@ struct UmtsDefaults {
 }
 
 impl UmtsDefaults {
+    /// The UMTS presets' values (paper 003's bearer, MODELS.md section 4); `None` for any
+    /// other name.
+    fn of(name: &str) -> Option<UmtsDefaults> {
+        match name {
+            "umts-downlink" => Some(UmtsDefaults {
+                rate: 330_000,
+                buffer: 45_000,
+                delay_ms: 170,
+                rlc_loss: 0.002,
+                stall_rate: 0.05,
+                ..UmtsDefaults::ADAPT_OFF
+            }),
+            "umts-uplink" => Some(UmtsDefaults {
+                rate: 58_000,
+                buffer: 12_000,
+                delay_ms: 130,
+                rlc_loss: 0.0003,
+                stall_rate: 0.0,
+                // The UE is a phone on USB flow-controlling the computer (paper 003's Nokia
+                // 6630): its full buffer holds the sender back instead of dropping.
+                backpressure: true,
+                ..UmtsDefaults::ADAPT_OFF
+            }),
+            _ => None,
+        }
+    }
+
     /// Both presets' load-driven rate defaults (off until `low_rate` is set); the other
     /// fields are placeholders the presets override.
     const ADAPT_OFF: UmtsDefaults = UmtsDefaults {
@@ -1560,6 +1587,52 @@ impl UmtsDefaults {
 }
 
 impl PathPreset {
+    /// Refuses a knob that `own` (the path's own preset table, before the scenario's
+    /// `[preset.NAME]` defaults fill it) sets but that the expanded preset ignores: a stall
+    /// knob when the stall rate is 0 (no stall stage), a load-driven rate knob without
+    /// `low_rate` (the rate is fixed). A knob that comes from the defaults table is not
+    /// refused: it is meant for the paths that do use it.
+    pub fn check_inert_knobs(&self, own: &PathPresetTable, at: &str) -> Result<()> {
+        let t = &self.table;
+        let Some(d) = UmtsDefaults::of(&t.name) else {
+            return Ok(());
+        };
+        if t.stall_rate.unwrap_or(d.stall_rate) <= 0.0 {
+            for (k, on) in [
+                ("stall_median", own.stall_median.is_some()),
+                ("stall_sigma", own.stall_sigma.is_some()),
+            ] {
+                check(
+                    !on,
+                    format!("{at}.{k}"),
+                    format!(
+                        "has no effect: {}'s stall_rate is 0, so it has no stall stage (set \
+                         stall_rate > 0 to add one)",
+                        t.name
+                    ),
+                )?;
+            }
+        }
+        if t.low_rate.map_or(d.low_rate, |r| r.0) == 0 {
+            for (k, on) in [
+                ("up_bytes", own.up_bytes.is_some()),
+                ("up_after", own.up_after.is_some()),
+                ("down_bytes", own.down_bytes.is_some()),
+                ("down_after", own.down_after.is_some()),
+                ("switch_delay", own.switch_delay.is_some()),
+                ("scale_buffer", own.scale_buffer.is_some()),
+            ] {
+                check(
+                    !on,
+                    format!("{at}.{k}"),
+                    "has no effect without low_rate (the bearer's rate is fixed; low_rate \
+                     makes it load-driven)",
+                )?;
+            }
+        }
+        Ok(())
+    }
+
     /// The stages the preset stands for: rate (drop-tail buffer in bytes), rlc, stall (when
     /// its rate is > 0), delay.
     pub fn stages(&self, at: &str) -> Result<Vec<StageSpec>> {
@@ -1631,35 +1704,15 @@ impl PathPreset {
         if t.name.starts_with("leo-") {
             return self.leo_stages(at);
         }
-        let d = match t.name.as_str() {
-            "umts-downlink" => UmtsDefaults {
-                rate: 330_000,
-                buffer: 45_000,
-                delay_ms: 170,
-                rlc_loss: 0.002,
-                stall_rate: 0.05,
-                ..UmtsDefaults::ADAPT_OFF
-            },
-            "umts-uplink" => UmtsDefaults {
-                rate: 58_000,
-                buffer: 12_000,
-                delay_ms: 130,
-                rlc_loss: 0.0003,
-                stall_rate: 0.0,
-                // The UE is a phone on USB flow-controlling the computer (paper 003's Nokia
-                // 6630): its full buffer holds the sender back instead of dropping.
-                backpressure: true,
-                ..UmtsDefaults::ADAPT_OFF
-            },
-            other => {
-                return Err(ScenarioError::new(
-                    field("name"),
-                    format!(
-                        "unknown path preset {other:?} (known: {})",
-                        PATH_PRESETS.join(", ")
-                    ),
-                ))
-            }
+        let Some(d) = UmtsDefaults::of(&t.name) else {
+            return Err(ScenarioError::new(
+                field("name"),
+                format!(
+                    "unknown path preset {:?} (known: {})",
+                    t.name,
+                    PATH_PRESETS.join(", ")
+                ),
+            ));
         };
         let buffer = t.buffer.map_or(d.buffer, |b| b.0);
         check(

@@ -828,6 +828,8 @@ fn sctp_flows_are_checked_with_the_field_named() {
 fn a_flow_level_rwnd_sets_either_protocols_window() {
     let tcp = parse("[[flow]]\nrwnd = \"8000B\"\n", &[], Path::new(".")).unwrap();
     assert_eq!(tcp.flow[0].tcp_config().rwnd, 8000);
+    // The resolved scenario's tcp.rwnd is the window used, not the unused default.
+    assert_eq!(tcp.flow[0].tcp.rwnd, crate::units::Bytes(8000));
     assert_round_trips(&tcp);
     let sctp = parse(
         "[[flow]]\nprotocol = \"sctp\"\nrwnd = \"8000B\"\n",
@@ -1031,6 +1033,19 @@ fn bad_bearer_input_gets_one_line_naming_the_field() {
         (
             stage("type = \"stall\"\np = 0.1"),
             "path.fwd.stage[0].p: not a field of a stall stage (allowed: stall_rate, median, sigma_ln)",
+        ),
+        // A knob the expanded preset would ignore is refused by name.
+        (
+            "[path.fwd]\npreset = { name = \"umts-uplink\", stall_median = \"3s\" }\n[[flow]]\n".into(),
+            "path.fwd.preset.stall_median: has no effect: umts-uplink's stall_rate is 0, so it has no stall stage (set stall_rate > 0 to add one)",
+        ),
+        (
+            "[path.fwd]\npreset = { name = \"umts-downlink\", stall_rate = 0, stall_sigma = 1 }\n[[flow]]\n".into(),
+            "path.fwd.preset.stall_sigma: has no effect: umts-downlink's stall_rate is 0, so it has no stall stage (set stall_rate > 0 to add one)",
+        ),
+        (
+            "[path.fwd]\npreset = { name = \"umts-downlink\", down_after = \"2s\" }\n[[flow]]\n".into(),
+            "path.fwd.preset.down_after: has no effect without low_rate (the bearer's rate is fixed; low_rate makes it load-driven)",
         ),
         (
             "[path.fwd]\npreset = { name = \"umts-downlink\", buffer = \"1000B\" }\n[[flow]]\n"
@@ -1317,6 +1332,22 @@ fn a_scenarios_preset_defaults_fill_every_expansion_unless_a_path_sets_the_knob(
     // The resolved scenario has the stages, not the defaults table, and runs again as is.
     assert_round_trips(&sc);
     assert!(!toml::to_string(&sc).unwrap().contains("[preset"));
+    // A knob from the defaults table that one path's expansion does not use is not an error
+    // (it is meant for the paths that use it); the path's own stall_rate = 0 still holds.
+    let sc = parse(
+        "[preset.umts-uplink]\nstall_median = \"3s\"\n\
+         [path.fwd]\npreset = { name = \"umts-uplink\", stall_rate = 0.1 }\n\
+         [path.rev]\npreset = \"umts-uplink\"\n[[flow]]\n",
+        &[],
+        Path::new("."),
+    )
+    .unwrap();
+    assert_eq!(kinds2(&sc, "fwd"), ["rate", "rlc", "stall", "delay"]);
+    assert_eq!(
+        sc.path["fwd"].stage[2].median,
+        Some(crate::units::Duration(SimDuration::from_millis(3000)))
+    );
+    assert_eq!(kinds2(&sc, "rev"), ["rate", "rlc", "delay"]);
     // The same from the command line; a preset the scenario does not use is left alone.
     let sc = parse(
         "[path.fwd]\npreset = \"umts-downlink\"\n[[flow]]\n",
