@@ -188,6 +188,30 @@ impl Adapt {
         (at <= until).then_some(at)
     }
 
+    /// Takes every one-level step (`up` or down) that a condition held since `since` makes due
+    /// by `until`: each needs its own holding period (`up_after` / `down_after`) counted from
+    /// the previous switch; stops at the top or bottom level.
+    fn step_while_due(
+        &mut self,
+        since: Option<SimTime>,
+        up: bool,
+        until: SimTime,
+        busy_until: SimTime,
+        decided: &mut Vec<(SimTime, u64)>,
+    ) {
+        let after = if up {
+            self.p.up_after
+        } else {
+            self.p.down_after
+        };
+        while let Some(at) = self.due(since, after, until) {
+            match self.decide(at, up, busy_until) {
+                Some(d) => decided.push(d),
+                None => break,
+            }
+        }
+    }
+
     /// Decides a one-level step at `at` (`up` or down), effective at `delay` later or when the
     /// link has sent what it accepted (`busy_until`), whichever is later; returns the switch.
     fn decide(&mut self, at: SimTime, up: bool, busy_until: SimTime) -> Option<(SimTime, u64)> {
@@ -486,23 +510,18 @@ impl RateStage {
             let was = a.payload;
             a.payload -= size as u64;
             if was > a.p.up_bytes && a.payload <= a.p.up_bytes {
-                // Above until `finish`: an upgrade is due if it held long enough by then.
-                if let Some(at) = a.due(a.above_since, a.p.up_after, finish) {
-                    decided.extend(a.decide(at, true, busy_until));
-                }
+                // Above until `finish`: the upgrades due by then, one level per holding period.
+                a.step_while_due(a.above_since, true, finish, busy_until, &mut decided);
                 a.above_since = None;
             }
             if a.payload <= a.p.down_bytes && a.below_since.is_none() {
                 a.below_since = Some(finish);
             }
         }
-        // Still holding at `now`.
-        if let Some(at) = a.due(a.above_since, a.p.up_after, now) {
-            decided.extend(a.decide(at, true, busy_until));
-        }
-        if let Some(at) = a.due(a.below_since, a.p.down_after, now) {
-            decided.extend(a.decide(at, false, busy_until));
-        }
+        // Still holding at `now`: every step due by then (a long quiet spell moves the rate
+        // down as many levels as holding periods fit in it), however often this is called.
+        a.step_while_due(a.above_since, true, now, busy_until, &mut decided);
+        a.step_while_due(a.below_since, false, now, busy_until, &mut decided);
         if let Some(s) = self.schedule.as_deref_mut() {
             for (t, r) in decided {
                 s.push(t, r);
@@ -1012,5 +1031,53 @@ mod tests {
         );
         assert!(a.switches().last().unwrap().0 > SimTime::from_millis(9_990_000));
         assert!(s.schedule().unwrap().points().len() < 10_000);
+    }
+
+    /// Three levels, 1000-byte packets: 64 kbit/s serialises one in 125 ms, 128 kbit/s in
+    /// 62.5 ms, 384 kbit/s in 20.833 ms.
+    fn three_levels() -> RateStage {
+        RateStage::adaptive(
+            AdaptParams {
+                rates: vec![64_000, 128_000, 384_000],
+                start: 2,
+                up_bytes: 3000,
+                up_after: SimDuration::ZERO,
+                down_bytes: 0,
+                down_after: SimDuration::from_millis(1000),
+                delay: SimDuration::ZERO,
+                scale_queue: false,
+            },
+            QueueLimit::Packets(100),
+        )
+    }
+
+    #[test]
+    fn a_long_quiet_spell_steps_down_once_per_holding_period_however_often_it_is_asked() {
+        // One packet at 0 (leaves at 20.833 ms), the next 60 s later: the buffer was empty
+        // for far more than two holding periods, so the rate is two levels down, at 64 kbit/s
+        // from 2.021 s (1 s after the 384 -> 128 step at 1.021 s).
+        let mut s = three_levels();
+        s.on_arrival(SimTime::ZERO, &pkt(1000));
+        let emptied = SimTime::ZERO + s.tx_time(1000);
+        assert_eq!(
+            s.on_arrival(SimTime::from_millis(60_000), &pkt(1000)),
+            Outcome::Pass(SimTime::from_millis(60_125))
+        );
+        assert_eq!(
+            switches(&s),
+            [
+                (emptied + SimDuration::from_millis(1000), 128_000),
+                (emptied + SimDuration::from_millis(2000), 64_000)
+            ]
+        );
+        // Asking whether a packet would be accepted changes nothing: the same switches
+        // whether the link is asked once, or every 100 ms, before the arrival.
+        let mut asked = three_levels();
+        asked.on_arrival(SimTime::ZERO, &pkt(1000));
+        for k in 1..600 {
+            assert!(asked.accepts(SimTime::from_millis(100 * k), 1000));
+        }
+        asked.on_arrival(SimTime::from_millis(60_000), &pkt(1000));
+        assert_eq!(switches(&asked), switches(&s));
     }
 }

@@ -790,8 +790,10 @@ impl FlowSpec {
     fn sctp_config_checked(&self, at: &str) -> Result<spikelab_sctp::SctpConfig> {
         let mut spec = self.sctp.clone().unwrap_or_default();
         if let Some(r) = self.rwnd {
+            // The resolved scenario holds the value in both places; equal values are not a
+            // conflict.
             check(
-                spec.recv_buffer.is_none(),
+                spec.recv_buffer.is_none() || spec.recv_buffer == Some(r),
                 format!("{at}.rwnd"),
                 "give rwnd or sctp.recv_buffer, not both",
             )?;
@@ -848,6 +850,13 @@ impl FlowSpec {
 
     pub(super) fn validate(&mut self, at: &str) -> Result<()> {
         self.validate_protocol(at)?;
+        if self.protocol == Protocol::Sctp {
+            // The resolved scenario shows every SCTP knob the run used.
+            let c = self.sctp_config_checked(at)?;
+            self.sctp
+                .get_or_insert_with(SctpSpec::default)
+                .fill_from(&c);
+        }
         self.validate_cc(at)?;
         match self.app.kind {
             AppKind::Bulk => check(

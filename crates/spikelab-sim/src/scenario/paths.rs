@@ -750,6 +750,20 @@ impl StageSpec {
                         format!("must be >= 1 byte, got {}", b.0),
                     )?;
                 }
+                if let (Some(a), Some(b)) = (&self.adapt, self.queue_bytes) {
+                    let p = a.params(at)?;
+                    let cap = lowest_level_bytes(&p, b.0);
+                    check(
+                        p.up_bytes < cap,
+                        format!("{at}.adapt.up_bytes"),
+                        format!(
+                            "must be below what the queue holds at the lowest rate ({cap} bytes{}), \
+                             or the rate never steps up; got {} bytes",
+                            if p.scale_queue { ", queue_bytes scaled by scale_queue" } else { "" },
+                            p.up_bytes
+                        ),
+                    )?;
+                }
                 if self.queue.is_none() && self.queue_bytes.is_none() {
                     self.queue = Some(1000);
                 }
@@ -1518,6 +1532,17 @@ pub struct PathPresetTable {
 }
 
 /// Names accepted in a path's `preset`.
+/// The most a load-driven rate's queue of `queue_bytes` holds at its lowest level (scaled to
+/// that level's rate with `scale_queue`): event 4a (above `up_bytes`) must be reachable there.
+fn lowest_level_bytes(p: &AdaptParams, queue_bytes: u64) -> u64 {
+    if p.scale_queue {
+        let top = *p.rates.last().expect("validated") as u128;
+        ((queue_bytes as u128 * p.rates[0] as u128 / top) as u64).max(1)
+    } else {
+        queue_bytes
+    }
+}
+
 pub const PATH_PRESETS: &[&str] = &["umts-downlink", "umts-uplink", "leo-lms", "leo-return"];
 
 /// The smallest preset buffer: one 1500-byte packet.
@@ -1744,7 +1769,7 @@ impl PathPreset {
                 field("low_rate"),
                 format!("must be below rate ({} bit/s), got {low} bit/s", top.0),
             )?;
-            a.params("").map_err(|e| {
+            let p = a.params("").map_err(|e| {
                 let knob = match e.field.as_str() {
                     ".adapt.up_bytes" => "up_bytes",
                     ".adapt.down_bytes" => "down_bytes",
@@ -1752,6 +1777,21 @@ impl PathPreset {
                 };
                 ScenarioError::new(field(knob), e.message)
             })?;
+            let cap = lowest_level_bytes(&p, buffer);
+            check(
+                p.up_bytes < cap,
+                field("up_bytes"),
+                format!(
+                    "must be below what the buffer holds at low_rate ({cap} bytes{}), or the \
+                     bearer never steps up; got {} bytes",
+                    if p.scale_queue {
+                        ", the buffer scaled by scale_buffer"
+                    } else {
+                        ""
+                    },
+                    p.up_bytes
+                ),
+            )?;
         }
         let rate = StageSpec {
             kind: StageKind::Rate,

@@ -95,6 +95,40 @@ fn non_negative(v: i64, field: &str, max: i64) -> Result<u32> {
 }
 
 impl SctpSpec {
+    /// Every key of the table set to the value `c` (the configuration this table resolved to)
+    /// runs with, so the resolved scenario shows what ran; running it again gives `c` again.
+    pub fn fill_from(&mut self, c: &SctpConfig) {
+        let d = |x: spikelab_core::SimDuration| Some(Duration(x));
+        self.profile = Some(
+            match c.profile {
+                SctpProfile::Rfc9260 => "rfc9260",
+                SctpProfile::Rfc4960 => "rfc4960",
+            }
+            .to_string(),
+        );
+        self.primary = Some(c.primary as i64);
+        self.rto_initial = d(c.rto_initial);
+        self.rto_min = d(c.rto_min);
+        self.rto_max = d(c.rto_max);
+        self.rto_alpha = Some(c.rto_alpha);
+        self.rto_beta = Some(c.rto_beta);
+        self.rto_max_cap_on_backoff = Some(c.rto_max_cap_on_backoff);
+        self.max_burst = Some(c.max_burst.map_or(0, i64::from));
+        self.path_max_retrans = Some(c.path_max_retrans.into());
+        self.assoc_max_retrans = Some(c.assoc_max_retrans.into());
+        self.max_init_retransmits = Some(c.max_init_retransmits.into());
+        self.heartbeats = Some(c.heartbeats);
+        self.hb_interval = d(c.hb_interval);
+        self.sack_delay = d(c.sack_delay);
+        self.sack_freq = Some(c.sack_freq.into());
+        self.mtu = Some(c.mtu.into());
+        self.recv_buffer = Some(Bytes(c.recv_buffer.into()));
+        self.pf_max_retrans = c.pf_max_retrans.map(i64::from);
+        self.psmr = c.psmr.map(i64::from);
+        self.message_size = c.message_size.map(i64::from);
+        self.cwnd_validation = Some(c.cwnd_validation);
+    }
+
     /// The endpoint configuration for `n` destinations, every knob checked; errors name
     /// `{at}.<key>` (`at` = `flow[i].sctp`).
     pub fn config(&self, at: &str, n: usize) -> Result<SctpConfig> {

@@ -838,6 +838,18 @@ fn a_flow_level_rwnd_sets_either_protocols_window() {
     )
     .unwrap();
     assert_eq!(sctp.flow[0].sctp_config().unwrap().recv_buffer, 8000);
+    // The resolved scenario shows every SCTP knob the run used (the profile's too).
+    let spec = sctp.flow[0].sctp.as_ref().unwrap();
+    assert_eq!(spec.recv_buffer, Some(crate::units::Bytes(8000)));
+    assert_eq!(spec.profile.as_deref(), Some("rfc9260"));
+    assert_eq!(
+        spec.rto_initial,
+        Some(crate::units::Duration(SimDuration::from_secs(1)))
+    );
+    assert_eq!(
+        (spec.max_burst, spec.mtu, spec.psmr),
+        (Some(4), Some(1500), None)
+    );
     assert_round_trips(&sctp);
     for (text, field) in [
         ("[[flow]]\nrwnd = \"8000B\"\n[flow.tcp]\nrwnd = \"9000B\"\n", "flow[0].rwnd"),
@@ -1034,6 +1046,20 @@ fn bad_bearer_input_gets_one_line_naming_the_field() {
             stage("type = \"stall\"\np = 0.1"),
             "path.fwd.stage[0].p: not a field of a stall stage (allowed: stall_rate, median, sigma_ln)",
         ),
+        // A load-driven bearer whose buffer at the low rate cannot exceed up_bytes never
+        // steps up: refused (issue found in review: 128 of 330 kbit/s with a scaled 45 KB).
+        (
+            "[path.fwd]\npreset = { name = \"umts-downlink\", low_rate = \"128kbps\", scale_buffer = true }\n[[flow]]\n".into(),
+            "path.fwd.preset.up_bytes: must be below what the buffer holds at low_rate (17454 bytes, the buffer scaled by scale_buffer), or the bearer never steps up; got 20000 bytes",
+        ),
+        (
+            "[path.fwd]\npreset = { name = \"umts-uplink\", low_rate = \"32kbps\" }\n[[flow]]\n".into(),
+            "path.fwd.preset.up_bytes: must be below what the buffer holds at low_rate (12000 bytes), or the bearer never steps up; got 20000 bytes",
+        ),
+        (
+            stage("type = \"rate\"\nqueue_bytes = \"10KB\"\nadapt = { rates = [\"128kbps\", \"384kbps\"], up_bytes = \"10KB\", down_after = \"1s\" }"),
+            "path.fwd.stage[0].adapt.up_bytes: must be below what the queue holds at the lowest rate (10000 bytes), or the rate never steps up; got 10000 bytes",
+        ),
         // A knob the expanded preset would ignore is refused by name.
         (
             "[path.fwd]\npreset = { name = \"umts-uplink\", stall_median = \"3s\" }\n[[flow]]\n".into(),
@@ -1123,7 +1149,7 @@ fn umts_presets_expand_into_stages_with_knobs() {
 #[test]
 fn a_rate_stage_follows_its_load_and_the_umts_preset_can_turn_that_on() {
     let sc = parse(
-        "[path.fwd]\n[[path.fwd.stage]]\ntype = \"rate\"\nqueue_bytes = \"45KB\"\nadapt = { rates = [\"128kbps\", \"384kbps\"], up_bytes = \"20KB\", up_after = \"500ms\", down_after = \"2s\", delay = \"1s\", scale_queue = true }\n[[flow]]\n",
+        "[path.fwd]\n[[path.fwd.stage]]\ntype = \"rate\"\nqueue_bytes = \"45KB\"\nadapt = { rates = [\"128kbps\", \"384kbps\"], up_bytes = \"12KB\", up_after = \"500ms\", down_after = \"2s\", delay = \"1s\", scale_queue = true }\n[[flow]]\n",
         &[],
         Path::new("."),
     )
@@ -1131,7 +1157,7 @@ fn a_rate_stage_follows_its_load_and_the_umts_preset_can_turn_that_on() {
     let a = sc.path["fwd"].stage[0].adapt.as_ref().unwrap();
     let p = a.params("x").unwrap();
     assert_eq!(p.rates, [128_000, 384_000]);
-    assert_eq!((p.start, p.up_bytes, p.down_bytes), (0, 20_000, 0));
+    assert_eq!((p.start, p.up_bytes, p.down_bytes), (0, 12_000, 0));
     assert_eq!(p.up_after, SimDuration::from_millis(500));
     assert_eq!(p.down_after, SimDuration::from_millis(2000));
     assert_eq!(p.delay, SimDuration::from_millis(1000));
