@@ -190,7 +190,10 @@ def test_a_directory_resumes_only_its_own_sweep(tmp_path):
     with pytest.raises(ValueError, match="holds results of a different sweep"):
         spikelab.sweep(changed, tmp_path / "out", jobs=1, progress=False)
     again = spikelab.sweep(changed, tmp_path / "out", jobs=1, progress=False, fresh=True)
-    assert again.runs.num_rows == 8
+    assert again.runs.num_rows == 8 and again.manifest["runs_reused"] == 0
+    # Called again on the finished sweep: nothing runs, every run is kept.
+    assert spikelab.sweep(changed, tmp_path / "out", jobs=1,
+                          progress=False).manifest["runs_reused"] == 8
 
 
 def _children(pid: int) -> list[int]:
@@ -245,6 +248,8 @@ def test_a_killed_sweep_resumes_without_recomputing_or_losing_runs(tmp_path):
                             on_result=lambda task, outcome: seen.append(task.run_id))
     assert not set(seen) & {n[: -len(".arrow")] for n in before}, "a done run was recomputed"
     assert len(seen) == 24 - len(before)
+    # The manifest says how many runs it kept from the killed call.
+    assert result.manifest["runs_reused"] == len(before)
     for name, ident in before.items():
         path = parts / name
         assert (path.stat().st_ino, path.stat().st_mtime_ns) == ident

@@ -238,8 +238,10 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         sweepplots.draw(args.out, sweepplots.default_specs(result.params()))
     if not args.quiet:
         m = result.manifest
-        print(f"{m['runs_ok']} ok, {m['runs_failed']} failed in {m['wall_s']:.1f} s wall "
-              f"({m['core_wall_s']:.1f} s of simulation)")
+        reused = (f" ({m['runs_reused']} of them kept from an earlier call)"
+                  if m.get("runs_reused") else "")
+        print(f"{m['runs_ok']} ok{reused}, {m['runs_failed']} failed in {m['wall_s']:.1f} s "
+              f"wall ({m['core_wall_s']:.1f} s of simulation)")
         print(f"results: {args.out} (runs.parquet: {result.runs.num_rows} rows)")
     return _report_failures(result)
 

@@ -254,6 +254,9 @@ def finish(store: Store, p: Plan, *, executor: str, wall_s: float, core_wall_s: 
         "runs_total": len(p.tasks),
         "runs_ok": len(p.tasks) - len(failed),
         "runs_failed": len(failed),
+        # Finished by an earlier call of a resumed sweep and kept, not run again.
+        "runs_reused": sum(1 for rid, st in status.items()
+                           if st == OK and rid not in (fresh or {})),
         "failures": [{"run_id": rid, "error": errors.get(rid)} for rid in failed],
         "executor": executor,
         "jobs": workers,

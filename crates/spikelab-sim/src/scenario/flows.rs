@@ -195,20 +195,27 @@ pub(super) fn apply_profiles(root: &mut toml::Value) -> Result<Vec<ProfileNote>>
             merge_missing(tcp, &tcp_defaults, "tcp.", &mut note);
             // Keys the profile filled that need what the file has turned off: not applied.
             let is = |tcp: &toml::Table, k: &str, v: toml::Value| tcp.get(k) == Some(&v);
-            let sack_recovery = is(tcp, "variant", "sack".into()) && is(tcp, "sack", true.into());
+            let sack_variant = is(tcp, "variant", "sack".into());
             let sack = is(tcp, "sack", true.into());
+            // What the key needs and what the file set instead, in the file's words.
+            let variant = tcp.get("variant").map(show).unwrap_or_default();
             for n in &mut flow_notes {
-                let needs = match n.key.as_str() {
-                    "tcp.rack" | "tcp.prr" if !sack_recovery => {
-                        "variant = \"sack\" and sack = true"
-                    }
-                    "tcp.tlp" if !sack => "sack = true",
+                let (needs, off) = match n.key.as_str() {
+                    "tcp.rack" | "tcp.prr" if !(sack_variant && sack) => (
+                        "variant = \"sack\" and sack = true",
+                        match (sack_variant, sack) {
+                            (false, false) => format!("variant = {variant} and sack = false"),
+                            (false, true) => format!("variant = {variant}"),
+                            _ => "sack = false".to_string(),
+                        },
+                    ),
+                    "tcp.tlp" if !sack => ("sack = true", "sack = false".to_string()),
                     _ => continue,
                 };
                 if n.file_value.is_none() {
                     let k = n.key.trim_start_matches("tcp.");
                     tcp.insert(k.to_string(), false.into());
-                    n.not_applied = Some(format!("needs {needs}, which the file turns off"));
+                    n.not_applied = Some(format!("needs {needs}; the file sets {off}"));
                 }
             }
         }

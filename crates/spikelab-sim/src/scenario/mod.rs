@@ -298,6 +298,13 @@ pub(crate) fn field_error(
         }
         _ => plain_words(msg.trim()),
     };
+    // `[flow]` where `[[flow]]` was meant: an array of tables takes two brackets.
+    let msg = if msg == "invalid type: table, expected an array" && !field.is_empty() {
+        let header = field.replace(['[', ']'], "");
+        format!("{msg} (an array of tables: write [[{header}]], one such header per entry)")
+    } else {
+        msg
+    };
     ScenarioError::new(field, msg)
 }
 
@@ -309,7 +316,7 @@ pub fn profile_notes(text: &str, overrides: &[String]) -> Result<Vec<ProfileNote
 
 /// The scenario's TOML with `overrides` (`key=value`) applied.
 fn overridden(text: &str, overrides: &[String]) -> Result<toml::Value> {
-    let mut value: toml::Value = toml::from_str(text).map_err(|e| toml_error(&e))?;
+    let mut value: toml::Value = toml::from_str(text).map_err(|e| toml_error(&e, text))?;
     for o in overrides {
         apply_override(&mut value, o)?;
     }
@@ -379,11 +386,21 @@ fn plain_words(msg: &str) -> String {
     out
 }
 
-fn toml_error(e: &toml::de::Error) -> ScenarioError {
+fn toml_error(e: &toml::de::Error, text: &str) -> ScenarioError {
     let msg = e.message().replace('\n', " ");
+    // Line and column (from 1) of the error's start, as an editor shows them.
     let loc = e
         .span()
-        .map(|s| format!(" (at byte {})", s.start))
+        .map(|s| {
+            let before = &text.as_bytes()[..s.start.min(text.len())];
+            let line = before.iter().filter(|&&b| b == b'\n').count() + 1;
+            let start = before
+                .iter()
+                .rposition(|&b| b == b'\n')
+                .map_or(0, |i| i + 1);
+            let col = String::from_utf8_lossy(&before[start..]).chars().count() + 1;
+            format!(" (line {line}, column {col})")
+        })
         .unwrap_or_default();
     ScenarioError::new("", format!("not valid TOML: {msg}{loc}"))
 }

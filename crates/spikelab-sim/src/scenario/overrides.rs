@@ -53,6 +53,32 @@ pub fn apply_override(root: &mut toml::Value, spec: &str) -> Result<()> {
         }
         parts.push((name.to_string(), index));
     }
+    // A stage of a path the file does not declare (the default link a flow implies, or a typo)
+    // has nothing to address; say so instead of failing on a half-made table later.
+    if let [(p, None), (path, None), (third, idx), more @ ..] = parts.as_slice() {
+        let declared = root
+            .get("path")
+            .and_then(|t| t.get(path.as_str()))
+            .is_some();
+        if p == "path"
+            && !declared
+            && !matches!(third.as_str(), "preset" | "next")
+            && (idx.is_some() || !more.is_empty())
+        {
+            let implied = if matches!(path.as_str(), "fwd" | "rev") {
+                " (a flow's default link is implied, not declared)"
+            } else {
+                ""
+            };
+            return Err(ScenarioError::new(
+                key,
+                format!(
+                    "the file declares no path {path:?}{implied}: declare [path.{path}] with its \
+                     [[path.{path}.stage]] tables to set a stage"
+                ),
+            ));
+        }
+    }
     set_path(root, &parts, value, key)
 }
 

@@ -76,6 +76,38 @@ fn errors_name_the_field() {
         "flow: at least one [[flow]] is required"
     );
     assert!(err("[[flow]\n").starts_with("not valid TOML"));
+    // Syntax errors say where, as an editor counts: line and column from 1.
+    assert_eq!(
+        err("[[flow]]\n\n[sim]\nduration = 10s\n"),
+        "not valid TOML: expected newline, `#` (line 4, column 14)"
+    );
+    // One bracket pair where an array of tables takes two.
+    assert_eq!(
+        err("[flow]\n"),
+        "flow: invalid type: table, expected an array (an array of tables: write [[flow]], one such header per entry)"
+    );
+    assert_eq!(
+        err("[[flow]]\n[path.fwd.stage]\ntype = \"delay\"\n"),
+        "path.fwd.stage: invalid type: table, expected an array (an array of tables: write [[path.fwd.stage]], one such header per entry)"
+    );
+    // A stage of a path the file does not declare: the default link has no stages to set.
+    for key in ["path.fwd.stage[0].rate=\"5Mbps\"", "path.fwd.loss.p=0.1"] {
+        let e = parse(MIN, &[key.into()], Path::new("."))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.ends_with(": the file declares no path \"fwd\" (a flow's default link is implied, not declared): declare [path.fwd] with its [[path.fwd.stage]] tables to set a stage"),
+            "{e}"
+        );
+    }
+    // A preset for it is still a way to declare one.
+    let sc = parse(
+        MIN,
+        &["path.fwd.preset=\"umts-downlink\"".into()],
+        Path::new("."),
+    )
+    .unwrap();
+    assert_eq!(kinds2(&sc, "fwd"), ["rate", "rlc", "stall", "delay"]);
 }
 
 #[test]
@@ -248,7 +280,10 @@ fn profile_notes_say_which_value_wins() {
     assert_eq!(find("tcp.spurious").profile_value, "[\"linux\"]");
     assert!(notes.iter().all(|n| n.flow == 0 && n.profile == "linux"));
     // RACK and PRR need SACK recovery, which the file's variant turns off: left off, and said.
-    assert!(find("tcp.rack").not_applied.is_some());
+    assert_eq!(
+        find("tcp.rack").not_applied.as_deref(),
+        Some("needs variant = \"sack\" and sack = true; the file sets variant = \"newreno\"")
+    );
     assert!(find("tcp.prr").not_applied.is_some());
     assert_eq!(find("tcp.tlp").not_applied, None);
     let sc = parse(text, &[], Path::new(".")).unwrap();
