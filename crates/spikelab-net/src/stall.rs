@@ -313,13 +313,21 @@ mod robustness {
                 if k % 50 != 0 {
                     t += SimDuration::from_micros(pick.next_u64() % 20_000);
                 }
+                // The packet goes through the stages in turn, each getting it when the one
+                // before releases it; a drop ends its way.
+                let mut now = t;
                 for (j, s) in stages.iter_mut().enumerate() {
-                    let (Outcome::Pass(at) | Outcome::Drop(at, _)) = s.on_arrival(t, &info);
-                    assert!(at >= t, "stage {j} case {case}");
-                    if j > 0 {
-                        if let Outcome::Pass(at) = s.on_arrival(t, &info) {
+                    match s.on_arrival(now, &info) {
+                        Outcome::Pass(at) => {
+                            assert!(at >= now, "stage {j} case {case}");
+                            // The rate stage is FIFO, the RLC and stall stages keep order.
                             assert!(at >= last[j], "stage {j} reordered, case {case}");
                             last[j] = at;
+                            now = at;
+                        }
+                        Outcome::Drop(at, _) => {
+                            assert!(at >= now, "stage {j} case {case}");
+                            break;
                         }
                     }
                 }
