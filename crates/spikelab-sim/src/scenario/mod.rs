@@ -300,7 +300,17 @@ pub(crate) fn field_error(
     };
     // `[flow]` where `[[flow]]` was meant: an array of tables takes two brackets.
     let msg = if msg == "invalid type: table, expected an array" && !field.is_empty() {
-        let header = field.replace(['[', ']'], "");
+        // The TOML header drops the indexes: flow[0].paths is under [[flow.paths]].
+        let mut header = String::new();
+        let mut depth = 0;
+        for c in field.chars() {
+            match c {
+                '[' => depth += 1,
+                ']' => depth -= 1,
+                c if depth == 0 => header.push(c),
+                _ => {}
+            }
+        }
         format!("{msg} (an array of tables: write [[{header}]], one such header per entry)")
     } else {
         msg

@@ -90,6 +90,10 @@ fn errors_name_the_field() {
         err("[[flow]]\n[path.fwd.stage]\ntype = \"delay\"\n"),
         "path.fwd.stage: invalid type: table, expected an array (an array of tables: write [[path.fwd.stage]], one such header per entry)"
     );
+    assert!(
+        err("[[flow]]\nprotocol = \"sctp\"\n[flow.paths]\nfwd = \"fwd\"\nrev = \"rev\"\n")
+            .ends_with("(an array of tables: write [[flow.paths]], one such header per entry)")
+    );
     // A stage of a path the file does not declare: the default link has no stages to set.
     for key in ["path.fwd.stage[0].rate=\"5Mbps\"", "path.fwd.loss.p=0.1"] {
         let e = parse(MIN, &[key.into()], Path::new("."))
