@@ -85,6 +85,19 @@ def test_full_study_runs_in_budget_and_reports_every_target(full):
             ELSE 'JFI' END""", views)
     assert len(both) == 63
     assert ((both.dev.abs() <= 1 + 1e-9) == both.in_band).all()
+    # The intervals are over runs, not flows (a run's flows share the bearer): recomputed from
+    # runs.parquet for the four-flow NewReno goodput, 1.96 standard errors of the 30 per-run
+    # means; the per-flow formula would be wider here (the flows of a run split one bearer).
+    runs = query(out, "SELECT run_id, goodput_bps FROM runs WHERE cell = 'down NewReno x4'")
+    per_run = runs.groupby("run_id").goodput_bps.mean() / 1e3
+    assert len(per_run) == 30
+    half = 1.96 * per_run.std(ddof=1) / len(per_run) ** 0.5
+    t = query(out, "SELECT spikelab, lo95, hi95 FROM targets WHERE link = 'down' AND cc = "
+              "'newreno' AND n = 4 AND metric = 'goodput_kbps'", views)
+    assert t.spikelab[0] == pytest.approx(per_run.mean(), rel=1e-9)
+    assert t.hi95[0] - t.spikelab[0] == pytest.approx(half, rel=1e-9)
+    per_flow = 1.96 * (runs.goodput_bps / 1e3).std(ddof=1) / len(runs) ** 0.5
+    assert per_flow > half
     # What the model is calibrated to reproduce (docs/studies.md records the rest).
     holds = {c["id"] for c in data["claims"] if c["status"] == "holds"}
     assert {"utilisation-rises-with-flows", "three-tcps-within-15pct",
