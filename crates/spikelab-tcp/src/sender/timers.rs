@@ -89,8 +89,10 @@ impl TcpSender {
                 // Linux tcp_enter_loss: F-RTO for a timeout that begins an episode from Open or
                 // Disorder, and for every backed-off one (icsk_retransmits > 0), also when the
                 // episode began in fast recovery.
-                self.ledger.linux_frto = matches!(self.state, CaState::Open | CaState::Disorder)
-                    || self.rtt.backoff_count() > 0;
+                // (The kernel clears icsk_retransmits on an ACK that advances snd_una: a timeout
+                // again without progress, not a backed-off timer, which only an RTT sample resets.)
+                self.ledger.linux_frto =
+                    matches!(self.state, CaState::Open | CaState::Disorder) || recurring;
             }
         }
         self.rto_without_progress = true;
@@ -98,8 +100,11 @@ impl TcpSender {
         // Linux `tcp_enter_loss` keeps the ssthresh a fast recovery under way has set.
         let keeps_recovery_ssthresh = self.cfg.ssthresh_basis == crate::SsthreshBasis::Cwnd
             && self.state == CaState::Recovery;
-        if self.rtt.backoff_count() == 0 && !keeps_recovery_ssthresh {
-            // RFC 5681: ssthresh is held when the segment was already retransmitted by the timer.
+        if !recurring && !keeps_recovery_ssthresh {
+            // RFC 5681 §3.1: ssthresh is held when the segment (the one at SND.UNA) was already
+            // retransmitted by the timer, i.e. this timeout repeats one without progress since;
+            // an ACK that advanced SND.UNA makes the next timeout's segment a new one (the timer
+            // may still be backed off without timestamps: Karn's rule gave no sample).
             let basis = self.ssthresh_basis(self.snd_max - self.snd_una);
             let w = self.window();
             self.ssthresh = self.cc.ssthresh(&w, basis);
