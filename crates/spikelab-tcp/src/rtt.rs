@@ -4,8 +4,9 @@
 //!   first sample `SRTT = R, RTTVAR = R/2`; later `RTTVAR = (1−β)·RTTVAR + β·|SRTT − R'|`,
 //!   `SRTT = (1−α)·SRTT + α·R'`; `RTO = SRTT + max(G, K·RTTVAR)`, then clamped to [min, max].
 //!   §5.5 backoff doubles the RTO (capped at max) on every expiry; a new RTT sample recomputes
-//!   the RTO from SRTT and RTTVAR, which removes the backoff (the note after RFC 6298 (5.7), and Karn's rule: samples
-//!   are only taken from segments that were not retransmitted, or from timestamps).
+//!   the RTO from SRTT and RTTVAR, which removes the backoff (the note after RFC 6298 (5.7),
+//!   and Karn's rule: samples are only taken from segments that were not retransmitted, or
+//!   from timestamps).
 //! * `linux`: the kernel's `tcp_rtt_estimator` and `__tcp_set_rto` (see [`RtoAlgorithm::Linux`]).
 //!   `mdev` is kept scaled by 4 as the kernel keeps it; `RTO = srtt + rttvar` where
 //!   `rttvar >= rto_min`, so the RTO is never below one RTT plus 200 ms.
