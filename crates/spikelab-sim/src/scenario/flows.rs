@@ -819,7 +819,7 @@ impl FlowSpec {
 
     /// Checks what depends on the protocol: SCTP keys on a TCP flow and TCP keys on an SCTP
     /// flow are errors, not silently ignored.
-    fn validate_protocol(&self, at: &str) -> Result<()> {
+    fn validate_protocol(&mut self, at: &str) -> Result<()> {
         match self.protocol {
             Protocol::Tcp => {
                 check(
@@ -850,20 +850,18 @@ impl FlowSpec {
                     format!("{at}.paths"),
                     format!("at most 64 destinations, got {}", self.paths.len()),
                 )?;
-                self.sctp_config_checked(at).map(|_| ())
+                // The resolved scenario shows every SCTP knob the run used.
+                let c = self.sctp_config_checked(at)?;
+                self.sctp
+                    .get_or_insert_with(SctpSpec::default)
+                    .fill_from(&c);
+                Ok(())
             }
         }
     }
 
     pub(super) fn validate(&mut self, at: &str) -> Result<()> {
         self.validate_protocol(at)?;
-        if self.protocol == Protocol::Sctp {
-            // The resolved scenario shows every SCTP knob the run used.
-            let c = self.sctp_config_checked(at)?;
-            self.sctp
-                .get_or_insert_with(SctpSpec::default)
-                .fill_from(&c);
-        }
         self.validate_cc(at)?;
         match self.app.kind {
             AppKind::Bulk => check(
@@ -899,8 +897,6 @@ impl FlowSpec {
                     self.tcp.mss, r.0
                 ),
             )?;
-        }
-        if let Some(r) = self.rwnd {
             self.tcp.rwnd = r;
         }
         let t = &mut self.tcp;

@@ -751,17 +751,16 @@ impl StageSpec {
                     )?;
                 }
                 if let (Some(a), Some(b)) = (&self.adapt, self.queue_bytes) {
-                    let p = a.params(at)?;
-                    let cap = lowest_level_bytes(&p, b.0);
-                    check(
-                        p.up_bytes < cap,
+                    check_up_reachable(
+                        &a.params(at)?,
+                        b.0,
                         format!("{at}.adapt.up_bytes"),
-                        format!(
-                            "must be below what the queue holds at the lowest rate ({cap} bytes{}), \
-                             or the rate never steps up; got {} bytes",
-                            if p.scale_queue { ", queue_bytes scaled by scale_queue" } else { "" },
-                            p.up_bytes
-                        ),
+                        [
+                            "the queue",
+                            "the lowest rate",
+                            "queue_bytes scaled by scale_queue",
+                            "the rate",
+                        ],
                     )?;
                 }
                 if self.queue.is_none() && self.queue_bytes.is_none() {
@@ -1531,18 +1530,40 @@ pub struct PathPresetTable {
     pub leo_seed: Option<u64>,
 }
 
-/// Names accepted in a path's `preset`.
-/// The most a load-driven rate's queue of `queue_bytes` holds at its lowest level (scaled to
-/// that level's rate with `scale_queue`): event 4a (above `up_bytes`) must be reachable there.
-fn lowest_level_bytes(p: &AdaptParams, queue_bytes: u64) -> u64 {
-    if p.scale_queue {
+/// Checks that a load-driven rate can step up: `up_bytes` below what its queue of
+/// `queue_bytes` holds at the lowest level (scaled to that level's rate with `scale_queue`),
+/// or event 4a never fires. `words`: the queue, the lowest level, the scaling switch and what
+/// steps up, as the caller's table names them (a stage's or a preset's).
+fn check_up_reachable(
+    p: &AdaptParams,
+    queue_bytes: u64,
+    field: String,
+    words: [&str; 4],
+) -> Result<()> {
+    let [queue, lowest, scaled_by, what] = words;
+    let cap = if p.scale_queue {
         let top = *p.rates.last().expect("validated") as u128;
         ((queue_bytes as u128 * p.rates[0] as u128 / top) as u64).max(1)
     } else {
         queue_bytes
-    }
+    };
+    let scaled = if p.scale_queue {
+        format!(", {scaled_by}")
+    } else {
+        String::new()
+    };
+    check(
+        p.up_bytes < cap,
+        field,
+        format!(
+            "must be below what {queue} holds at {lowest} ({cap} bytes{scaled}), or {what} \
+             never steps up; got {} bytes",
+            p.up_bytes
+        ),
+    )
 }
 
+/// Names accepted in a path's `preset`.
 pub const PATH_PRESETS: &[&str] = &["umts-downlink", "umts-uplink", "leo-lms", "leo-return"];
 
 /// The smallest preset buffer: one 1500-byte packet.
@@ -1777,20 +1798,16 @@ impl PathPreset {
                 };
                 ScenarioError::new(field(knob), e.message)
             })?;
-            let cap = lowest_level_bytes(&p, buffer);
-            check(
-                p.up_bytes < cap,
+            check_up_reachable(
+                &p,
+                buffer,
                 field("up_bytes"),
-                format!(
-                    "must be below what the buffer holds at low_rate ({cap} bytes{}), or the \
-                     bearer never steps up; got {} bytes",
-                    if p.scale_queue {
-                        ", the buffer scaled by scale_buffer"
-                    } else {
-                        ""
-                    },
-                    p.up_bytes
-                ),
+                [
+                    "the buffer",
+                    "low_rate",
+                    "the buffer scaled by scale_buffer",
+                    "the bearer",
+                ],
             )?;
         }
         let rate = StageSpec {
