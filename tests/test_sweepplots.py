@@ -38,6 +38,31 @@ def test_bars_are_means_with_t_intervals():
     assert (hi - lo) / 2 == pytest.approx(half) and half == pytest.approx(4.303 / 3 ** 0.5)
 
 
+def test_a_runs_flows_are_averaged_before_the_interval():
+    # Two runs of two flows each: the flows of a run are not independent samples, so the
+    # interval is over the two runs' means (t(0.975, 1) = 12.706), not over four rows.
+    frame = pd.DataFrame([
+        {"run_id": r, "flow": f, "x": "a", "status": "ok", "goodput_bps": v}
+        for r, f, v in (("r0", 0, 10.0), ("r0", 1, 20.0), ("r1", 0, 12.0), ("r1", 1, 22.0))])
+    for kind in ("bar", "line"):
+        spec = {"kind": kind, "x": "x", "y": "goodput_bps", "scale": 1}
+        if kind == "line":
+            frame = frame.assign(x=1.0)
+        ax = sweepplots.draw_one(frame, FigureSpec.parse(spec)).axes[0]
+        mean, half, n = mean_ci([15.0, 17.0])
+        assert n == 2 and half == pytest.approx(12.706)  # sd √2 over √2 runs
+        if kind == "bar":
+            assert ax.patches[0].get_height() == pytest.approx(mean)
+            lo, hi = [c for c in ax.collections if c.get_segments()][0].get_segments()[0][:, 1]
+        else:
+            band = [c for c in ax.collections if isinstance(c, PolyCollection)][0]
+            ys = band.get_paths()[0].vertices[:, 1]
+            lo, hi = ys.min(), ys.max()
+        assert (hi - lo) / 2 == pytest.approx(half), kind
+        # Over the four rows it would have been t(0.975, 3) · 5.89 / 2 = 9.37.
+        assert mean_ci([10.0, 20.0, 12.0, 22.0])[1] == pytest.approx(9.3676, abs=1e-3)
+
+
 def test_lines_go_through_the_means_on_a_log_axis_for_wide_ranges():
     fig = sweepplots.draw_one(runs(), FigureSpec.parse(
         {"kind": "line", "x": "rate", "hue": "variant", "y": "goodput_bps", "scale": 0.5}))

@@ -154,6 +154,13 @@ pub struct TcpConfig {
     /// was sent before the first unacknowledged segment was last (re)transmitted (Linux
     /// `tcp_clean_rtx_queue`); off: only cumulative ACKs restart it (RFC 6298 (5.3)).
     pub rearm_rto_on_sack: bool,
+    /// RTT samples as the kernel takes them (Linux `tcp_ack_update_rtt`): from the send time
+    /// of the oldest newly acknowledged segment that was never retransmitted, else of the
+    /// oldest newly SACKed original (so an ACK that only SACKs gives a sample and clears the
+    /// backoff too), else from the timestamp echo of an ACK that advances snd_una; off: only
+    /// ACKs that advance snd_una give samples, from the timestamp echo (RFC 7323 RTTM) or
+    /// from one timed segment per round trip (RFC 6298 §3, Karn's rule).
+    pub kernel_rtt_samples: bool,
     /// The timers (retransmission, loss probe, RACK reordering, delayed ACK) fire as the kernel's
     /// do at this tick rate (`CONFIG_HZ`): the delay in whole jiffies, placed in the timer
     /// wheel, which fires no earlier and up to one level granule later (1 jiffy below 63
@@ -234,6 +241,7 @@ impl Default for TcpConfig {
             rcv_autotune: false,
             rearm_rto_on_retransmit: false,
             rearm_rto_on_sack: false,
+            kernel_rtt_samples: false,
             timer_hz: 0,
             handshake: false,
             spurious: SpuriousConfig::default(),

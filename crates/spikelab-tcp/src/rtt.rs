@@ -28,7 +28,9 @@ pub struct RttEstimator {
     mdev4: i64,
     /// Linux: the largest `mdev4` seen in the current window of data, ns.
     mdev_max: i64,
-    /// Linux: `rtt_seq`, the `snd_nxt` that ends the current measurement window.
+    /// Linux: `rtt_seq`, the highest sequence sent when the current measurement window began
+    /// (the kernel's `snd_nxt`, which a timeout does not rewind); the window ends when
+    /// `snd_una` passes it.
     rtt_seq: u64,
     /// RTO before backoff.
     base_rto: SimDuration,
@@ -50,9 +52,10 @@ impl RttEstimator {
         }
     }
 
-    /// Feeds one RTT measurement `r`. `snd_una`/`snd_nxt` are the sender's values after the
-    /// ACK (used by the `linux` mode's per-window `mdev_max`).
-    pub fn on_sample(&mut self, r: SimDuration, snd_una: u64, snd_nxt: u64) {
+    /// Feeds one RTT measurement `r`. `snd_una` is the sender's value after the ACK and
+    /// `snd_max` the highest sequence sent (the kernel's `snd_nxt`, which is never rewound);
+    /// both serve the `linux` mode's per-window `mdev_max`.
+    pub fn on_sample(&mut self, r: SimDuration, snd_una: u64, snd_max: u64) {
         let m = r.as_nanos() as f64;
         match self.cfg.algorithm {
             RtoAlgorithm::Rfc6298 {
@@ -76,13 +79,13 @@ impl RttEstimator {
                 let rto = srtt + (granularity.as_nanos() as f64).max(k * self.rttvar);
                 self.base_rto = ns(rto);
             }
-            RtoAlgorithm::Linux => self.linux_sample(r.as_nanos().max(1) as i64, snd_una, snd_nxt),
+            RtoAlgorithm::Linux => self.linux_sample(r.as_nanos().max(1) as i64, snd_una, snd_max),
         }
         self.base_rto = self.base_rto.max(self.cfg.min).min(self.cfg.max);
         self.backoff = 0;
     }
 
-    fn linux_sample(&mut self, m: i64, snd_una: u64, snd_nxt: u64) {
+    fn linux_sample(&mut self, m: i64, snd_una: u64, snd_max: u64) {
         let rto_min = self.cfg.min.as_nanos() as i64;
         match self.srtt {
             None => {
@@ -90,7 +93,7 @@ impl RttEstimator {
                 self.mdev4 = 2 * m;
                 self.mdev_max = self.mdev4.max(rto_min);
                 self.rttvar = self.mdev_max as f64;
-                self.rtt_seq = snd_nxt;
+                self.rtt_seq = snd_max;
             }
             Some(srtt_f) => {
                 let mut srtt = srtt_f as i64;
@@ -116,7 +119,7 @@ impl RttEstimator {
                     if (self.mdev_max as f64) < self.rttvar {
                         self.rttvar -= (self.rttvar - self.mdev_max as f64) / 4.0;
                     }
-                    self.rtt_seq = snd_nxt;
+                    self.rtt_seq = snd_max;
                     self.mdev_max = rto_min;
                 }
                 self.srtt = Some(srtt as f64);
@@ -163,6 +166,16 @@ impl RttEstimator {
             }
         }
         self.base_rto = self.base_rto.max(self.cfg.min).min(self.cfg.max);
+        self.backoff = 0;
+    }
+
+    /// RFC 6298 (5.7): the SYN's timer expired and the handshake gave no RTT sample, so the
+    /// data transfer starts with an RTO of 3 s (or the initial RTO, if larger) and no backoff;
+    /// Linux `tcp_init_metrics` (`TCP_TIMEOUT_FALLBACK`). The first sample then starts the
+    /// estimator as usual.
+    pub fn syn_lost_without_sample(&mut self) {
+        let fallback = SimDuration::from_secs(3).max(self.cfg.initial);
+        self.base_rto = fallback.max(self.cfg.min).min(self.cfg.max);
         self.backoff = 0;
     }
 

@@ -1,9 +1,11 @@
 //! The optional handshake (`handshake = true`): SYN first, data after the SYN-ACK; the SYN on
-//! the RTO timer (RFC 6298 (2.1): 1 s, backed off); Karn's rule for the SYN-ACK's sample;
-//! one segment of cwnd after a lost SYN (Linux `tcp_init_transfer`).
+//! the RTO timer (RFC 6298 (2.1): 1 s, backed off); Karn's rule for the SYN-ACK's sample, or
+//! the timestamp echo's sample; a 3 s RTO when a lost SYN left no sample (RFC 6298 (5.7));
+//! one segment of cwnd after a lost SYN (RFC 5681 §3.1), after two with the `linux` estimator
+//! (Linux `tcp_init_transfer`).
 
 use spikelab_core::SimDuration;
-use spikelab_tcp::{Segment, TcpConfig, TcpReceiver, TxKind};
+use spikelab_tcp::{RtoConfig, Segment, TcpConfig, TcpReceiver, Timestamps, TxKind};
 
 mod common;
 use common::*;
@@ -58,11 +60,65 @@ fn a_lost_syn_is_sent_again_at_1_s_then_2_s_later_and_data_starts_with_one_segme
     assert_eq!(kinds(&s.timer(ms(3000))), vec![(0, TxKind::Syn)]);
     assert_eq!(s.next_timer(), Some(ms(7000)));
     let out = s.ack(ms(3050), synack());
-    // Karn: no sample from a retransmitted SYN; one segment of cwnd.
+    // Karn: no sample from a retransmitted SYN (this SYN-ACK echoes no timestamp); one
+    // segment of cwnd.
     assert_eq!(s.rtt().srtt(), None);
     assert_eq!(s.cwnd(), MSS);
     assert_eq!(kinds(&out), new_segments(0, 1));
     assert_eq!(s.stats().rto_count, 0, "SYN timeouts are not data timeouts");
+    // RFC 6298 (5.7): the data's RTO is 3 s, not the SYN's backed-off 4 s.
+    assert_eq!(s.rtt().backoff_count(), 0);
+    assert_eq!(s.next_timer(), Some(ms(6050)));
+}
+
+fn synack_echoing(ecr: u32) -> Segment {
+    Segment {
+        ts: Some(Timestamps { val: 1, ecr }),
+        ..synack()
+    }
+}
+
+#[test]
+fn a_synack_echoing_the_retransmitted_syn_gives_the_first_sample() {
+    // RFC 7323 RTTM (Linux tcp_ack_update_rtt): the echo names the SYN that was answered, the
+    // one sent at 1 s (TSval 1000 at the 1 ms tick), so its RTT is a valid sample.
+    let mut s = Snd::new(cfg(), None);
+    s.send(ms(0));
+    s.timer(ms(1000));
+    s.ack(ms(1080), synack_echoing(1000));
+    assert_eq!(s.rtt().srtt(), Some(SimDuration::from_millis(80)));
+    assert_eq!(s.rtt().backoff_count(), 0);
+    // RFC 6298 (2.2): 80 + 4·40 = 240 ms, below the 1 s minimum.
+    assert_eq!(s.next_timer(), Some(ms(2080)));
+    assert_eq!(s.cwnd(), MSS, "RFC 5681 §3.1: one segment after a lost SYN");
+}
+
+#[test]
+fn with_the_linux_estimator_one_segment_of_cwnd_only_after_two_syn_retransmissions() {
+    let linux = || TcpConfig {
+        rto: RtoConfig::linux(),
+        timestamps: false,
+        ..cfg()
+    };
+    let mut once = Snd::new(linux(), None);
+    once.send(ms(0));
+    once.timer(ms(1000));
+    let out = once.ack(ms(1050), synack());
+    assert_eq!(
+        kinds(&out),
+        new_segments(0, 4),
+        "one SYN retransmission keeps IW"
+    );
+    // No sample: tcp_init_metrics' TCP_TIMEOUT_FALLBACK.
+    assert_eq!(once.next_timer(), Some(ms(4050)));
+
+    let mut twice = Snd::new(linux(), None);
+    twice.send(ms(0));
+    twice.timer(ms(1000));
+    twice.timer(ms(3000));
+    let out = twice.ack(ms(3050), synack());
+    assert_eq!(kinds(&out), new_segments(0, 1));
+    assert_eq!(twice.next_timer(), Some(ms(6050)));
 }
 
 #[test]

@@ -204,6 +204,8 @@ _KERNEL_FIXED = (
     ("rearm_rto_on_sack", False, "the kernel restarts its retransmission timer on a SACK of data "
                                  "sent before the first unacknowledged segment's last "
                                  "transmission"),
+    ("kernel_rtt_samples", False, "the kernel takes its RTT samples from send times, ACKs that "
+                                  "only SACK included"),
 )
 
 

@@ -3,9 +3,13 @@
 Kinds (each figure is a ``[[figure]]`` table of a study, or ``spikelab figure`` options):
 
 - ``bar``: mean of ``y`` per value of ``x``, one bar per ``hue`` value side by side, 95% CI
-  error bars over the replications (paper 000 Fig. 11).
+  error bars over the runs (paper 000 Fig. 11).
 - ``line``: mean of ``y`` against a numeric ``x``, one line per ``hue``, 95% CI band
   (paper 002 throughput vs. link rate, paper 001 goodput vs. SNR).
+
+Bar and line intervals are over runs, not rows: where a run has several flows in one bar or
+point, its flows are averaged first (flows that share a path are not independent samples),
+so the interval is the spread of the runs' means (``run_id``; a view without it counts rows).
 - ``cdf``: empirical CDF of ``y`` over all runs (replications and flows), one curve per
   ``hue`` (paper 003).
 - ``heatmap``: mean of ``y`` over two parameters ``x`` and ``row`` (paper 004 alpha × beta).
@@ -187,6 +191,15 @@ def _plain(axis) -> None:
     axis.set_minor_formatter(ticker.NullFormatter())
 
 
+def _cell_stats(cell: pd.DataFrame, spec: FigureSpec) -> tuple[float, float, int]:
+    """(mean, 95% CI half-width, n) of ``y`` over the runs in ``cell``, each run's rows (its
+    flows) averaged first."""
+    ys = cell[spec.y] * spec.factor
+    if "run_id" in cell.columns and cell["run_id"].duplicated().any():
+        ys = ys.groupby(cell["run_id"], sort=False).mean()
+    return mean_ci(ys.tolist())
+
+
 def _bar(ax, frame: pd.DataFrame, spec: FigureSpec) -> None:
     xs, hues = _values(frame, spec.x), _values(frame, spec.hue)
     width = 0.8 / len(hues)
@@ -194,7 +207,7 @@ def _bar(ax, frame: pd.DataFrame, spec: FigureSpec) -> None:
         sub = _subset(frame, spec.hue, h)
         means, errs = [], []
         for x in xs:
-            m, half, _ = mean_ci((sub[sub[spec.x] == x][spec.y] * spec.factor).tolist())
+            m, half, _ = _cell_stats(sub[sub[spec.x] == x], spec)
             means.append(m)
             errs.append(0.0 if math.isnan(half) else half)
         pos = np.arange(len(xs)) + (j - (len(hues) - 1) / 2) * width
@@ -213,7 +226,7 @@ def _line(ax, frame: pd.DataFrame, spec: FigureSpec) -> None:
     for h in _values(frame, spec.hue):
         sub = _subset(frame, spec.hue, h)
         xs = sorted(set(sub[spec.x].tolist()))
-        stats = [mean_ci((sub[sub[spec.x] == x][spec.y] * spec.factor).tolist()) for x in xs]
+        stats = [_cell_stats(sub[sub[spec.x] == x], spec) for x in xs]
         mean = np.array([s[0] for s in stats])
         half = np.array([0.0 if math.isnan(s[1]) else s[1] for s in stats])
         at = np.asarray(xs, dtype=float) * x_factor

@@ -107,6 +107,7 @@ comp_sack = 44
 rcv_autotune = true
 rearm_rto_on_retransmit = true
 rearm_rto_on_sack = true
+kernel_rtt_samples = true
 timer_hz = 250
 ssthresh_basis = "cwnd"
 cwnd_limited_check = true
@@ -369,6 +370,8 @@ pub struct TcpSpec {
     pub rearm_rto_on_retransmit: bool,
     /// A SACK of data sent before the head's last transmission restarts the timer (Linux).
     pub rearm_rto_on_sack: bool,
+    /// RTT samples as the kernel takes them (send times, SACK-only ACKs included) (Linux).
+    pub kernel_rtt_samples: bool,
     /// The sender's timers follow the kernel's jiffies and timer wheel at this tick rate
     /// (`CONFIG_HZ`; 0: exact timers).
     pub timer_hz: i64,
@@ -424,6 +427,7 @@ impl Default for TcpSpec {
             rcv_autotune: c.rcv_autotune,
             rearm_rto_on_retransmit: c.rearm_rto_on_retransmit,
             rearm_rto_on_sack: c.rearm_rto_on_sack,
+            kernel_rtt_samples: c.kernel_rtt_samples,
             timer_hz: c.timer_hz as i64,
             ssthresh_basis: SsthreshBasisSpec::Flight,
             cwnd_limited_check: c.cwnd_limited_check,
@@ -1185,6 +1189,7 @@ impl FlowSpec {
             rcv_autotune: t.rcv_autotune,
             rearm_rto_on_retransmit: t.rearm_rto_on_retransmit,
             rearm_rto_on_sack: t.rearm_rto_on_sack,
+            kernel_rtt_samples: t.kernel_rtt_samples,
             timer_hz: t.timer_hz as u32,
             ssthresh_basis: match t.ssthresh_basis {
                 SsthreshBasisSpec::Flight => SsthreshBasis::FlightSize,

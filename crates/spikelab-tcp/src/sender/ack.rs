@@ -83,10 +83,7 @@ impl TcpSender {
         if ack > self.snd_una {
             acked = ack - self.snd_una;
             sample = match (self.cfg.timestamps, seg.ts, self.timed) {
-                (true, Some(ts), _) => {
-                    let ticks = self.ts_now(now).wrapping_sub(ts.ecr).max(1);
-                    Some(self.cfg.ts_tick.saturating_mul(ticks as u64))
-                }
+                (true, Some(ts), _) => Some(self.ts_rtt(now, ts.ecr)),
                 (false, _, Some((end, sent))) if ack >= end => {
                     self.timed = None;
                     Some(now - sent)
@@ -100,7 +97,9 @@ impl TcpSender {
                 if m.tx_count > 1 {
                     ack_rtt.retrans_acked = true;
                 } else if !m.sacked {
-                    ack_rtt.last_ackt = Some(m.xmit_time);
+                    let t = m.xmit_time;
+                    ack_rtt.last_ackt = Some(t);
+                    ack_rtt.first_ackt = Some(ack_rtt.first_ackt.map_or(t, |f| f.min(t)));
                 }
             });
             delivered += acked - (sacked_before - self.board.sacked_bytes());
@@ -109,6 +108,20 @@ impl TcpSender {
             }
             self.high_rxt = self.high_rxt.max(ack);
             self.rto_without_progress = false;
+        }
+        if self.cfg.kernel_rtt_samples {
+            // Linux tcp_ack_update_rtt: the send-time RTT of the oldest newly acknowledged
+            // segment never retransmitted (none if a retransmitted one was acknowledged),
+            // else of the oldest newly SACKed original, else the timestamp echo of an ACK
+            // that advanced snd_una.
+            let a = self.ack_rtt;
+            let seq_rtt = a
+                .first_ackt
+                .filter(|_| !a.retrans_acked)
+                .map(|t| now.since(t));
+            let sack_rtt = a.first_sackt.map(|t| now.since(t));
+            let ts_rtt = sample.filter(|_| self.cfg.timestamps);
+            sample = seq_rtt.or(sack_rtt).or(ts_rtt);
         }
 
         // Detectors read the ACK; the response waits until the ACK has been processed.
@@ -203,7 +216,9 @@ impl TcpSender {
                     r,
                 );
             } else {
-                self.rtt.on_sample(r, self.snd_una, self.snd_nxt);
+                // The kernel's window marker is its snd_nxt, the highest sequence sent (a
+                // timeout does not rewind it there): ours is snd_max.
+                self.rtt.on_sample(r, self.snd_una, self.snd_max);
             }
             self.note_rtt_sample(r);
         }

@@ -3,10 +3,14 @@
 //! ACK field, so it is not sent on its own).
 //!
 //! The SYN takes the RTO timer: 1 s (`rto.initial`, RFC 6298 (2.1)), doubled on each
-//! retransmission. The SYN-ACK gives the first RTT sample unless the SYN was retransmitted
-//! (Karn). If it was, the connection starts with one segment of cwnd, as Linux's
-//! `tcp_init_transfer` does after a lost SYN (RFC 6298 §5.7 asks for a 3 s RTO then; the model
-//! keeps the backed-off RTO until the first sample instead). Both SYNs are 60 bytes on the wire
+//! retransmission. The SYN-ACK gives the first RTT sample: from the SYN's send time if the SYN
+//! was sent once, from its timestamp echo otherwise (RFC 7323 RTTM: the echo names the SYN
+//! that was answered; Linux `tcp_ack_update_rtt` takes it too). A retransmitted SYN without a
+//! sample (no timestamps: Karn) starts the data with an RTO of 3 s and no backoff (RFC 6298
+//! (5.7); Linux `tcp_init_metrics`). After a retransmitted SYN the connection starts with one
+//! segment of cwnd (RFC 5681 §3.1); with the `linux` estimator, which carries the kernel's
+//! timer rules, only after more than one retransmission (Linux `tcp_init_transfer`: with a
+//! 1 s initial RTO one retransmission may be spurious). Both SYNs are 60 bytes on the wire
 //! (Linux's options: MSS, SACK-permitted, timestamps, window scale).
 
 use super::*;
@@ -82,11 +86,25 @@ impl TcpSender {
         }
         self.handshake = Handshake::Established;
         self.rto_deadline = None;
-        if retries == 0 {
-            let r = now - first_sent;
-            self.rtt.on_sample(r, 0, 0);
-            self.note_rtt_sample(r);
+        let sample = if retries == 0 {
+            Some(now - first_sent)
         } else {
+            seg.ts
+                .filter(|_| self.cfg.timestamps)
+                .map(|t| self.ts_rtt(now, t.ecr))
+        };
+        match sample {
+            Some(r) => {
+                self.rtt.on_sample(r, 0, 0);
+                self.note_rtt_sample(r);
+            }
+            None => self.rtt.syn_lost_without_sample(),
+        }
+        let one_segment_after = match self.cfg.rto.algorithm {
+            RtoAlgorithm::Linux => 2,
+            RtoAlgorithm::Rfc6298 { .. } => 1,
+        };
+        if retries >= one_segment_after {
             self.cwnd = self.mss;
         }
     }

@@ -257,6 +257,9 @@ pub(super) struct AckRtt {
     /// Send time of the newest cumulatively ACKed segment that was neither retransmitted nor
     /// SACKed before.
     pub last_ackt: Option<SimTime>,
+    /// Send time of the oldest cumulatively ACKed segment that was neither retransmitted nor
+    /// SACKed before (Linux `first_ackt`).
+    pub first_ackt: Option<SimTime>,
     /// A cumulatively ACKed segment had been retransmitted (Karn: no sequence sample).
     pub retrans_acked: bool,
     /// Send time of the newest newly SACKed original transmission.
@@ -570,6 +573,13 @@ impl TcpSender {
 
     pub(super) fn ts_now(&self, now: SimTime) -> u32 {
         (now.as_nanos() / self.cfg.ts_tick.as_nanos().max(1)) as u32
+    }
+
+    /// The RTT a timestamp echo gives (RFC 7323 RTTM): the clock's ticks since `ecr`, at
+    /// least one.
+    pub(super) fn ts_rtt(&self, now: SimTime, ecr: u32) -> SimDuration {
+        let ticks = self.ts_now(now).wrapping_sub(ecr).max(1);
+        self.cfg.ts_tick.saturating_mul(ticks as u64)
     }
 
     pub(super) fn window(&self) -> Window {
