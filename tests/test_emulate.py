@@ -676,3 +676,65 @@ cc = "reno"
     res = spikelab.emulate.emulate(path, out=tmp_path / "emu", plots=False, progress=False)
     for g in (sim["goodput_bps"][0].as_py(), res.runs["goodput_bps"][0].as_py()):
         assert 400e3 < g < 2e6, g
+
+
+SYN_LOSS = """
+name = "syn-loss"
+[sim]
+duration = "3s"
+seed = 1
+[path.fwd]
+[[path.fwd.stage]]
+type = "rate"
+rate = "10Mbps"
+queue = 100
+[[path.fwd.stage]]
+type = "delay"
+delay = "25ms"
+[[path.fwd.stage]]
+type = "loss"
+nth = [1]
+[path.rev]
+[[path.rev.stage]]
+type = "delay"
+delay = "25ms"
+[[flow]]
+app = { type = "bulk" }
+cc = { algo = "cubic", flavor = "linux" }
+[flow.tcp]
+profile = "linux"
+"""
+
+
+def _first_flight(out: Path) -> tuple[float, int]:
+    """When the first data segment left (s) and how many left within 5 ms of it."""
+    import pyarrow.parquet as pq
+    p = pq.read_table(out / "packets.parquet", columns=["t_ns", "event", "len"]).to_pandas()
+    data = p[(p.event == "send") & (p.len > 0)]
+    t0 = int(data.t_ns.min())
+    return t0 / 1e9, int((data.t_ns <= t0 + 5_000_000).sum())
+
+
+@as_root
+@pytest.mark.parametrize("lost, retransmitted_at, flight", [([1], 1.0, 10), ([1, 2], 2.0, 1)])
+def test_a_lost_syn_times_and_sizes_the_first_flight_as_the_kernel_does(tmp_path, lost,
+                                                                        retransmitted_at,
+                                                                        flight):
+    """The SYN (the path's first packet) is lost once or twice. Linux 6.5+ resends it 1 s
+    apart both times (tcp_syn_linear_timeouts), and opens with its full initial window after
+    one loss, one segment after two (tcp_init_transfer); the linux profile does the same."""
+    scenario = write(tmp_path, "syn.toml", SYN_LOSS)
+    over = [f"path.fwd.stage[2].nth={lost}"]
+    spikelab.run(scenario, out=tmp_path / "sim", trace="packets", overrides=over, plots=False,
+                 progress=False)
+    spikelab.emulate.emulate(scenario, out=tmp_path / "emu", plots=False, progress=False,
+                             overrides=over)
+    (t_sim, n_sim), (t_kernel, n_kernel) = (_first_flight(tmp_path / d) for d in ("sim", "emu"))
+    print(f"lost {lost}: first data sim {t_sim:.3f} s ({n_sim}), kernel {t_kernel:.3f} s "
+          f"({n_kernel})")
+    # The last SYN at `retransmitted_at` (the 250 Hz timer wheel makes each expiry up to
+    # 32 ms late), data one 50 ms round trip later; 2 s would mean the 1 s RTO had doubled.
+    for t in (t_sim, t_kernel):
+        assert retransmitted_at + 0.05 <= t <= retransmitted_at + 0.05 + 0.035 * len(lost)
+    assert abs(t_sim - t_kernel) < 0.04
+    assert n_sim == n_kernel == flight

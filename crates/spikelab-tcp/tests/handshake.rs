@@ -115,10 +115,32 @@ fn with_the_linux_estimator_one_segment_of_cwnd_only_after_two_syn_retransmissio
     let mut twice = Snd::new(linux(), None);
     twice.send(ms(0));
     twice.timer(ms(1000));
-    twice.timer(ms(3000));
-    let out = twice.ack(ms(3050), synack());
+    twice.timer(ms(2000));
+    let out = twice.ack(ms(2050), synack());
     assert_eq!(kinds(&out), new_segments(0, 1));
-    assert_eq!(twice.next_timer(), Some(ms(6050)));
+    assert_eq!(twice.next_timer(), Some(ms(5050)));
+}
+
+#[test]
+fn with_the_linux_estimator_the_first_five_syn_retransmissions_come_1_s_apart() {
+    // Linux 6.5+ tcp_retransmit_timer: in SYN-SENT the RTO doubles only once the backoff
+    // exceeds tcp_syn_linear_timeouts (4): SYNs at 0, 1, 2, 3, 4, 5 s, then 7 and 11 s (the
+    // kernel's 131 s to give up with tcp_syn_retries = 6: five 1 s waits, then 2 to 64 s).
+    let mut s = Snd::new(
+        TcpConfig {
+            rto: RtoConfig::linux(),
+            ..cfg()
+        },
+        None,
+    );
+    s.send(ms(0));
+    let mut sent = vec![0];
+    for _ in 0..6 {
+        let at = s.next_timer().unwrap();
+        assert_eq!(kinds(&s.timer(at)), vec![(0, TxKind::Syn)]);
+        sent.push(at.as_nanos() / 1_000_000);
+    }
+    assert_eq!(sent, vec![0, 1000, 2000, 3000, 4000, 5000, 7000]);
 }
 
 #[test]

@@ -3,8 +3,9 @@
 //! ACK field, so it is not sent on its own).
 //!
 //! The SYN takes the RTO timer: 1 s (`rto.initial`, RFC 6298 (2.1)), doubled on each
-//! retransmission. The SYN-ACK gives the first RTT sample: from the SYN's send time if the SYN
-//! was sent once, from its timestamp echo otherwise (RFC 7323 RTTM: the echo names the SYN
+//! retransmission; with the `linux` estimator the RTO doubles only after the fifth expiry, as
+//! in Linux 6.5+ (`tcp_syn_linear_timeouts` = 4: SYNs at 0, 1, 2, 3, 4, 5 s, then 7, 11 s).
+//! The SYN-ACK gives the first RTT sample: from the SYN's send time if the SYN was sent once, from its timestamp echo otherwise (RFC 7323 RTTM: the echo names the SYN
 //! that was answered; Linux `tcp_ack_update_rtt` takes it too). A retransmitted SYN without a
 //! sample (no timestamps: Karn) starts the data with an RTO of 3 s and no backoff (RFC 6298
 //! (5.7); Linux `tcp_init_metrics`). After a retransmitted SYN the connection starts with one
@@ -14,6 +15,10 @@
 //! (Linux's options: MSS, SACK-permitted, timestamps, window scale).
 
 use super::*;
+
+/// Linux's `net.ipv4.tcp_syn_linear_timeouts` default (since 6.5): SYN-SENT timeouts that
+/// leave the RTO at its initial value (the kernel doubles it once its backoff exceeds this).
+const LINUX_SYN_LINEAR_TIMEOUTS: u32 = 4;
 
 impl TcpSender {
     /// Whether the handshake is complete (always, without one).
@@ -53,14 +58,22 @@ impl TcpSender {
         }
     }
 
-    /// The RTO expired before the SYN-ACK: send the SYN again, backed off.
+    /// The RTO expired before the SYN-ACK: send the SYN again, backed off (with the `linux`
+    /// estimator only once the backoff exceeds Linux's `tcp_syn_linear_timeouts` = 4, the
+    /// kernel's rule since 6.5).
     pub(super) fn syn_timeout(&mut self, now: SimTime) {
         if let Handshake::SynSent {
             first_sent,
             retries,
         } = self.handshake
         {
-            self.rtt.backoff();
+            let linear = match self.cfg.rto.algorithm {
+                RtoAlgorithm::Linux => LINUX_SYN_LINEAR_TIMEOUTS,
+                RtoAlgorithm::Rfc6298 { .. } => 0,
+            };
+            if retries >= linear {
+                self.rtt.backoff();
+            }
             self.handshake = Handshake::SynDue {
                 first_sent: Some(first_sent),
                 retries: retries + 1,
