@@ -725,10 +725,10 @@ def test_a_lost_syn_times_and_sizes_the_first_flight_as_the_kernel_does(tmp_path
     one loss, one segment after two (tcp_init_transfer); the linux profile does the same."""
     scenario = write(tmp_path, "syn.toml", SYN_LOSS)
     over = [f"path.fwd.stage[2].nth={lost}"]
-    spikelab.run(scenario, out=tmp_path / "sim", trace="packets", overrides=over, plots=False,
-                 progress=False)
-    spikelab.emulate.emulate(scenario, out=tmp_path / "emu", plots=False, progress=False,
-                             overrides=over)
+    sim = spikelab.run(scenario, out=tmp_path / "sim", trace="packets", overrides=over,
+                       plots=False, progress=False)
+    emu = spikelab.emulate.emulate(scenario, out=tmp_path / "emu", plots=False,
+                                   progress=False, overrides=over)
     (t_sim, n_sim), (t_kernel, n_kernel) = (_first_flight(tmp_path / d) for d in ("sim", "emu"))
     print(f"lost {lost}: first data sim {t_sim:.3f} s ({n_sim}), kernel {t_kernel:.3f} s "
           f"({n_kernel})")
@@ -738,3 +738,9 @@ def test_a_lost_syn_times_and_sizes_the_first_flight_as_the_kernel_does(tmp_path
         assert retransmitted_at + 0.05 <= t <= retransmitted_at + 0.05 + 0.035 * len(lost)
     assert abs(t_sim - t_kernel) < 0.04
     assert n_sim == n_kernel == flight
+    # The SYN's timeouts are the handshake's: the kernel's tcpi_total_rto has them, and the
+    # emulated rto_count leaves them out, as the simulator counts only data timeouts.
+    c = emu.manifest["emulation"]["counters"]["sender"]
+    print(f"kernel TCPTimeouts {c['TcpExtTCPTimeouts']}")
+    assert c["TcpExtTCPTimeouts"] >= len(lost)
+    assert emu.runs["rto_count"][0].as_py() == sim.runs["rto_count"][0].as_py() == 0

@@ -82,6 +82,9 @@ pub struct FlowSummary {
     pub drops: Vec<u64>,
     /// SYN / FIN / RST frames and the sender's pure ACKs (not rows of `packets`).
     pub control_frames: u64,
+    /// The sender's SYNs, retransmissions included (each after the first is a SYN timeout,
+    /// which the kernel's `tcpi_total_rto` counts and the simulator's `rto_count` does not).
+    pub syns_sent: u64,
     pub retransmissions: Vec<Retransmission>,
 }
 
@@ -418,6 +421,9 @@ pub fn analyze(cap: &Capture, duration_ns: u64) -> Result<Analysis, String> {
         }
         if p.t_in > duration_ns {
             continue;
+        }
+        if p.side_a && tcp.has(frame::SYN) && !tcp.has(frame::ACK) {
+            fl.s.syns_sent += 1;
         }
         // Drops of any frame of the flow count (handshake frames too). A frame the emulator
         // could not send (`tx_error`) was dropped by no stage.
@@ -835,6 +841,7 @@ mod tests {
         assert_eq!(a.packets.strings("stage")[d], "delay");
         assert_eq!(a.packets.strings("cause")[d], "random");
         assert_eq!(a.flows[0].control_frames, 2);
+        assert_eq!(a.flows[0].syns_sent, 1);
     }
 
     #[test]

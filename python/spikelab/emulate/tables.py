@@ -55,7 +55,8 @@ SOURCES = {
     "runs.bytes_delivered": "receiving application (kernel); capture if absent",
     "runs.goodput_bps": "bytes_delivered over the flow's lifetime",
     "runs.completion_time_s": "receiving application",
-    "runs.rto_count": "sender TCP_INFO tcpi_total_rto (kernel >= 6.7), else TCPTimeouts",
+    "runs.rto_count": "sender TCP_INFO tcpi_total_rto less the SYN's timeouts (kernel >= 6.7), "
+                      "else TCPTimeouts",
     "runs.fast_retx_count": "one flow: the sender's TCPSackRecovery + TCPRenoRecovery "
                             "counters (every entry into fast recovery); several flows: "
                             "TCP_INFO samples entering the Recovery state (episodes shorter "
@@ -200,6 +201,20 @@ def _merge_probe(info: dict[str, list], probe: dict[str, list]) -> dict[str, lis
     return out
 
 
+# TCP_INFO's tcpi_state while the SYN waits for its SYN-ACK (TCP_SYN_SENT).
+_SYN_SENT = 2
+
+
+def _expiries(prev: dict[str, int], s: dict[str, int], total_rto_ok: bool) -> int:
+    """Data RTO expirations between two samples (a SYN's timeouts, while the previous sample
+    was still in SYN-SENT, are the handshake's, which the simulator does not count)."""
+    if prev.get("state") == _SYN_SENT:
+        return 0
+    if total_rto_ok:
+        return max(s["total_rto"] - prev["total_rto"], 0)
+    return int(s["ca_state"] == 4 and prev["ca_state"] != 4 or s["backoff"] > prev["backoff"])
+
+
 def _events(samples: list[dict[str, int]], t0: int, total_rto_ok: bool
             ) -> tuple[list[tuple[int, int, bool]], list[tuple[int, int, bool]]]:
     """(time, previous sample time, starts an episode) of each RTO expiration and each entry
@@ -212,11 +227,7 @@ def _events(samples: list[dict[str, int]], t0: int, total_rto_ok: bool
         t = max(s["t_ns"] - t0, 0)
         if prev is not None:
             tp = max(prev["t_ns"] - t0, 0)
-            if total_rto_ok:
-                n = max(s["total_rto"] - prev["total_rto"], 0)
-            else:
-                n = int(s["ca_state"] == 4 and prev["ca_state"] != 4
-                        or s["backoff"] > prev["backoff"])
+            n = _expiries(prev, s, total_rto_ok)
             for _ in range(n):
                 # The timer fired at the state of the previous sample's snd_una.
                 new = una_at_last_rto is None or prev["bytes_acked"] > una_at_last_rto
@@ -246,12 +257,7 @@ def _timeout_times(samples: list[dict[str, int]], t0: int, stop_ns: int,
             in_loss += t - since
             since = None
         if prev is not None:
-            if total_rto_ok:
-                n = max(s["total_rto"] - prev["total_rto"], 0)
-            else:
-                n = int(s["ca_state"] == 4 and prev["ca_state"] != 4
-                        or s["backoff"] > prev["backoff"])
-            wait_us += n * prev["rto"]
+            wait_us += _expiries(prev, s, total_rto_ok) * prev["rto"]
         prev = s
     if since is not None:
         in_loss += max(stop_ns - since, 0)
@@ -345,7 +351,10 @@ def build(raw: dict[str, Any], resolved: dict[str, Any], view: dict[str, Any],
         delivered = int(rcv_f.get("bytes") or cf["bytes_delivered"])
         stop_ns = (complete - t0) if complete else duration_ns
         active = max(stop_ns - start_ns, 1) / 1e9
-        rto_count = int(last.get("total_rto", 0)) if total_rto_ok else len(rtos)
+        # tcpi_total_rto counts the SYN's timeouts too (one per SYN after the first).
+        syn_timeouts = max(int(cf.get("syns_sent", 1)) - 1, 0)
+        rto_count = (max(int(last.get("total_rto", 0)) - syn_timeouts, 0) if total_rto_ok
+                     else len(rtos))
         row = {
             "flow": i,
             "seed": seed,
