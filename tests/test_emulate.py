@@ -157,6 +157,19 @@ def test_plan_says_when_the_kernels_tick_differs_from_the_scenarios(monkeypatch)
         assert notes == ([note] if note else [])
 
 
+@pytest.mark.parametrize("key, value", [(k, v) for k, v, _ in kernel._KERNEL_FIXED])
+def test_each_kernel_behaviour_turned_off_is_noted_by_name(key, value):
+    """The linux profile turns every kernel behaviour on and the kernel cannot turn one off: a
+    file that does so is told which, and the profile itself maps without a note about it."""
+    text = SYN_LOSS  # a plain linux-profile flow
+    shown = f'"{value}"' if isinstance(value, str) else str(value).lower()
+    for extra, noted in (([], False), ([f"flow.tcp.{key}={shown}"], True)):
+        resolved, view, _, ccs = run.resolve(text, extra, str(EXAMPLES))
+        notes = [n for n in kernel.plan(view, resolved, ccs).unmapped
+                 if n.startswith(f"tcp.{key} ")]
+        assert len(notes) == int(noted), (extra, notes)
+
+
 def test_plan_notes_a_fixed_quick_ack_gap_the_kernel_does_not_have():
     text = (EXAMPLES / "lte-handover-lossless.toml").read_text()
     q16 = "flow[0].tcp.quickack=16"
