@@ -341,6 +341,9 @@ struct RttHist {
     bins: Vec<u32>,
     n: u64,
     min: Option<SimDuration>,
+    /// The last sample and its bin: timestamp samples come in whole clock ticks, so most
+    /// repeat the one before, and the logarithm is the costly part.
+    last: Option<(SimDuration, i64)>,
 }
 
 impl RttHist {
@@ -349,7 +352,14 @@ impl RttHist {
 
     fn add(&mut self, r: SimDuration) {
         self.min = Some(self.min.map_or(r, |m| m.min(r)));
-        let i = ((r.as_nanos().max(1) as f64).ln() / Self::LN_RATIO).floor() as i64;
+        let i = match self.last {
+            Some((l, i)) if l == r => i,
+            _ => {
+                let i = ((r.as_nanos().max(1) as f64).ln() / Self::LN_RATIO).floor() as i64;
+                self.last = Some((r, i));
+                i
+            }
+        };
         if self.bins.is_empty() {
             self.base = i;
         }
