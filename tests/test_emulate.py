@@ -54,6 +54,33 @@ rwnd = 65536
 [flow.tcp.rto]
 estimator = "linux"
 """
+SYN_LOSS = """
+name = "syn-loss"
+[sim]
+duration = "3s"
+seed = 1
+[path.fwd]
+[[path.fwd.stage]]
+type = "rate"
+rate = "10Mbps"
+queue = 100
+[[path.fwd.stage]]
+type = "delay"
+delay = "25ms"
+[[path.fwd.stage]]
+type = "loss"
+nth = [1]
+[path.rev]
+[[path.rev.stage]]
+type = "delay"
+delay = "25ms"
+[[flow]]
+app = { type = "bulk" }
+cc = { algo = "cubic", flavor = "linux" }
+[flow.tcp]
+profile = "linux"
+"""
+
 
 LOSSY = """
 name = "lossy"
@@ -691,38 +718,9 @@ cc = "reno"
         assert 400e3 < g < 2e6, g
 
 
-SYN_LOSS = """
-name = "syn-loss"
-[sim]
-duration = "3s"
-seed = 1
-[path.fwd]
-[[path.fwd.stage]]
-type = "rate"
-rate = "10Mbps"
-queue = 100
-[[path.fwd.stage]]
-type = "delay"
-delay = "25ms"
-[[path.fwd.stage]]
-type = "loss"
-nth = [1]
-[path.rev]
-[[path.rev.stage]]
-type = "delay"
-delay = "25ms"
-[[flow]]
-app = { type = "bulk" }
-cc = { algo = "cubic", flavor = "linux" }
-[flow.tcp]
-profile = "linux"
-"""
-
-
-def _first_flight(out: Path) -> tuple[float, int]:
+def _first_flight(res) -> tuple[float, int]:
     """When the first data segment left (s) and how many left within 5 ms of it."""
-    import pyarrow.parquet as pq
-    p = pq.read_table(out / "packets.parquet", columns=["t_ns", "event", "len"]).to_pandas()
+    p = res.packets.select(["t_ns", "event", "len"]).to_pandas()
     data = p[(p.event == "send") & (p.len > 0)]
     t0 = int(data.t_ns.min())
     return t0 / 1e9, int((data.t_ns <= t0 + 5_000_000).sum())
@@ -742,7 +740,7 @@ def test_a_lost_syn_times_and_sizes_the_first_flight_as_the_kernel_does(tmp_path
                        plots=False, progress=False)
     emu = spikelab.emulate.emulate(scenario, out=tmp_path / "emu", plots=False,
                                    progress=False, overrides=over)
-    (t_sim, n_sim), (t_kernel, n_kernel) = (_first_flight(tmp_path / d) for d in ("sim", "emu"))
+    (t_sim, n_sim), (t_kernel, n_kernel) = (_first_flight(r) for r in (sim, emu))
     print(f"lost {lost}: first data sim {t_sim:.3f} s ({n_sim}), kernel {t_kernel:.3f} s "
           f"({n_kernel})")
     # The last SYN at `retransmitted_at` (the 250 Hz timer wheel makes each expiry up to

@@ -12,8 +12,9 @@ use std::collections::BTreeMap;
 const MSS: u64 = 1000;
 
 /// One flow over a path of `one_way(send time ms)` ms one way for data (ACKs back at once);
-/// `drop(seq, nth transmission, send time ms)` loses a data segment; `on_ack` sees the sender after each ACK. Returns, per
-/// timer expiry that fired a timeout, (SND.UNA, bytes in flight, ssthresh after).
+/// `drop(seq, nth transmission, send time ms)` loses a data segment; `on_ack` sees the sender
+/// after each ACK. Returns, per timer expiry that fired a timeout, (SND.UNA, bytes in flight,
+/// ssthresh after).
 fn run(
     cfg: TcpConfig,
     until_ms: u64,

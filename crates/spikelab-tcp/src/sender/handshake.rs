@@ -5,8 +5,9 @@
 //! The SYN takes the RTO timer: 1 s (`rto.initial`, RFC 6298 (2.1)), doubled on each
 //! retransmission; with the `linux` estimator the RTO doubles only after the fifth expiry, as
 //! in Linux 6.5+ (`tcp_syn_linear_timeouts` = 4: SYNs at 0, 1, 2, 3, 4, 5 s, then 7, 11 s).
-//! The SYN-ACK gives the first RTT sample: from the SYN's send time if the SYN was sent once, from its timestamp echo otherwise (RFC 7323 RTTM: the echo names the SYN
-//! that was answered; Linux `tcp_ack_update_rtt` takes it too). A retransmitted SYN without a
+//! The SYN-ACK gives the first RTT sample: from the SYN's send time if the SYN was sent once,
+//! from its timestamp echo otherwise (RFC 7323 RTTM: the echo names the SYN that was
+//! answered; Linux `tcp_ack_update_rtt` takes it too). A retransmitted SYN without a
 //! sample (no timestamps: Karn) starts the data with an RTO of 3 s and no backoff (RFC 6298
 //! (5.7); Linux `tcp_init_metrics`). After a retransmitted SYN the connection starts with one
 //! segment of cwnd (RFC 5681 §3.1); with the `linux` estimator, which carries the kernel's
@@ -21,6 +22,12 @@ use super::*;
 const LINUX_SYN_LINEAR_TIMEOUTS: u32 = 4;
 
 impl TcpSender {
+    /// The `linux` estimator carries the kernel's handshake timer rules (linear SYN timeouts,
+    /// one segment of cwnd only after two lost SYNs); RFC 6298's otherwise.
+    fn kernel_handshake(&self) -> bool {
+        matches!(self.cfg.rto.algorithm, RtoAlgorithm::Linux)
+    }
+
     /// Whether the handshake is complete (always, without one).
     pub fn established(&self) -> bool {
         self.handshake == Handshake::Established
@@ -67,9 +74,10 @@ impl TcpSender {
             retries,
         } = self.handshake
         {
-            let linear = match self.cfg.rto.algorithm {
-                RtoAlgorithm::Linux => LINUX_SYN_LINEAR_TIMEOUTS,
-                RtoAlgorithm::Rfc6298 { .. } => 0,
+            let linear = if self.kernel_handshake() {
+                LINUX_SYN_LINEAR_TIMEOUTS
+            } else {
+                0
             };
             if retries >= linear {
                 self.rtt.backoff();
@@ -113,10 +121,7 @@ impl TcpSender {
             }
             None => self.rtt.syn_lost_without_sample(),
         }
-        let one_segment_after = match self.cfg.rto.algorithm {
-            RtoAlgorithm::Linux => 2,
-            RtoAlgorithm::Rfc6298 { .. } => 1,
-        };
+        let one_segment_after = if self.kernel_handshake() { 2 } else { 1 };
         if retries >= one_segment_after {
             self.cwnd = self.mss;
         }
