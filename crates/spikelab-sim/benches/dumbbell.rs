@@ -4,7 +4,7 @@
 //! A plain timing harness (no criterion): it runs the scenario `SPIKELAB_BENCH_REPEAT` times
 //! (default 5) and prints the best and median wall times; then as many runs that also write
 //! the sender's and the receiver's pcapng captures (`sim.pcap = true`) into a temporary
-//! directory, with the time they add.
+//! directory, with the time they add (`SPIKELAB_BENCH_PCAP=0` skips those).
 
 use spikelab_sim::{parse, run_scenario, run_scenario_pcap, TraceLevel};
 use std::path::Path;
@@ -48,7 +48,11 @@ fn main() {
         "goodput            {:.3} Mbit/s",
         r.runs.f64s("goodput_bps")[0] / 1e6
     );
-    // The same runs writing captures at the sender and the receiver.
+    // The same runs writing captures at the sender and the receiver (skipped with
+    // SPIKELAB_BENCH_PCAP=0, e.g. under a profiler).
+    if std::env::var("SPIKELAB_BENCH_PCAP").is_ok_and(|v| v == "0") {
+        return;
+    }
     let sc = parse(
         &text,
         &["sim.pcap=true".to_string()],
