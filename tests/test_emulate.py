@@ -690,6 +690,103 @@ def test_a_30s_umts_downlink_runs_against_the_kernel(tmp_path):
     assert em["timing"]["within_1ms"] > 0.95
 
 
+_UPLINK = """
+[sim]
+duration = "{duration}"
+seed = 1
+[path.up]
+preset = "umts-uplink"
+[path.down]
+preset = {{ name = "umts-downlink", stall_rate = 0 }}
+"""
+_UPLINK_FLOW = """
+[[flow]]
+fwd = "{fwd}"
+rev = "{rev}"
+cc = "reno"
+start = "{start}ms"
+tcp = {{ variant = "sack", mss = 1448, rwnd = 65535 }}
+"""
+
+
+def _uplink(duration: str, flows: list[tuple[str, str]]) -> str:
+    return _UPLINK.format(duration=duration) + "".join(
+        _UPLINK_FLOW.format(fwd=f, rev=r, start=100 * i) for i, (f, r) in enumerate(flows))
+
+
+def test_a_senders_own_queue_maps_to_a_qdisc_on_the_host_that_sends_into_it():
+    """`backpressure` (the umts-uplink preset's UE buffer) becomes a qdisc on the interface of
+    the host that sends into the path, at the stage's rate and capacity, when that host sends
+    nothing else; otherwise, and for a rate that changes, the plan says why not."""
+    def plan(text):
+        resolved, view, _, ccs = run.resolve(text, [], ".")
+        return kernel.plan(view, resolved, ccs)
+
+    p = plan(_uplink("10s", [("up", "down")] * 2))
+    assert p.host_queues == [{"path": "up", "side": "s", "rate_bps": 58_000,
+                              "limit_bytes": 12_000, "limit_packets": None}]
+    assert not any("backpressure" in u for u in p.unmapped)
+    # The downlink example: the ACKs go up, so the receiver's interface holds the queue.
+    p = plan(_uplink("10s", [("down", "up")]))
+    assert [(q["path"], q["side"]) for q in p.host_queues] == [("up", "r")]
+    # One flow sends data up, another ACKs up: the sender's qdisc would shape both paths.
+    p = plan(_uplink("10s", [("up", "down"), ("down", "up")]))
+    assert p.host_queues == []
+    assert any(u.startswith("path.up.stage[0].backpressure: a host's qdisc shapes every flow")
+               for u in p.unmapped), p.unmapped
+    # A load-driven rate cannot be a qdisc's.
+    p = plan(_uplink("10s", [("up", "down")]).replace(
+        'preset = "umts-uplink"', 'preset = { name = "umts-uplink", low_rate = "20kbps", up_bytes = "6KB" }'))
+    assert p.host_queues == []
+    assert any("a rate that changes" in u for u in p.unmapped), p.unmapped
+
+
+def test_a_host_queue_the_kernel_refuses_stays_the_emulators_and_the_run_says_why():
+    """No `tc` or no `tbf`: the path's first stage stays the emulator's (it drops when full),
+    and the plan's notes say which field and why, with tc's own words."""
+    from spikelab.emulate.topology import Topology, TopologyError
+
+    resolved, view, _, ccs = run.resolve(_uplink("10s", [("up", "down")]), [], ".")
+    p = kernel.plan(view, resolved, ccs)
+
+    class NoTbf(Topology):
+        def host_queue(self, *args):
+            raise TopologyError("tc qdisc replace ...: Specified qdisc kind is unknown.")
+
+    assert run._install_host_queues(NoTbf(), p) == []
+    (note,) = [u for u in p.unmapped if "backpressure" in u]
+    assert note.startswith("path.up.stage[0].backpressure: the host's qdisc could not be set")
+    assert "qdisc kind is unknown" in note and "sees a loss" in note
+
+
+@as_root
+def test_the_uplink_buffer_pushes_back_on_the_kernel_as_a_local_drop(tmp_path):
+    """Four Linux senders on the umts-uplink preset: its 12 KB UE buffer is a qdisc on the
+    sender's interface, which refuses segments when full. The kernel answers a refused
+    segment as Linux 2.6 did (`tcp_enter_cwr`, paper 003's uplink: no loss): the flows enter
+    CWR, sent segments are not retransmitted for it, the emulator's own stage drops nothing,
+    and the bearer's 58 kbit/s bound the goodput."""
+    path = tmp_path / "uplink.toml"
+    path.write_text(_uplink("20s", [("up", "down")] * 4))
+    res = spikelab.emulate.emulate(path, out=tmp_path / "emu", plots=False, progress=False)
+    em = res.manifest["emulation"]
+    (q,) = em["host_queues"]
+    rows = res.runs.to_pylist()
+    print(q, [(r["goodput_bps"], r["local_cwr_count"], r["retx_segments"]) for r in rows])
+    assert (q["path"], q["side"], q["rate_bps"], q["limit_bytes"]) == ("up", "s", 58_000, 12_000)
+    assert q["drops"] > 0
+    assert sum(r["local_cwr_count"] for r in rows) >= 1
+    assert all(r["drops_up_rate"] == 0 for r in rows)
+    # A refused segment is sent again later, never on the wire twice for it: the
+    # retransmissions (the flows' start-up timeouts) are fewer than the refusals.
+    assert sum(r["retx_segments"] for r in rows) < q["drops"]
+    total = sum(r["goodput_bps"] for r in rows)
+    assert 0.75 * 58e3 < total < 58e3
+    # The kernel's smoothed RTT includes the wait in its own queue (up to 12 KB at 58 kbit/s).
+    ts = res.timeseries.to_pandas()
+    assert ts[ts["var"] == "srtt"]["value"].mean() > 0.8
+
+
 @as_root
 def test_a_load_driven_bearer_rate_switches_in_the_emulator_as_in_the_simulator(tmp_path):
     """The rate stage's `adapt` (docs/scenario.md) runs in the emulator's pipeline: starting at

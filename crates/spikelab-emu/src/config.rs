@@ -61,6 +61,12 @@ pub struct EmuConfig {
     /// Bytes per frame buffer (at least the veths' MTU + 14).
     #[serde(default = "default_frame_buf")]
     pub frame_buf: usize,
+    /// Paths whose first stage (`backpressure`: the sender's own queue) is a qdisc on the
+    /// sending host's interface, at the stage's rate and capacity: the emulator keeps the
+    /// stage's serialisation and lifts its capacity (the qdisc refuses instead, and the
+    /// kernel sees a local drop).
+    #[serde(default)]
+    pub host_queue_paths: Vec<String>,
 }
 
 impl EmuConfig {

@@ -369,6 +369,27 @@ impl Pipeline {
         )
     }
 
+    /// The first stage of each of these paths is a rate stage whose queue the sending host's
+    /// qdisc holds (`backpressure`): it keeps serialising at its rate, never drops.
+    pub fn host_queues(&mut self, paths: &[String]) -> Result<(), String> {
+        for name in paths {
+            let i = self
+                .path_meta
+                .iter()
+                .position(|m| &m.name == name)
+                .ok_or_else(|| format!("host_queue_paths: no path {name:?}"))?;
+            match self.paths[i].stages.first_mut() {
+                Some(Stage::Rate(r)) => r.unlimit(),
+                _ => {
+                    return Err(format!(
+                        "host_queue_paths: path.{name}.stage[0] is not a rate stage"
+                    ))
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// Moves a packet into `stage` of `path` at virtual time `t`, like the simulator's
     /// `World::advance`: zero-time passes continue at once, later ones become heap events.
     fn advance(
@@ -589,6 +610,32 @@ mod tests {
         assert_eq!(fates[1].1.at, 1_190_400 + 10 * MS);
         assert_eq!(fates[2].1.at, 2_380_800 + 10 * MS);
         assert_eq!(p.stats.drops[0][0][0], 1);
+    }
+
+    #[test]
+    fn a_host_queue_keeps_the_rate_and_lifts_the_capacity() {
+        // The sender's own queue (backpressure): in the emulator the sending host's qdisc
+        // refuses when full, so the stage serialises everything it is given.
+        let sc = scenario(
+            "[path.fwd]\n[[path.fwd.stage]]\ntype = \"rate\"\nrate = \"10Mbps\"\nqueue = 1\nbackpressure = true\n",
+        );
+        let mut p = Pipeline::new(&sc, 1, &[5000], 2048).unwrap();
+        assert!(p.host_queues(&["nope".into()]).is_err());
+        p.host_queues(&["fwd".into()]).unwrap();
+        let frames: Vec<_> = (0..3).map(|i| (0, Side::A, data(1 + 1448 * i))).collect();
+        let fates = run(&mut p, &frames);
+        let at: Vec<u64> = fates.iter().map(|(_, f)| f.at).collect();
+        // 1488-byte IP packets at 10 Mbit/s: 1.1904 ms each, none dropped.
+        assert_eq!(at, vec![1_190_400, 2_380_800, 3_571_200]);
+        assert!(fates.iter().all(|(_, f)| f.kind == FateKind::Depart));
+        // Only a rate stage can be the host's queue.
+        let sc = scenario("[path.fwd]\n[[path.fwd.stage]]\ntype = \"delay\"\ndelay = \"1ms\"\n");
+        let mut p = Pipeline::new(&sc, 1, &[5000], 2048).unwrap();
+        let err = p.host_queues(&["fwd".into()]).unwrap_err();
+        assert!(
+            err.contains("path.fwd.stage[0] is not a rate stage"),
+            "{err}"
+        );
     }
 
     #[test]

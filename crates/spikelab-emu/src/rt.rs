@@ -396,7 +396,8 @@ impl Engine {
         )
         .map_err(|e| e.to_string())?;
         let seed = cfg.seed.unwrap_or(sc.sim.seed);
-        let pipe = Pipeline::new(&sc, seed, &cfg.ports, cfg.frame_buf)?;
+        let mut pipe = Pipeline::new(&sc, seed, &cfg.ports, cfg.frame_buf)?;
+        pipe.host_queues(&cfg.host_queue_paths)?;
         let stop_after = cfg.stop_after_ns.unwrap_or(sc.sim.duration.0.as_nanos());
         let (a, _) = packet_socket(&cfg.iface_a)?;
         let (b, _) = packet_socket(&cfg.iface_b)?;

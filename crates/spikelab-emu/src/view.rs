@@ -3,6 +3,8 @@
 //! sysctls and routes.
 
 use serde_json::{json, Value};
+use spikelab_net::{QueueLimit, Stage};
+use spikelab_sim::build_stage;
 use spikelab_sim::scenario::{AppKind, Scenario};
 use spikelab_tcp::{RtoAlgorithm, Variant};
 
@@ -61,10 +63,36 @@ pub fn scenario_view(sc: &Scenario) -> Value {
             })
         })
         .collect();
+    // Paths whose first stage is the sender's own queue (`backpressure`): its rate and
+    // capacity, for a qdisc on the sending host's interface.
+    let backpressure: Vec<Value> = sc
+        .path
+        .iter()
+        .filter(|(_, p)| p.stage.first().and_then(|s| s.backpressure) == Some(true))
+        .filter_map(
+            |(name, p)| match build_stage(name, 0, &p.stage, sc.sim.seed) {
+                Stage::Rate(r) => {
+                    let (packets, bytes) = match r.limit() {
+                        QueueLimit::Packets(n) => (Some(n as u64), None),
+                        QueueLimit::Bytes(b) => (None, Some(b)),
+                    };
+                    Some(json!({
+                        "path": name,
+                        "rate_bps": r.rate_bps(),
+                        "queue_packets": packets,
+                        "queue_bytes": bytes,
+                        "constant": r.is_constant(),
+                    }))
+                }
+                _ => None,
+            },
+        )
+        .collect();
     json!({
         "duration_ns": sc.sim.duration.0.as_nanos(),
         "seed": sc.sim.seed,
         "flows": flows,
+        "backpressure": backpressure,
     })
 }
 
@@ -86,5 +114,28 @@ mod tests {
         assert_eq!(v["flows"][0]["size"], 5000);
         assert_eq!(v["flows"][0]["tcp"]["rto"]["min_ns"], 200_000_000u64);
         assert_eq!(v["flows"][0]["tcp"]["rto"]["estimator"], "linux");
+        assert_eq!(v["backpressure"], json!([]));
+    }
+
+    #[test]
+    fn a_sender_queue_gives_its_rate_and_capacity() {
+        let sc = spikelab_sim::parse(
+            "[path.up]\npreset = \"umts-uplink\"\n[path.sw]\n[[path.sw.stage]]\ntype = \"rate\"\nbackpressure = true\nqueue = 7\nswitching = { rates = [\"64kbps\", \"128kbps\"], dwell = \"5s\" }\n[[flow]]\nfwd = \"up\"\n",
+            &[],
+            std::path::Path::new("."),
+        )
+        .unwrap();
+        let v = scenario_view(&sc);
+        let bp = v["backpressure"].as_array().unwrap();
+        assert_eq!(bp.len(), 2);
+        // The preset's UE buffer: 58 kbit/s, 12 KB (MODELS.md section 4).
+        assert_eq!(bp[1]["path"], "up");
+        assert_eq!(bp[1]["rate_bps"], 58_000);
+        assert_eq!(bp[1]["queue_bytes"], 12_000);
+        assert_eq!(bp[1]["queue_packets"], Value::Null);
+        assert_eq!(bp[1]["constant"], true);
+        assert_eq!(bp[0]["path"], "sw");
+        assert_eq!(bp[0]["queue_packets"], 7);
+        assert_eq!(bp[0]["constant"], false);
     }
 }

@@ -380,6 +380,24 @@ impl RateStage {
         }
     }
 
+    /// The queue's capacity.
+    pub fn limit(&self) -> QueueLimit {
+        self.limit
+    }
+
+    /// Whether the rate stays at [`RateStage::rate_bps`] for the whole run (no schedule, no
+    /// random switching, no load-driven rate).
+    pub fn is_constant(&self) -> bool {
+        self.schedule.is_none() && self.adapt.is_none()
+    }
+
+    /// Lifts the queue's capacity: the stage still serialises at its rate but never drops.
+    /// For the emulator, where the sending host's own qdisc holds the queue (`backpressure`)
+    /// and releases packets at the stage's rate.
+    pub fn unlimit(&mut self) {
+        self.limit = QueueLimit::Packets(u32::MAX);
+    }
+
     /// Whether a packet of `wire_size` bytes arriving at `now` would be accepted (not dropped
     /// as [`DropCause::QueueFull`]); changes nothing [`RateStage::on_arrival`] at `now` would
     /// not.

@@ -116,6 +116,9 @@ class KernelPlan:
     flows: list[dict[str, Any]] = field(default_factory=list)
     detectors: list[dict[str, Any]] = field(default_factory=list)
     unmapped: list[str] = field(default_factory=list)
+    # Paths whose first stage (`backpressure`) becomes a qdisc on a host's interface:
+    # {"path", "side" ("s" sender, "r" receiver), "rate_bps", "limit_bytes", "limit_packets"}.
+    host_queues: list[dict[str, Any]] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -127,7 +130,44 @@ class KernelPlan:
             "flows": self.flows,
             "detectors": self.detectors,
             "unmapped": self.unmapped,
+            "host_queues": self.host_queues,
         }
+
+
+def host_queues(backpressure: list[dict[str, Any]], flows: list[dict[str, Any]]
+                ) -> tuple[list[dict[str, Any]], list[str]]:
+    """Which paths' first stage (``backpressure``: the sender's own queue) can be a qdisc on
+    the sending host's interface, and notes on those that cannot. A host's interface carries
+    every flow it sends, so the path must be the ``fwd`` path of every flow (a qdisc on the
+    sender) or the ``rev`` path of every flow (on the receiver), and its rate constant (a
+    qdisc's rate does not follow a schedule or a load)."""
+    queues: list[dict[str, Any]] = []
+    notes: list[str] = []
+    for bp in backpressure:
+        name = bp["path"]
+        fwd = [f["fwd"] == name for f in flows]
+        rev = [f["rev"] == name for f in flows]
+        if not any(fwd) and not any(rev):
+            continue
+        where = f"path.{name}.stage[0].backpressure"
+        fallback = ("the emulator's stage drops when full, and the kernel sees a loss, not a "
+                    "local congestion signal")
+        if not bp["constant"]:
+            notes.append(f"{where}: a rate that changes (a schedule, trace, switching or "
+                         f"adapt) cannot be a host's qdisc; {fallback}")
+            continue
+        if all(fwd) and not any(rev):
+            side = "s"
+        elif all(rev) and not any(fwd):
+            side = "r"
+        else:
+            notes.append(f"{where}: a host's qdisc shapes every flow the host sends, so the "
+                         f"path must be the fwd path of every flow or the rev path of every "
+                         f"flow; {fallback}")
+            continue
+        queues.append({"path": name, "side": side, "rate_bps": int(bp["rate_bps"]),
+                       "limit_bytes": bp["queue_bytes"], "limit_packets": bp["queue_packets"]})
+    return queues, notes
 
 
 def map_detectors(tcp: dict[str, Any], flow: int) -> tuple[str | None, dict[str, Any],
@@ -263,14 +303,8 @@ def plan(view: dict[str, Any], resolved: dict[str, Any], ccs: list[str],
                 f"flow[{i}].protocol: the emulator runs the kernel's TCP and this kernel has no "
                 f"SCTP sockets: SCTP flows are simulated only (spikelab run)")
     p = KernelPlan()
-    for name, path in (resolved.get("path") or {}).items():
-        first = (path.get("stage") or [{}])[0]
-        if first.get("backpressure"):
-            p.unmapped.append(
-                f"path.{name}.stage[0].backpressure: the emulator is not the sender's own "
-                "interface queue; when full it drops, and the kernel sees a loss, not a local "
-                "congestion signal")
     flows = view["flows"]
+    p.host_queues, p.unmapped = host_queues(view.get("backpressure") or [], flows)
     tcps = [f["tcp"] for f in flows]
     raw_tcps = [(f.get("tcp") or {}) for f in resolved.get("flow", [])]
     u = p.unmapped

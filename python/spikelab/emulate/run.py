@@ -280,8 +280,9 @@ def _run(text, overrides, base_dir, seed, duration_ns, plan, workdir, *, realtim
                "sample_ns": sample_ns, "out": str(files["sender"])}
     rcv_cfg = {"bind": topo.addr_rcv, "flows": plan.flows, "duration_ns": duration_ns,
                "out": str(files["receiver"])}
-    for name, cfg in (("emulator", emu_cfg), ("sender", snd_cfg), ("receiver", rcv_cfg)):
+    for name, cfg in (("sender", snd_cfg), ("receiver", rcv_cfg)):
         results.write_json(cfg, workdir / f"{name}-config.json")
+    installed: list[dict[str, Any]] = []
     children: list[_Child] = []
     bar = ProgressBar(duration_ns / 1e9, progress)
     started = time.monotonic()
@@ -289,6 +290,9 @@ def _run(text, overrides, base_dir, seed, duration_ns, plan, workdir, *, realtim
         try:
             report = topo.create(plan.sysctl_snd, plan.sysctl_rcv, plan.route_snd,
                                  plan.route_rcv, rps_mask)
+            installed = _install_host_queues(topo, plan)
+            emu_cfg["host_queue_paths"] = [q["path"] for q in installed]
+            results.write_json(emu_cfg, workdir / "emulator-config.json")
             mod = "spikelab.emulate"
             children.append(_Child("receiver", in_ns(topo.ns_rcv, [
                 py, "-m", f"{mod}._endpoint", "receiver",
@@ -329,11 +333,15 @@ def _run(text, overrides, base_dir, seed, duration_ns, plan, workdir, *, realtim
                 probe.stop()
                 for c in children:
                     c.close()
+                for q in installed:
+                    with contextlib.suppress(TopologyError):
+                        q.update(topo.qdisc_stats(q["side"]))
                 topo.teardown()
     raw: dict[str, Any] = {"t0_ns": t0, "topology": report, "run_id": topo.run_id,
                            "wall_s": time.monotonic() - started, "pcap": str(pcap),
                            "workdir": str(workdir), "probe": probe.report(),
-                           "probe_samples": probe.samples() if probe.available else []}
+                           "probe_samples": probe.samples() if probe.available else [],
+                           "host_queues": installed}
     for name, path in files.items():
         src = workdir / "emulator-stats.json" if name == "emulator" else path
         try:
@@ -344,6 +352,24 @@ def _run(text, overrides, base_dir, seed, duration_ns, plan, workdir, *, realtim
         if fl["error"]:
             raise EmulationError(f"sender: {fl['error']}")
     return raw
+
+
+def _install_host_queues(topo: Topology, plan: kernel.KernelPlan) -> list[dict[str, Any]]:
+    """The plan's host queues as qdiscs on the hosts' interfaces; one that the kernel
+    refuses (no ``tc``, no ``tbf``) stays the emulator's stage, and the plan notes why."""
+    installed = []
+    for q in plan.host_queues:
+        try:
+            dev = topo.host_queue(q["side"], q["rate_bps"], q["limit_bytes"],
+                                  q["limit_packets"])
+        except TopologyError as exc:
+            plan.unmapped.append(
+                f"path.{q['path']}.stage[0].backpressure: the host's qdisc could not be set "
+                f"({exc}); the emulator's stage drops when full, and the kernel sees a loss, "
+                "not a local congestion signal")
+            continue
+        installed.append(dict(q, dev=dev))
+    return installed
 
 
 def cleanup() -> dict[str, list[str]]:

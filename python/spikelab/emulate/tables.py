@@ -61,6 +61,9 @@ SOURCES = {
                             "counters (every entry into fast recovery); several flows: "
                             "TCP_INFO samples entering the Recovery state (episodes shorter "
                             "than the sample period may merge)",
+    "runs.local_cwr_count": "sender TCP_INFO samples entering the CWR state (the hosts do "
+                            "not negotiate ECN: each is a segment the host's own qdisc "
+                            "refused, a path's first stage with backpressure)",
     "runs.rto_spurious_true": "capture ground truth of the RTO's retransmission",
     "runs.fast_retx_spurious_true": "capture ground truth of the recovery's first "
                                     "retransmission",
@@ -213,6 +216,23 @@ def _expiries(prev: dict[str, int], s: dict[str, int], total_rto_ok: bool) -> in
     if total_rto_ok:
         return max(s["total_rto"] - prev["total_rto"], 0)
     return int(s["ca_state"] == 4 and prev["ca_state"] != 4 or s["backoff"] > prev["backoff"])
+
+
+# TCP_INFO's tcpi_ca_state for a window reduction without a loss (TCP_CA_CWR).
+_CA_CWR = 2
+
+
+def _cwr_entries(samples: list[dict[str, int]]) -> int:
+    """Entries into the CWR state between samples. The emulator's hosts do not negotiate
+    ECN, so each is a local congestion signal: a segment the host's own qdisc refused
+    (``backpressure``), the simulator's ``local_cwr_count``."""
+    prev = None
+    n = 0
+    for s in samples:
+        if s["ca_state"] == _CA_CWR and (prev is None or prev["ca_state"] != _CA_CWR):
+            n += 1
+        prev = s
+    return n
 
 
 def _events(samples: list[dict[str, int]], t0: int, total_rto_ok: bool
@@ -386,6 +406,7 @@ def build(raw: dict[str, Any], resolved: dict[str, Any], view: dict[str, Any],
         row["rto_episodes_spurious_true"] = sum(lab[1] for lab in starts)
         row["fr_episodes"] = len(recs)
         row["fr_episodes_spurious_true"] = sum(r[1] for r in recs)
+        row["local_cwr_count"] = _cwr_entries(samples)
         run_rows.append(row)
 
     counters = {
@@ -440,6 +461,9 @@ def build(raw: dict[str, Any], resolved: dict[str, Any], view: dict[str, Any],
         "frames_unclassified": an["unclassified"],
         "paths": {p["name"]: {"frames": p["frames"], "drops": len(p["dropped"])}
                   for p in paths},
+        # Paths whose first stage was a qdisc on a host's interface (backpressure): its
+        # packets sent and refused (a refusal is a local drop the host's TCP resends).
+        "host_queues": raw.get("host_queues", []),
     }
     return RunResult(
         runs=runs, timeseries=timeseries, packets=packets, scenario=resolved, seed=seed,

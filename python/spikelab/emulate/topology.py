@@ -204,6 +204,38 @@ class Topology:
         self.report = report
         return report
 
+    def host_queue(self, side: str, rate_bps: int, limit_bytes: int | None,
+                   limit_packets: int | None) -> str:
+        """Give the sender's (``side`` ``"s"``) or the receiver's (``"r"``) interface a
+        root qdisc that serialises at ``rate_bps`` and holds at most ``limit_bytes`` (or
+        ``limit_packets``) waiting: a token bucket (``tbf``) whose bucket holds one packet,
+        sizes counted as IP lengths (a size table takes the Ethernet header off), over a
+        byte or packet FIFO. A full FIFO refuses the packet and the host's TCP sees a local
+        drop. Returns the device name."""
+        ns = self.ns_snd if side == "s" else self.ns_rcv
+        dev = self.dev(side)
+        # The bucket must hold a whole packet: tc rounds a burst of exactly one MTU down.
+        burst = self.mtu + 64
+        fifo_limit = limit_bytes if limit_bytes is not None else 1 << 30
+        tc(ns, "qdisc", "replace", "dev", dev, "root", "handle", "1:", "stab", "overhead",
+           "-14", "tbf", "rate", f"{rate_bps}bit", "burst", str(burst), "limit",
+           str(fifo_limit))
+        if limit_packets is not None:
+            tc(ns, "qdisc", "replace", "dev", dev, "parent", "1:1", "handle", "10:", "pfifo",
+               "limit", str(limit_packets))
+        return dev
+
+    def qdisc_stats(self, side: str) -> dict[str, int]:
+        """Packets sent and refused by the root qdisc of ``side``'s interface."""
+        ns = self.ns_snd if side == "s" else self.ns_rcv
+        out = tc(ns, "-s", "-j", "qdisc", "show", "dev", self.dev(side), "root")
+        try:
+            q = next(q for q in json.loads(out) if q.get("root"))
+        except (ValueError, StopIteration):
+            raise TopologyError(f"tc -s qdisc show dev {self.dev(side)}: no root qdisc") from None
+        return {"packets": int(q.get("packets", 0)), "bytes": int(q.get("bytes", 0)),
+                "drops": int(q.get("drops", 0))}
+
     def teardown(self) -> None:
         """Remove this run's namespaces (their veths go with them); kill what runs inside."""
         if not self.created:
@@ -213,6 +245,19 @@ class Topology:
         self.created = False
         with contextlib.suppress(OSError):
             _owner_file(self.run_id).unlink()
+
+
+def tc(ns: str, *args: str) -> str:
+    """Run ``tc ARGS...`` inside namespace ``ns`` (no shell) and return its stdout."""
+    try:
+        proc = subprocess.run(in_ns(ns, ["tc", *args]), capture_output=True, text=True,
+                              timeout=IP_TIMEOUT_S)
+    except FileNotFoundError:
+        raise TopologyError("the 'ip' command (iproute2) is not installed") from None
+    if proc.returncode != 0:
+        msg = (proc.stderr or proc.stdout).strip().splitlines()
+        raise TopologyError(f"tc {' '.join(args)}: {msg[-1] if msg else 'failed'}")
+    return proc.stdout
 
 
 def _ns_pids(ns: str) -> list[int]:
