@@ -785,6 +785,9 @@ def test_the_uplink_buffer_pushes_back_on_the_kernel_as_a_local_drop(tmp_path):
     # The kernel's smoothed RTT includes the wait in its own queue (up to 12 KB at 58 kbit/s).
     ts = res.timeseries.to_pandas()
     assert ts[ts["var"] == "srtt"]["value"].mean() > 0.8
+    # ... which the capture, behind that queue, does not see: the manifest says so.
+    assert "sender's own queue (path up" in em["sources"][
+        "runs.rtt_mean_s, rtt_sd_s, timeseries.rtt_sample"]
 
 
 @as_root

@@ -218,6 +218,18 @@ def _expiries(prev: dict[str, int], s: dict[str, int], total_rto_ok: bool) -> in
     return int(s["ca_state"] == 4 and prev["ca_state"] != 4 or s["backoff"] > prev["backoff"])
 
 
+def _host_queue_sources(queues: list[dict[str, Any]]) -> dict[str, str]:
+    """A sender-side host queue sits before the capture: its wait is not in the capture's
+    RTT samples."""
+    paths = [q["path"] for q in queues if q.get("side") == "s"]
+    if not paths:
+        return {}
+    return {"runs.rtt_mean_s, rtt_sd_s, timeseries.rtt_sample":
+            "capture: ACK at the sender minus the segment's send time, which is when the "
+            f"sender's own queue (path {', '.join(paths)}, a qdisc on its interface) let it "
+            "go: the wait in that queue is left out (the kernel's srtt includes it)"}
+
+
 # TCP_INFO's tcpi_ca_state for a window reduction without a loss (TCP_CA_CWR).
 _CA_CWR = 2
 
@@ -454,7 +466,7 @@ def build(raw: dict[str, Any], resolved: dict[str, Any], view: dict[str, Any],
             "timeseries.cwnd, ssthresh, srtt, snd_una, snd_nxt":
                 "tcp_probe tracepoint (the state after every ACK the sender received); "
                 "TCP_INFO samples where no ACK came for 2 ms"}
-            if probe_used else {})},
+            if probe_used else {}), **_host_queue_sources(raw.get("host_queues", []))},
         "tcp_probe": {**raw.get("probe", {}), "flows": probe_used},
         "unavailable": _unavailable(flow_kernel, missing),
         "capture": "emulation/capture.pcapng" if keep_capture else None,
