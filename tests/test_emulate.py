@@ -759,6 +759,22 @@ def test_a_host_queue_the_kernel_refuses_stays_the_emulators_and_the_run_says_wh
     assert "qdisc kind is unknown" in note and "sees a loss" in note
 
 
+def test_the_command_line_reports_a_host_queue_in_one_line():
+    from spikelab.cli.emulate import host_queue_line
+
+    q = {"path": "up", "side": "s", "rate_bps": 58_000, "limit_bytes": 12_000,
+         "limit_packets": None, "dev": "sl000000s", "packets": 108, "bytes": 146_510,
+         "drops": 70}
+    assert host_queue_line(q) == (
+        "path up: its first stage ran as a qdisc on the sender's interface (58 kbit/s, "
+        "12,000 B): 108 packets sent, 70 refused (local drops: CWR, no loss)")
+    q = {"path": "rev", "side": "r", "rate_bps": 64_000, "limit_bytes": None,
+         "limit_packets": 8}
+    assert host_queue_line(q) == (
+        "path rev: its first stage ran as a qdisc on the receiver's interface (64 kbit/s, "
+        "8 packets)")
+
+
 @as_root
 def test_the_uplink_buffer_pushes_back_on_the_kernel_as_a_local_drop(tmp_path):
     """Four Linux senders on the umts-uplink preset: its 12 KB UE buffer is a qdisc on the

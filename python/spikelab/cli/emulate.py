@@ -8,6 +8,17 @@ from pathlib import Path
 from .common import _scenario_file, print_outputs, summary_table
 
 
+
+def host_queue_line(q: dict) -> str:
+    """One line on a sender's own queue that ran as a qdisc on a host's interface."""
+    host = "sender" if q["side"] == "s" else "receiver"
+    cap = (f"{q['limit_bytes']:,} B" if q.get("limit_bytes") is not None
+           else f"{q['limit_packets']:,} packets")
+    counts = (f": {q['packets']:,} packets sent, {q['drops']:,} refused (local drops: CWR, "
+              "no loss)" if "packets" in q else "")
+    return (f"path {q['path']}: its first stage ran as a qdisc on the {host}'s interface "
+            f"({q['rate_bps'] / 1e3:g} kbit/s, {cap}){counts}")
+
 def _nonnegative(text: str) -> float:
     try:
         value = float(text)
@@ -79,6 +90,8 @@ def cmd_emulate(args: argparse.Namespace) -> int:
     print(summary_table(result.runs))
     print(timing_line(em["timing"]))
     print(kernel_line(em))
+    for q in em.get("host_queues", []):
+        print(host_queue_line(q))
     unmapped = em["kernel"]["unmapped"]
     if unmapped:
         print(f"{len(unmapped)} scenario setting(s) have no exact kernel equivalent "
