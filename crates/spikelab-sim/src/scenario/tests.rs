@@ -396,11 +396,38 @@ fn a_named_kind_given_a_non_string_lists_its_names() {
     );
     assert_eq!(
         err("[path.fwd]\n[[path.fwd.stage]]\ntype = [\"rate\"]\n[[flow]]\n"),
-        "path.fwd.stage[0].type: must be one of rate, delay, loss (a string)"
+        "path.fwd.stage[0].type: must be one of rate, delay, loss, harq, rlc, stall (a string)"
     );
     assert_eq!(
         err("[[flow]]\napp = { type = 5 }\n"),
         "flow[0].app.type: must be one of bulk, file (a string)"
+    );
+    // The newer kinds: no "unit variant, expected string only".
+    assert_eq!(
+        err("[[flow]]\nprotocol = 1\n"),
+        "flow[0].protocol: must be one of tcp, sctp (a string)"
+    );
+    let harq = "[path.fwd]\n[[path.fwd.stage]]\ntype = \"harq\"\nsnr = 7\n";
+    assert_eq!(
+        err(&format!("{harq}combining = true\n[[flow]]\n")),
+        "path.fwd.stage[0].combining: must be one of ir, chase (a string)"
+    );
+    assert_eq!(
+        err(&format!("{harq}channel = {{ doppler = 2 }}\n[[flow]]\n")),
+        "path.fwd.stage[0].channel.doppler: must be one of gaussian, jakes (a string)"
+    );
+}
+
+#[test]
+fn a_table_given_as_an_array_is_an_array_not_a_table_with_n_elements() {
+    let rate = "[path.fwd]\n[[path.fwd.stage]]\ntype = \"rate\"\n";
+    assert_eq!(
+        err(&format!("{rate}adapt = []\n[[flow]]\n")),
+        "path.fwd.stage[0].adapt: invalid type: array, expected a table"
+    );
+    assert_eq!(
+        err(&format!("{rate}switching = []\n[[flow]]\n")),
+        "path.fwd.stage[0].switching: invalid type: array, expected a table"
     );
 }
 
