@@ -194,6 +194,23 @@ def test_a_malformed_csv_row_is_named(tmp_path, text, opts, message):
     assert proc.stderr.strip() == f"spikelab: error: {f} {message}"
 
 
+def test_samples_at_one_time_give_a_profile_the_stage_accepts(tmp_path):
+    # `--interval 0` keeps one row per sample: three samples at one time (or closer than the
+    # microsecond the CSV keeps) were written as three rows, which a delay stage refuses.
+    f = tmp_path / "in.csv"
+    f.write_text("time_ms,d\n0,10\n0,20\n0.0001,30\n0.0002,35\n5,40\n")
+    out = tmp_path / "p.csv"
+    proc = cli("trace", "import", "csv", f, "-o", out, "--delay-col", "d", "--interval", "0",
+               "--no-figure", "-q")
+    assert proc.returncode == 0, proc.stderr
+    _, r = rows(out)
+    assert r.tolist() == [[0, 10, 0], [0, 35, 0], [5, 40, 0]]  # the step's before and after
+    (tmp_path / "s.toml").write_text(
+        '[path.fwd]\n[[path.fwd.stage]]\ntype = "delay"\ntrace = "p.csv"\n[[flow]]\n')
+    proc = cli("validate", tmp_path / "s.toml")
+    assert proc.returncode == 0, proc.stderr
+
+
 def test_smoothing_is_a_centred_moving_median():
     t = np.arange(10) * 100.0
     v = np.array([10, 10, 10, 500, 10, 10, 10, 10, 10, 10.0])
