@@ -5,6 +5,7 @@
 use super::*;
 use crate::units::{Bytes, Rate};
 use spikelab_core::SimTime;
+use spikelab_net::harq::{K_BITS, SYMBOLS_PER_TX};
 use spikelab_net::lms::{DopplerSpectrum, LmsState, ITS_S_BAND};
 use spikelab_net::{
     leo, walkaway, AdaptParams, Combining, HarqParams, LmsParams, Profile, ProfileRow, RlcParams,
@@ -1020,6 +1021,16 @@ impl StageSpec {
             format!("{at}.symbol_rate"),
             format!("must be in [1e3, 1e10] symbols/s, got {symbol_rate}"),
         )?;
+        let retx_delay = self.retx_delay.map_or(d.retx_delay, |x| x.0);
+        check(
+            retx_delay.0 <= 10 * 1_000_000_000,
+            format!("{at}.retx_delay"),
+            format!(
+                "must be at most 10 s (the delay a HARQ retransmission adds; paper 001: 20 ms), \
+                 got {}",
+                Duration(retx_delay)
+            ),
+        )?;
         let hp = HarqParams {
             snr_ref: 10f64.powf(snr / 10.0),
             combining: match self.combining.unwrap_or(CombiningKind::Ir) {
@@ -1029,7 +1040,7 @@ impl StageSpec {
             delta,
             max_retx: max_retx as u32,
             first_delay: self.first_delay.map_or(d.first_delay, |x| x.0),
-            retx_delay: self.retx_delay.map_or(d.retx_delay, |x| x.0),
+            retx_delay,
             symbol_rate,
             reorder_buffer: self.reorder_buffer.unwrap_or(false),
         };
@@ -1058,6 +1069,13 @@ impl StageSpec {
             lp.carrier = v * 1e9;
         }
         if let Some(v) = positive(c.sojourn_m, "sojourn_m", "m", 1e6)? {
+            // The state chain takes a step per sojourn: a sojourn of a nanosecond would make a
+            // run of seconds billions of steps.
+            check(
+                v >= 0.1,
+                ch("sojourn_m"),
+                format!("must be at least 0.1 m (ITS: 6 m), got {v}"),
+            )?;
             lp.sojourn_m = v;
         }
         if let Some(v) = positive(c.shadow_corr_m, "shadow_corr_m", "m", 1e6)? {
@@ -1136,9 +1154,37 @@ impl StageSpec {
                 ),
             )?;
         }
+        // The channel is drawn, grid step by grid step, as far ahead as a packet's last
+        // transmission: bound what that holds in memory.
+        let retx_span = hp.max_retx as f64 * hp.retx_delay.as_secs_f64();
+        let codeword_span =
+            (HARQ_MAX_CODEWORDS - 1) as f64 * SYMBOLS_PER_TX as f64 / hp.symbol_rate;
+        let grid = lp.grid.as_secs_f64();
+        let steps = (retx_span + codeword_span) / grid;
+        check(
+            steps <= HARQ_MAX_LOOKAHEAD_STEPS,
+            if retx_span >= codeword_span {
+                format!("{at}.retx_delay")
+            } else {
+                format!("{at}.symbol_rate")
+            },
+            format!(
+                "a packet's transmissions reach {:.6} s ahead (max_retx × retx_delay, plus a \
+                 64 KiB packet's codewords at symbol_rate), {steps:.3e} steps of channel.grid \
+                 ({}); at most 1e7 (the channel is drawn that far ahead): shorten retx_delay, \
+                 raise symbol_rate or coarsen channel.grid",
+                retx_span + codeword_span,
+                Duration(lp.grid)
+            ),
+        )?;
         Ok((hp, lp))
     }
 }
+
+/// Codewords of the largest packet (64 KiB and headers) a harq stage may carry.
+const HARQ_MAX_CODEWORDS: u64 = (66_000 * 8u64).div_ceil(K_BITS as u64);
+/// Grid steps of the LMS channel a harq stage may draw ahead of the present.
+const HARQ_MAX_LOOKAHEAD_STEPS: f64 = 1e7;
 
 impl LeoSpec {
     /// The trace as delay-profile rows `[time_ms, delay_ms, 0]`, after checking the knobs.

@@ -793,6 +793,42 @@ fn harq_and_channel_errors_name_the_field() {
 }
 
 #[test]
+fn a_harq_stage_cannot_draw_its_channel_unboundedly_far_ahead() {
+    // retx_delay = "1e9s" drew the channel 3e9 s ahead, 10 ms step by 10 ms step, on the first
+    // packet that needed a retransmission: 24 GB, then the OOM killer.
+    let e = |extra: &str| err(&harq_text(extra));
+    assert_eq!(
+        e("snr = 7\nretx_delay = \"1e9s\""),
+        "path.fwd.stage[0].retx_delay: must be at most 10 s (the delay a HARQ retransmission \
+         adds; paper 001: 20 ms), got 1000000000s"
+    );
+    let m = e("snr = 7\nmax_retx = 15\nretx_delay = \"1s\"\nchannel = { grid = \"1us\" }");
+    assert!(
+        m.starts_with(
+            "path.fwd.stage[0].retx_delay: a packet's transmissions reach 15.013157 s ahead"
+        ) && m.contains("1.501e7 steps of channel.grid (1us); at most 1e7"),
+        "{m}"
+    );
+    let m = e("snr = 7\nsymbol_rate = 1e3\nchannel = { grid = \"10us\" }");
+    assert!(
+        m.starts_with("path.fwd.stage[0].symbol_rate: a packet's transmissions reach"),
+        "{m}"
+    );
+    // Sojourns of a nanosecond made the state chain a step per nanosecond.
+    assert_eq!(
+        e("snr = 7\nchannel = { sojourn_m = 1e-9 }"),
+        "path.fwd.stage[0].channel.sojourn_m: must be at least 0.1 m (ITS: 6 m), got 0.000000001"
+    );
+    // What paper 001 uses, and the bounds themselves, pass.
+    parse(
+        &harq_text("snr = 7\nmax_retx = 15\nretx_delay = \"10s\"\nchannel = { sojourn_m = 0.1 }"),
+        &[],
+        Path::new("."),
+    )
+    .unwrap();
+}
+
+#[test]
 fn a_leo_delay_stage_becomes_a_profile_and_its_knobs_are_checked() {
     let leo = |v: &str| {
         format!("[path.fwd]\n[[path.fwd.stage]]\ntype = \"delay\"\nleo = {v}\n[[flow]]\n")
