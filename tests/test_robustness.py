@@ -178,6 +178,19 @@ def test_seeds_outside_int64_are_one_line_errors(tmp_path, capsys, seed):
     assert "seed: must be in [0, 9223372036854775807]" in line
 
 
+@pytest.mark.parametrize("command", [["validate"], ["run", "-q"], ["sweep", "-q"]])
+def test_a_scenario_that_is_not_utf8_is_named(tmp_path, capsys, command):
+    # Was "spikelab: error: 'utf-8' codec can't decode byte 0xe9 ...", without the file.
+    f = tmp_path / "s.toml"
+    f.write_bytes(b"[[flow]]\n# caf\xe9\n")
+    argv = [*command, str(f)] + (["-o", str(tmp_path / "out")] if command[0] != "validate"
+                                  else [])
+    line = one_line_error(capsys, main(argv))
+    assert line == (f"spikelab: error: {f}: not UTF-8 text (byte 0xe9 at offset 14); "
+                    f"a scenario is a UTF-8 TOML file")
+    assert not (tmp_path / "out").exists()
+
+
 def test_a_run_the_core_stops_is_a_one_line_error_without_type_names(tmp_path, capsys):
     (tmp_path / "s.toml").write_text('[sim]\nduration = "1s"\n[path.fwd]\n[path.rev]\n'
                                      '[[flow]]\n')
