@@ -793,6 +793,31 @@ fn harq_and_channel_errors_name_the_field() {
 }
 
 #[test]
+fn a_preset_paths_stages_cannot_be_set_by_name() {
+    // Was "path.fwd.rate: unknown field `rate`, expected one of `preset`, `stage`, `next`".
+    let text = "[path.fwd]\npreset = \"umts-downlink\"\n[[path.fwd.stage]]\ntype = \"delay\"\ndelay = \"1ms\"\n[[flow]]\n";
+    let e = |o: &str| {
+        parse(text, &[o.to_string()], Path::new("."))
+            .unwrap_err()
+            .to_string()
+    };
+    assert_eq!(
+        e("path.fwd.rate.rate=1Mbps"),
+        "path.fwd.rate.rate: the path is the preset \"umts-downlink\": its stages exist only \
+         once it is expanded, so they cannot be set by name; set the preset's knobs \
+         (path.NAME.preset.KNOB, docs/scenario.md) or write the stages out"
+    );
+    // The path's own stages and the preset's knobs are still set as before.
+    parse(text, &["path.fwd.delay.delay=2ms".into()], Path::new(".")).unwrap();
+    parse(
+        text,
+        &["path.fwd.preset.buffer=35KB".into()],
+        Path::new("."),
+    )
+    .unwrap();
+}
+
+#[test]
 fn a_harq_stage_cannot_draw_its_channel_unboundedly_far_ahead() {
     // retx_delay = "1e9s" drew the channel 3e9 s ahead, 10 ms step by 10 ms step, on the first
     // packet that needed a retransmission: 24 GB, then the OOM killer.
