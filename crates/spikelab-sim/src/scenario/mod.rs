@@ -471,6 +471,20 @@ impl Scenario {
             "flow",
             "at least one [[flow]] is required",
         )?;
+        // `paths` is for SCTP flows: checked before the paths are looked up, which would
+        // otherwise name a TCP flow's fwd (the default "fwd" need not exist then).
+        for (i, f) in self.flow.iter().enumerate() {
+            if f.paths.is_empty() {
+                continue;
+            }
+            if f.protocol == Protocol::Tcp {
+                return Err(ScenarioError::new(
+                    format!("flow[{i}].paths"),
+                    "destinations are for SCTP flows (protocol = \"sctp\"); a TCP flow takes \
+                     fwd and rev",
+                ));
+            }
+        }
         // The default path names may be left out: they get the default link.
         for f in &self.flow {
             for d in f.destinations() {

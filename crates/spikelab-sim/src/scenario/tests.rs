@@ -912,6 +912,15 @@ fn sctp_flows_are_checked_with_the_field_named() {
     assert_eq!(sc.flow[0].fwd, "a", "fwd/rev name the first destination");
     assert_round_trips(&sc);
 
+    // A TCP flow with paths: the error named its unused fwd ("flow[0].fwd: no path named
+    // \"fwd\"") when the scenario has no path fwd.
+    assert_eq!(
+        err(&format!(
+            "{two}[[flow]]\npaths = [{{ fwd = \"a\", rev = \"a\" }}]\n"
+        )),
+        "flow[0].paths: destinations are for SCTP flows (protocol = \"sctp\"); a TCP flow takes \
+         fwd and rev"
+    );
     let cases = [
         (flow("[flow.sctp]\nrto_alpha = 1.5\n"), "flow[0].sctp.rto_alpha", "[0, 1]"),
         (flow("[flow.sctp]\nbeta = -0.1\n"), "flow[0].sctp.rto_beta", "[0, 1]"),
