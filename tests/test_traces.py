@@ -80,6 +80,18 @@ def test_plain_ping_uses_icmp_seq_times_the_interval(tmp_path):
     assert np.allclose(prof.delay_ms, [100, 110, 90.5])
 
 
+def test_ping_timestamps_that_go_back_are_named_as_such(tmp_path):
+    # Was "the ping interval must be > 0, got -0.10099983215332031", an interval never given.
+    log = tmp_path / "ping.txt"
+    log.write_text("[1700000000.1] 64 bytes from 192.0.2.1: icmp_seq=1 ttl=64 time=10.0 ms\n"
+                   "[1700000000.0] 64 bytes from 192.0.2.1: icmp_seq=2 ttl=64 time=11.0 ms\n")
+    proc = cli("trace", "import", "ping", log, "-o", tmp_path / "p.csv", "--no-figure")
+    assert proc.returncode == 2
+    assert proc.stderr.strip() == (f"spikelab: error: {log}: the ping -D timestamps do not "
+                                   f"advance with icmp_seq (their median step is -0.101 s); "
+                                   f"give --ping-interval")
+
+
 @pytest.mark.parametrize("bad, line, what", [
     ("64 bytes from 192.0.2.1: icmp_seq=x ttl=57 time=1 ms", 2, "icmp_seq and time must be"),
     ("hello there", 2, "not a ping reply or summary line"),

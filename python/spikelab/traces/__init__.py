@@ -204,6 +204,10 @@ def read_ping(path: str | Path, *, share: float = 0.5, interval_s: float | None 
         if interval_s is None:
             d = np.diff(t) / np.maximum(np.diff(seq), 1)
             interval_s = float(np.median(d)) if d.size else 1.0
+            if not interval_s > 0:
+                raise TraceError(f"{path}: the ping -D timestamps do not advance with icmp_seq "
+                                 f"(their median step is {interval_s:.6g} s); give "
+                                 f"--ping-interval")
         t_ms = (t - t[0]) * 1000.0
     else:
         interval_s = 1.0 if interval_s is None else interval_s
