@@ -175,13 +175,13 @@ impl PresetSpec {
                 check(
                     noise.is_finite() && (0.0..=2.0).contains(&noise),
                     field("noise"),
-                    format!("must be in [0, 2] (a log-normal sigma), got {noise}"),
+                    format!("must be in [0, 2] (a log-normal sigma), got {}", num(noise)),
                 )?;
                 let share = t.share.unwrap_or(1.0);
                 check(
                     share.is_finite() && share > 0.0 && share <= 1.0,
                     field("share"),
-                    format!("must be in (0, 1], got {share}"),
+                    format!("must be in (0, 1], got {}", num(share)),
                 )?;
                 walkaway::rtt_trace_ms(secs, noise, t.seed.unwrap_or(1))
                     .iter()
@@ -923,7 +923,7 @@ impl StageSpec {
         check(
             p.is_finite() && (0.0..1.0).contains(&p),
             format!("{at}.p"),
-            format!("must be in [0, 1) (the chance that a packet needs one more RLC round trip), got {p}"),
+            format!("must be in [0, 1) (the chance that a packet needs one more RLC round trip), got {}", num(p)),
         )?;
         let rtt = self.rlc_rtt.map_or(d.rtt, |x| x.0);
         check(
@@ -935,7 +935,7 @@ impl StageSpec {
         check(
             loss.is_finite() && (0.0..=1.0).contains(&loss),
             format!("{at}.loss"),
-            format!("must be a probability in [0, 1], got {loss}"),
+            format!("must be a probability in [0, 1], got {}", num(loss)),
         )?;
         Ok(RlcParams { p, rtt, loss })
     }
@@ -947,12 +947,12 @@ impl StageSpec {
         check(
             rate.is_finite() && rate >= 0.0,
             format!("{at}.stall_rate"),
-            format!("must be >= 0 stalls per second, got {rate}"),
+            format!("must be >= 0 stalls per second, got {}", num(rate)),
         )?;
         check(
             rate <= 1000.0,
             format!("{at}.stall_rate"),
-            format!("must be at most 1000 stalls per second, got {rate}"),
+            format!("must be at most 1000 stalls per second, got {}", num(rate)),
         )?;
         let median = self.median.map_or(d.median, |x| x.0);
         check(
@@ -964,7 +964,10 @@ impl StageSpec {
         check(
             sigma_ln.is_finite() && (0.0..=3.0).contains(&sigma_ln),
             format!("{at}.sigma_ln"),
-            format!("must be in [0, 3] (a log-normal sigma), got {sigma_ln}"),
+            format!(
+                "must be in [0, 3] (a log-normal sigma), got {}",
+                num(sigma_ln)
+            ),
         )?;
         let p = StallParams {
             rate,
@@ -996,18 +999,21 @@ impl StageSpec {
         check(
             snr.is_finite() && (-10.0..=40.0).contains(&snr),
             format!("{at}.snr"),
-            format!("must be a reference SNR in [-10, 40] dB, got {snr}"),
+            format!("must be a reference SNR in [-10, 40] dB, got {}", num(snr)),
         )?;
         let delta = self.delta.unwrap_or(d.delta);
         check(
             delta.is_finite() && delta >= 0.0,
             format!("{at}.delta"),
-            format!("must be >= 0 (the code's gap to the mutual-information bound), got {delta}"),
+            format!(
+                "must be >= 0 (the code's gap to the mutual-information bound), got {}",
+                num(delta)
+            ),
         )?;
         check(
             delta <= 10.0,
             format!("{at}.delta"),
-            format!("must be at most 10, got {delta}"),
+            format!("must be at most 10, got {}", num(delta)),
         )?;
         let max_retx = self.max_retx.unwrap_or(d.max_retx as i64);
         check(
@@ -1019,7 +1025,7 @@ impl StageSpec {
         check(
             symbol_rate.is_finite() && (1e3..=1e10).contains(&symbol_rate),
             format!("{at}.symbol_rate"),
-            format!("must be in [1e3, 1e10] symbols/s, got {symbol_rate}"),
+            format!("must be in [1e3, 1e10] symbols/s, got {}", num(symbol_rate)),
         )?;
         let retx_delay = self.retx_delay.map_or(d.retx_delay, |x| x.0);
         check(
@@ -1052,12 +1058,12 @@ impl StageSpec {
                 check(
                     x.is_finite() && x > 0.0,
                     ch(f),
-                    format!("must be > 0 {unit}, got {x}"),
+                    format!("must be > 0 {unit}, got {}", num(x)),
                 )?;
                 check(
                     x <= max,
                     ch(f),
-                    format!("must be at most {max} {unit}, got {x}"),
+                    format!("must be at most {max} {unit}, got {}", num(x)),
                 )?;
             }
             Ok(v)
@@ -1074,7 +1080,7 @@ impl StageSpec {
             check(
                 v >= 0.1,
                 ch("sojourn_m"),
-                format!("must be at least 0.1 m (ITS: 6 m), got {v}"),
+                format!("must be at least 0.1 m (ITS: 6 m), got {}", num(v)),
             )?;
             lp.sojourn_m = v;
         }
@@ -1085,7 +1091,7 @@ impl StageSpec {
             check(
                 v.is_finite() && (0.0..=1e6).contains(&v),
                 ch("crossfade_m"),
-                format!("must be in [0, 1e6] m, got {v}"),
+                format!("must be in [0, 1e6] m, got {}", num(v)),
             )?;
             lp.crossfade_m = v;
         }
@@ -1117,7 +1123,7 @@ impl StageSpec {
                     check(
                         w.is_finite() && w > 0.0 && w < 1.0,
                         f("w"),
-                        format!("must be a probability in (0, 1), got {w}"),
+                        format!("must be a probability in (0, 1), got {}", num(w)),
                     )?;
                     p.w = w;
                 }
@@ -1129,7 +1135,7 @@ impl StageSpec {
                         check(
                             v.is_finite() && (-60.0..=20.0).contains(&v),
                             f(name),
-                            format!("must be in [-60, 20] dB, got {v}"),
+                            format!("must be in [-60, 20] dB, got {}", num(v)),
                         )?;
                         *slot = v;
                     }
@@ -1138,7 +1144,7 @@ impl StageSpec {
                     check(
                         v.is_finite() && (0.0..=20.0).contains(&v),
                         f("psi"),
-                        format!("must be in [0, 20] dB, got {v}"),
+                        format!("must be in [0, 20] dB, got {}", num(v)),
                     )?;
                     p.psi = v;
                 }
@@ -1199,7 +1205,7 @@ impl LeoSpec {
         check(
             alt.is_finite() && (500.0..=1500.0).contains(&alt),
             format!("{at}.altitude_km"),
-            format!("must be in [500, 1500] km (a LEO orbit), got {alt}"),
+            format!("must be in [500, 1500] km (a LEO orbit), got {}", num(alt)),
         )?;
         Ok(leo::delay_trace(self.seed.unwrap_or(1), secs, alt)
             .into_iter()
@@ -1306,9 +1312,10 @@ pub fn read_csv(path: &Path, field: &str, header_want: &str) -> Result<Vec<Vec<f
     Ok(rows)
 }
 
-/// A number as a reader would write it: `1e300`, not three hundred digits.
+/// A number as a reader would write it: `1e300`, not three hundred digits (nor `1e-300`
+/// three hundred zeros).
 fn num(v: f64) -> String {
-    if v.is_finite() && v.abs() >= 1e15 {
+    if v.is_finite() && (v.abs() >= 1e15 || (v != 0.0 && v.abs() < 1e-6)) {
         format!("{v:e}")
     } else {
         v.to_string()
@@ -1947,7 +1954,7 @@ impl PathPreset {
         check(
             (-10.0..=40.0).contains(&snr),
             field("snr"),
-            format!("must be a reference SNR in [-10, 40] dB, got {snr}"),
+            format!("must be a reference SNR in [-10, 40] dB, got {}", num(snr)),
         )?;
         let rate = StageSpec {
             kind: StageKind::Rate,

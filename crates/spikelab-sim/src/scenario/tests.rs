@@ -842,7 +842,12 @@ fn a_harq_stage_cannot_draw_its_channel_unboundedly_far_ahead() {
     // Sojourns of a nanosecond made the state chain a step per nanosecond.
     assert_eq!(
         e("snr = 7\nchannel = { sojourn_m = 1e-9 }"),
-        "path.fwd.stage[0].channel.sojourn_m: must be at least 0.1 m (ITS: 6 m), got 0.000000001"
+        "path.fwd.stage[0].channel.sojourn_m: must be at least 0.1 m (ITS: 6 m), got 1e-9"
+    );
+    // Numbers far from 1 are written as a reader would (were three hundred digits).
+    assert_eq!(
+        e("snr = 7\nchannel = { speed_kmh = 1e300 }"),
+        "path.fwd.stage[0].channel.speed_kmh: must be at most 1000 km/h, got 1e300"
     );
     // What paper 001 uses, and the bounds themselves, pass.
     parse(
