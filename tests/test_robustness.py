@@ -178,6 +178,53 @@ def test_seeds_outside_int64_are_one_line_errors(tmp_path, capsys, seed):
     assert "seed: must be in [0, 9223372036854775807]" in line
 
 
+@pytest.mark.parametrize("command", [["validate"], ["run", "-q"], ["sweep", "-q"]])
+def test_a_scenario_that_is_not_utf8_is_named(tmp_path, capsys, command):
+    # Was "spikelab: error: 'utf-8' codec can't decode byte 0xe9 ...", without the file.
+    f = tmp_path / "s.toml"
+    f.write_bytes(b"[[flow]]\n# caf\xe9\n")
+    argv = [*command, str(f)] + (["-o", str(tmp_path / "out")] if command[0] != "validate"
+                                  else [])
+    line = one_line_error(capsys, main(argv))
+    assert line == (f"spikelab: error: {f}: not UTF-8 text (byte 0xe9 at offset 14); "
+                    f"a scenario is a UTF-8 TOML file")
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize(("option", "value", "expected"), [
+    ("--spin-us", "nan", "expected a number >= 0 (at most 1e9), got 'nan'"),
+    ("--spin-us", "inf", "expected a number >= 0 (at most 1e9), got 'inf'"),
+    ("--sample-ms", "nan", "expected a number >= 0 (at most 1e9), got 'nan'"),
+    ("--snaplen", "-1", "expected 0 (whole frames) or a number of bytes up to 262144, got '-1'"),
+])
+def test_emulate_refuses_options_it_cannot_configure_before_starting(tmp_path, capsys, option,
+                                                                      value, expected):
+    # Were "cannot convert float NaN to integer" and, for a negative snaplen, the emulator
+    # started and failed with "invalid value: integer `-1`, expected u32 at line 1 column 408".
+    (tmp_path / "s.toml").write_text("[[flow]]\n")
+    with pytest.raises(SystemExit) as stop:  # argparse's exit, status 2
+        main(["emulate", str(tmp_path / "s.toml"), "-o", str(tmp_path / "out"),
+              f"{option}={value}"])
+    line = one_line_error(capsys, stop.value.code)
+    assert line.startswith(f"spikelab: error: argument {option}: {expected}"), line
+    assert not (tmp_path / "out").exists()
+
+
+def test_compare_refuses_an_empty_output_directory(tmp_path, capsys, monkeypatch):
+    # `-o ''` wrote the figures into the working directory.
+    (tmp_path / "s.toml").write_text('[sim]\nduration = "1s"\n[[flow]]\n')
+    assert main(["run", str(tmp_path / "s.toml"), "-o", str(tmp_path / "r"), "-q",
+                 "--no-plots"]) == 0
+    capsys.readouterr()
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    r = str(tmp_path / "r")
+    line = one_line_error(capsys, main(["compare", r, r, "-o", ""]))
+    assert line == "spikelab: error: the output directory is empty; give a directory name with -o"
+    assert list(work.iterdir()) == []
+
+
 def test_a_run_the_core_stops_is_a_one_line_error_without_type_names(tmp_path, capsys):
     (tmp_path / "s.toml").write_text('[sim]\nduration = "1s"\n[path.fwd]\n[path.rev]\n'
                                      '[[flow]]\n')

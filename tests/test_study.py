@@ -266,11 +266,57 @@ sql = "SELECT true"
      "claim[0].why: unknown key"),
     ('[[figure]]\nkind = "pie"\ny = "goodput_bps"\n', "figure[1].kind: must be one of"),
     ('[run_figures]\nzoom = [5, 1]\n', "run_figures.zoom: must be [t0, t1]"),
+    # Two figures drawn to one file: the second overwrote the first without a word.
+    ('[[figure]]\nkind = "bar"\nx = "variant"\ny = "goodput_bps"\n',
+     "figure[1].name: figure[0] is drawn to the same file ('bar-goodput_bps-variant')"),
+    ('[[figure]]\nkind = "cdf"\ny = "goodput_bps"\nscale = nan\n',
+     "figure[1].scale: must be a non-zero number, got nan"),
 ])
 def test_bad_study_definitions_name_the_field(tmp_path, claims, message, capsys):
     root = _tiny_study(tmp_path / "tiny", claims)
     assert main(["study", "run", str(root), "-o", str(tmp_path / "out")]) == 2
     assert message in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("head", "message"), [
+    ('sources = 5', "study.sources: must be an array of strings (one per source), got 5"),
+    ('sources = "paper 000"', "study.sources: must be an array of strings"),
+    ('description = 5', "study.description: must be a string, got int 5"),
+    ('claim = 3', "claim: must be an array of tables ([[claim]])"),
+])
+def test_a_study_head_of_the_wrong_type_is_a_one_line_error(tmp_path, head, message, capsys):
+    # These were "internal error: 'int' object is not iterable" (exit 1), or, for a string of
+    # sources, one source per character.
+    root = _tiny_study(tmp_path / "tiny", "")
+    text = (root / "study.toml").read_text(encoding="utf-8")
+    text = (f"{head}\n{text}" if head.startswith("claim")  # a top-level key
+            else text.replace("[study]\n", f"[study]\n{head}\n", 1))
+    (root / "study.toml").write_text(text, encoding="utf-8")
+    assert main(["study", "run", str(root), "-o", str(tmp_path / "out"), "-q"]) == 2
+    err = capsys.readouterr().err
+    assert message in err and "internal error" not in err, err
+
+
+def test_a_failing_query_of_the_report_names_its_figure_table_or_run_figures(tmp_path, capsys):
+    """A figure's where, a table's SQL, run_figures' where and set: each error names its
+    source (it was a bare "query failed: syntax error at or near ...")."""
+    root = _tiny_study(tmp_path / "tiny", "")
+    out = tmp_path / "out"
+    spikelab.study.run(root, out, jobs=1, progress=False)
+    copy = out / study.COPY / "study.toml"
+    good = copy.read_text(encoding="utf-8")
+    for extra, message in [
+        ('[[figure]]\nname = "w"\nkind = "cdf"\ny = "goodput_bps"\nwhere = "((("\n',
+         "figure 'w': where '(((': syntax error"),
+        ('[[table]]\ntitle = "T"\nsql = "SELEC 1"\n', "table[0] ('T'): syntax error"),
+        ('[run_figures]\nwhere = "((("\n', "run_figures.where '(((': syntax error"),
+        ('[run_figures]\nwhere = "replication = 0"\nset = { "sim.nope" = 1 }\n',
+         "run_figures.set: sim.nope: unknown field"),
+    ]:
+        copy.write_text(good + extra, encoding="utf-8")
+        assert main(["study", "report", str(out)]) == 2
+        err = capsys.readouterr().err.strip()
+        assert err.startswith(f"spikelab: error: {message}"), err
 
 
 def test_unknown_study_lists_the_known_ones(capsys):

@@ -80,6 +80,18 @@ def test_plain_ping_uses_icmp_seq_times_the_interval(tmp_path):
     assert np.allclose(prof.delay_ms, [100, 110, 90.5])
 
 
+def test_ping_timestamps_that_go_back_are_named_as_such(tmp_path):
+    # Was "the ping interval must be > 0, got -0.10099983215332031", an interval never given.
+    log = tmp_path / "ping.txt"
+    log.write_text("[1700000000.1] 64 bytes from 192.0.2.1: icmp_seq=1 ttl=64 time=10.0 ms\n"
+                   "[1700000000.0] 64 bytes from 192.0.2.1: icmp_seq=2 ttl=64 time=11.0 ms\n")
+    proc = cli("trace", "import", "ping", log, "-o", tmp_path / "p.csv", "--no-figure")
+    assert proc.returncode == 2
+    assert proc.stderr.strip() == (f"spikelab: error: {log}: the ping -D timestamps do not "
+                                   f"advance with icmp_seq (their median step is -0.101 s); "
+                                   f"give --ping-interval")
+
+
 @pytest.mark.parametrize("bad, line, what", [
     ("64 bytes from 192.0.2.1: icmp_seq=x ttl=57 time=1 ms", 2, "icmp_seq and time must be"),
     ("hello there", 2, "not a ping reply or summary line"),
@@ -192,6 +204,23 @@ def test_a_malformed_csv_row_is_named(tmp_path, text, opts, message):
     proc = cli("trace", "import", "csv", f, "-o", tmp_path / "o.csv", *opts)
     assert proc.returncode == 2
     assert proc.stderr.strip() == f"spikelab: error: {f} {message}"
+
+
+def test_samples_at_one_time_give_a_profile_the_stage_accepts(tmp_path):
+    # `--interval 0` keeps one row per sample: three samples at one time (or closer than the
+    # microsecond the CSV keeps) were written as three rows, which a delay stage refuses.
+    f = tmp_path / "in.csv"
+    f.write_text("time_ms,d\n0,10\n0,20\n0.0001,30\n0.0002,35\n5,40\n")
+    out = tmp_path / "p.csv"
+    proc = cli("trace", "import", "csv", f, "-o", out, "--delay-col", "d", "--interval", "0",
+               "--no-figure", "-q")
+    assert proc.returncode == 0, proc.stderr
+    _, r = rows(out)
+    assert r.tolist() == [[0, 10, 0], [0, 35, 0], [5, 40, 0]]  # the step's before and after
+    (tmp_path / "s.toml").write_text(
+        '[path.fwd]\n[[path.fwd.stage]]\ntype = "delay"\ntrace = "p.csv"\n[[flow]]\n')
+    proc = cli("validate", tmp_path / "s.toml")
+    assert proc.returncode == 0, proc.stderr
 
 
 def test_smoothing_is_a_centred_moving_median():

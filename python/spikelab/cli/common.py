@@ -46,6 +46,9 @@ def _scenario_file(path: str) -> Iterator[str]:
         yield path
     except ScenarioError as exc:
         raise ScenarioError(f"{path}: {exc}") from None
+    except UnicodeDecodeError as exc:
+        raise ScenarioError(f"{path}: not UTF-8 text (byte {exc.object[exc.start]:#04x} at "
+                            f"offset {exc.start}); a scenario is a UTF-8 TOML file") from None
     except SimulationError as exc:
         if str(exc).startswith("internal error"):
             raise

@@ -24,8 +24,21 @@ def _nonnegative(text: str) -> float:
         value = float(text)
     except ValueError:
         value = -1.0
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected a number >= 0, got {text!r}")
+    # NaN and infinity (and what no nanosecond count holds) were "cannot convert float NaN to
+    # integer" when the emulator was configured.
+    if not 0 <= value <= 1e9:
+        raise argparse.ArgumentTypeError(f"expected a number >= 0 (at most 1e9), got {text!r}")
+    return value
+
+
+def _snaplen(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if not 0 <= value <= 262144:
+        raise argparse.ArgumentTypeError(f"expected 0 (whole frames) or a number of bytes up "
+                                         f"to 262144, got {text!r}")
     return value
 
 
@@ -128,7 +141,7 @@ def register(sub, override_type, zoom_type) -> None:
                    help="do not run the emulator thread under SCHED_FIFO")
     p.add_argument("--spin-us", type=_nonnegative, default=50.0, metavar="US",
                    help="busy-wait this long before each departure (default 50)")
-    p.add_argument("--snaplen", type=int, default=160, metavar="BYTES",
+    p.add_argument("--snaplen", type=_snaplen, default=160, metavar="BYTES",
                    help="bytes of each frame kept in the capture, 0 = all (default 160)")
     p.add_argument("--sample-ms", type=_positive, default=1.0, metavar="MS",
                    help="TCP_INFO sampling period (default 1)")

@@ -205,6 +205,10 @@ def compare(dir_a: str | os.PathLike[str], dir_b: str | os.PathLike[str], *,
     b = load(dir_b, labels[1] if labels else None)
     if a.label == b.label:
         a.label, b.label = f"{a.label} (A)", f"{b.label} (B)"
+    if out is not None and not str(out).strip():
+        # Path("") is the working directory: the figures would land there.
+        raise results.OutdirError("the output directory is empty; give a directory name "
+                                  "with -o")
     outdir = Path(out) if out is not None else Path(dir_b) / "compare"
     if zoom:  # a zoom has its own folder and never replaces the full-length figures
         outdir = outdir / Path(results.zoom_folder(zoom)).name

@@ -96,7 +96,7 @@ class FigureSpec:
             raise ValueError(f"{at}.row: a heatmap needs row (its second parameter)")
         scale = raw.get("scale")
         if scale is not None and (isinstance(scale, bool) or not isinstance(scale, int | float)
-                                  or scale == 0):
+                                  or scale == 0 or not math.isfinite(scale)):
             raise ValueError(f"{at}.scale: must be a non-zero number, got {scale!r}")
         name = raw.get("name")
         if name is not None and (not isinstance(name, str) or not _STEM.fullmatch(name)):
@@ -355,18 +355,31 @@ def draw(outdir: str | os.PathLike[str], specs: list[FigureSpec],
             if spec.source not in names:
                 raise ValueError(f"figure {spec.stem()!r}: source: no view named "
                                  f"{spec.source!r} (views: {', '.join(names) or 'none'})")
-            frame = query(outdir, f"SELECT * FROM {spec.source} WHERE {spec.where or 'true'}",
-                          views or ())
+            frame = _query(outdir, f"SELECT * FROM {spec.source} WHERE {spec.where or 'true'}",
+                           spec, views or ())
             if frame.empty:
                 raise ValueError(f"figure {spec.stem()!r}: view {spec.source!r} has no rows "
                                  f"here")
         else:
             where = f"status = 'ok' AND ({spec.where})" if spec.where else "status = 'ok'"
-            frame = query(outdir, f"SELECT * FROM runs WHERE {where}")
+            frame = _query(outdir, f"SELECT * FROM runs WHERE {where}", spec)
             if frame.empty:
                 raise ValueError(f"figure {spec.stem()!r}: no successful runs match")
         paths += _save(draw_one(frame, spec), figdir, spec.stem())
     return paths
+
+
+def _query(outdir: Path, sql: str, spec: FigureSpec,
+           views: list[tuple[str, str]] | tuple = ()) -> Any:
+    """A figure's rows; a failing query names the figure (and its ``where``, which is the
+    only SQL of its own)."""
+    try:
+        return query(outdir, sql, views)
+    except ValueError as exc:
+        msg = str(exc)
+        if spec.where and not msg.startswith("view "):
+            msg = f"where {spec.where!r}: {msg.removeprefix('query failed: ')}"
+        raise ValueError(f"figure {spec.stem()!r}: {msg}") from None
 
 
 def default_specs(params: list[str], metric: str = "goodput_bps") -> list[FigureSpec]:

@@ -132,7 +132,7 @@ def report(outdir: str | os.PathLike[str], *, sweep_result: Any = None) -> dict[
                if p.suffix == ".png"]
     singles = _draw_run_figures(outdir, study, res) if study.run_figures else []
     claims = evaluate(outdir, study.claims, study.view_pairs())
-    shown = [(t, query(outdir, t.sql, study.view_pairs())) for t in study.tables]
+    shown = [(t, _table(outdir, i, t, study)) for i, t in enumerate(study.tables)]
     data = {
         "study": study.name,
         "claims": [{"id": r.claim.id, "claim": r.claim.claim, "source": r.claim.source,
@@ -148,6 +148,15 @@ def report(outdir: str | os.PathLike[str], *, sweep_result: Any = None) -> dict[
     return data
 
 
+def _table(outdir: Path, i: int, table: Any, study: Study) -> Any:
+    """A report table's rows; a failing query names the table."""
+    try:
+        return query(outdir, table.sql, study.view_pairs())
+    except ValueError as exc:
+        raise ValueError(f"table[{i}] ({table.title!r}): "
+                         f"{str(exc).removeprefix('query failed: ')}") from None
+
+
 def _draw_run_figures(outdir: Path, study: Study,
                       res: Any) -> list[tuple[str, str, list[Path]]]:
     """Re-run the chosen runs alone with packet tracing and draw their seq/ack and cwnd
@@ -155,15 +164,25 @@ def _draw_run_figures(outdir: Path, study: Study,
     Returns (run_id, label, PNG paths) per run."""
     spec = study.run_figures
     params = res.params()
-    chosen = query(outdir, f"SELECT * FROM runs WHERE status = 'ok' AND ({spec.where}) "
-                           f"ORDER BY run_id")
+    try:
+        chosen = query(outdir, f"SELECT * FROM runs WHERE status = 'ok' AND ({spec.where}) "
+                               f"ORDER BY run_id")
+    except ValueError as exc:
+        raise ValueError(f"run_figures.where {spec.where!r}: "
+                         f"{str(exc).removeprefix('query failed: ')}") from None
     text = scenario_text(outdir, res.manifest)
     out = []
     dirs = []
     for run_id in dict.fromkeys(chosen["run_id"].tolist()):
         seed, run_overrides = run_info(outdir, res.manifest, run_id)
-        result = run_one(text, seed=seed, overrides=[*run_overrides, *spec.set],
-                         trace="packets", progress=False)
+        try:
+            result = run_one(text, seed=seed, overrides=[*run_overrides, *spec.set],
+                             trace="packets", progress=False)
+        except ValueError as exc:
+            if not spec.set:
+                raise
+            # The run itself ran in the sweep: what fails is the study's set.
+            raise ValueError(f"run_figures.set: {exc}") from None
         row = chosen[chosen.run_id == run_id].iloc[0]
         label = ", ".join(f"{p} = {row[p]}" for p in params) + f", seed {seed}"
         if spec.set:

@@ -120,6 +120,9 @@ def parse(path: str | os.PathLike[str]) -> Study:
     if unknown:
         raise ValueError(f"{where}: {unknown[0]}: unknown table (expected study, sweep, "
                          f"figure, claim, run_figures, table, view)")
+    for key in ("figure", "claim", "table"):
+        if not isinstance(raw.get(key, []), list):
+            raise ValueError(f"{where}: {key}: must be an array of tables ([[{key}]])")
     views = _views(raw.get("view", []), where)
     tables = []
     for i, t in enumerate(raw.get("table", [])):
@@ -134,11 +137,25 @@ def parse(path: str | os.PathLike[str]) -> Study:
     if bad:
         raise ValueError(f"{where}: study.{bad[0]}: unknown key")
     name = _need_str(head, "name", f"{where}: study")
+    for key in ("title", "description"):
+        if key in head and not isinstance(head[key], str):
+            raise ValueError(f"{where}: study.{key}: must be a string, got "
+                             f"{type(head[key]).__name__} {head[key]!r}")
+    sources = head.get("sources", [])
+    if not isinstance(sources, list) or not all(isinstance(x, str) for x in sources):
+        raise ValueError(f"{where}: study.sources: must be an array of strings (one per "
+                         f"source), got {sources!r}")
     scenario = toml_path.parent / _need_str(head, "scenario", f"{where}: study")
     if not scenario.is_file():
         raise FileNotFoundError(f"{where}: study.scenario: {scenario}: no such file")
     figures = [FigureSpec.parse(f, f"{where}: figure[{i}]")
                for i, f in enumerate(raw.get("figure", []))]
+    stems: dict[str, int] = {}
+    for i, f in enumerate(figures):
+        j = stems.setdefault(f.stem(), i)
+        if j != i:
+            raise ValueError(f"{where}: figure[{i}].name: figure[{j}] is drawn to the same "
+                             f"file ({f.stem()!r}); give one of them another name")
     names = [v.name for v in views]
     for i, f in enumerate(figures):
         if f.source is not None and f.source not in names:
@@ -158,7 +175,7 @@ def parse(path: str | os.PathLike[str]) -> Study:
     return Study(dir=toml_path.parent, name=name, title=head.get("title", name),
                  description=head.get("description", ""), scenario=scenario,
                  sweep=raw.get("sweep"), figures=figures, claims=claims,
-                 sources=list(head.get("sources", [])),
+                 sources=list(sources),
                  run_figures=_run_figures(raw.get("run_figures"), f"{where}: run_figures"),
                  tables=tables, views=views)
 

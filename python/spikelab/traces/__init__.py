@@ -204,6 +204,10 @@ def read_ping(path: str | Path, *, share: float = 0.5, interval_s: float | None 
         if interval_s is None:
             d = np.diff(t) / np.maximum(np.diff(seq), 1)
             interval_s = float(np.median(d)) if d.size else 1.0
+            if not interval_s > 0:
+                raise TraceError(f"{path}: the ping -D timestamps do not advance with icmp_seq "
+                                 f"(their median step is {interval_s:.6g} s); give "
+                                 f"--ping-interval")
         t_ms = (t - t[0]) * 1000.0
     else:
         interval_s = 1.0 if interval_s is None else interval_s
@@ -724,17 +728,30 @@ def fit(samples: Samples, *, interval_ms: float = 0.0, smooth_ms: float = 0.0,
     return Profile(np.asarray(t, dtype=np.float64), d, np.clip(loss, 0.0, 1.0))
 
 
+def _step_rows(times: list[str]) -> list[int]:
+    """The rows to write of rows at ``times`` (as written): of three or more rows at one time,
+    the first and the last. A stage reads two rows at one time as a step (the value before it,
+    then the one that applies from it on) and refuses a third; the rows between are never
+    used, so dropping them changes nothing (`--interval 0` keeps one row per sample, and
+    samples closer than the 1 µs the CSV keeps, or simultaneous, would give them)."""
+    n = len(times)
+    return [i for i in range(n)
+            if not (0 < i < n - 1 and times[i - 1] == times[i] == times[i + 1])]
+
+
 def profile_csv(p: Profile) -> str:
     """The profile as the stage's CSV text."""
     out = io.StringIO()
+    times = [f"{t:.3f}" for t in p.t_ms]
+    keep = _step_rows(times)
     if p.is_rate:
         out.write("time_ms,rate_bps\n")
-        for t, r in zip(p.t_ms, p.rate_bps):
-            out.write(f"{t:.3f},{round(float(r))}\n")
+        for i in keep:
+            out.write(f"{times[i]},{round(float(p.rate_bps[i]))}\n")
     else:
         out.write("time_ms,delay_ms,loss\n")
-        for t, d, lo in zip(p.t_ms, p.delay_ms, p.loss):
-            out.write(f"{t:.3f},{d:.3f},{lo:.6g}\n")
+        for i in keep:
+            out.write(f"{times[i]},{p.delay_ms[i]:.3f},{p.loss[i]:.6g}\n")
     return out.getvalue()
 
 

@@ -296,6 +296,8 @@ pub(crate) fn field_error(
         Some(names) if msg.contains("unit variant") => {
             format!("must be one of {names} (a string)")
         }
+        // An enum field choices_of does not list yet: still no serde words.
+        None if msg.contains("unit variant") => "must be a string".to_string(),
         _ => plain_words(msg.trim()),
     };
     // `[flow]` where `[[flow]]` was meant: an array of tables takes two brackets.
@@ -342,12 +344,15 @@ fn choices_of(field: &str) -> Option<&'static str> {
         (_, "variant") => "reno, newreno, sack",
         (_, "trace") if field.starts_with("sim.") => "summary, timeseries, packets",
         ("app", "type") => "bulk, file",
-        (_, "type") => "rate, delay, loss",
+        (_, "type") => "rate, delay, loss, harq, rlc, stall",
         (_, "model") => "bernoulli, gilbert_elliott, profile, deterministic",
         (_, "estimator") => "rfc6298, linux",
         (_, "ssthresh_basis") => "flight, cwnd",
         (_, "frto") => "auto, basic, sack",
         (_, "response") => "none, eifel, undo",
+        (_, "protocol") => "tcp, sctp",
+        (_, "combining") => "ir, chase",
+        (_, "doppler") => "gaussian, jakes",
         _ => return None,
     })
 }
@@ -392,6 +397,11 @@ fn plain_words(msg: &str) -> String {
             };
             out = format!("{}{what}{}", &out[..i], &rest[end..]);
         }
+    }
+    // A table's fields given as an array (`adapt = []`): serde reads the array as the struct's
+    // fields in order ("invalid length 0, expected struct X with 8 elements").
+    if out.starts_with("invalid length ") && out.contains("expected a table with ") {
+        out = "invalid type: array, expected a table".to_string();
     }
     out
 }
@@ -461,6 +471,20 @@ impl Scenario {
             "flow",
             "at least one [[flow]] is required",
         )?;
+        // `paths` is for SCTP flows: checked before the paths are looked up, which would
+        // otherwise name a TCP flow's fwd (the default "fwd" need not exist then).
+        for (i, f) in self.flow.iter().enumerate() {
+            if f.paths.is_empty() {
+                continue;
+            }
+            if f.protocol == Protocol::Tcp {
+                return Err(ScenarioError::new(
+                    format!("flow[{i}].paths"),
+                    "destinations are for SCTP flows (protocol = \"sctp\"); a TCP flow takes \
+                     fwd and rev",
+                ));
+            }
+        }
         // The default path names may be left out: they get the default link.
         for f in &self.flow {
             for d in f.destinations() {

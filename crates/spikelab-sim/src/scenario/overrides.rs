@@ -97,6 +97,30 @@ fn set_path(
     let (name, index) = &parts[0];
     let rest = &parts[1..];
     if index.is_none() && !table.contains_key(name.as_str()) {
+        // `path.fwd.rate.rate=…` on a path that is a preset: its stages do not exist yet.
+        let preset = match table.get("preset") {
+            Some(toml::Value::String(p)) => Some(p.as_str()),
+            Some(toml::Value::Table(t)) => t.get("name").and_then(|v| v.as_str()),
+            _ => None,
+        }
+        .filter(|p| PATH_PRESETS.contains(p));
+        let declared = |f: &str, st: &toml::Value| st.get(f).and_then(|v| v.as_str()) == Some(name);
+        let stage_here = match table.get("stage") {
+            Some(toml::Value::Array(stages)) => stages
+                .iter()
+                .any(|st| declared("name", st) || declared("type", st)),
+            _ => false,
+        };
+        if let (Some(preset), false, false) = (preset, stage_here, rest.is_empty()) {
+            return Err(ScenarioError::new(
+                key,
+                format!(
+                    "the path is the preset {preset:?}: its stages exist only once it is \
+                     expanded, so they cannot be set by name; set the preset's knobs \
+                     (path.NAME.preset.KNOB, docs/scenario.md) or write the stages out"
+                ),
+            ));
+        }
         if let Some(toml::Value::Array(stages)) = table.get_mut("stage") {
             return set_stage_by_name(stages, name, rest, value, key);
         }

@@ -5,6 +5,7 @@
 use super::*;
 use crate::units::{Bytes, Rate};
 use spikelab_core::SimTime;
+use spikelab_net::harq::{K_BITS, SYMBOLS_PER_TX};
 use spikelab_net::lms::{DopplerSpectrum, LmsState, ITS_S_BAND};
 use spikelab_net::{
     leo, walkaway, AdaptParams, Combining, HarqParams, LmsParams, Profile, ProfileRow, RlcParams,
@@ -174,13 +175,13 @@ impl PresetSpec {
                 check(
                     noise.is_finite() && (0.0..=2.0).contains(&noise),
                     field("noise"),
-                    format!("must be in [0, 2] (a log-normal sigma), got {noise}"),
+                    format!("must be in [0, 2] (a log-normal sigma), got {}", num(noise)),
                 )?;
                 let share = t.share.unwrap_or(1.0);
                 check(
                     share.is_finite() && share > 0.0 && share <= 1.0,
                     field("share"),
-                    format!("must be in (0, 1], got {share}"),
+                    format!("must be in (0, 1], got {}", num(share)),
                 )?;
                 walkaway::rtt_trace_ms(secs, noise, t.seed.unwrap_or(1))
                     .iter()
@@ -922,7 +923,7 @@ impl StageSpec {
         check(
             p.is_finite() && (0.0..1.0).contains(&p),
             format!("{at}.p"),
-            format!("must be in [0, 1) (the chance that a packet needs one more RLC round trip), got {p}"),
+            format!("must be in [0, 1) (the chance that a packet needs one more RLC round trip), got {}", num(p)),
         )?;
         let rtt = self.rlc_rtt.map_or(d.rtt, |x| x.0);
         check(
@@ -934,7 +935,7 @@ impl StageSpec {
         check(
             loss.is_finite() && (0.0..=1.0).contains(&loss),
             format!("{at}.loss"),
-            format!("must be a probability in [0, 1], got {loss}"),
+            format!("must be a probability in [0, 1], got {}", num(loss)),
         )?;
         Ok(RlcParams { p, rtt, loss })
     }
@@ -946,12 +947,12 @@ impl StageSpec {
         check(
             rate.is_finite() && rate >= 0.0,
             format!("{at}.stall_rate"),
-            format!("must be >= 0 stalls per second, got {rate}"),
+            format!("must be >= 0 stalls per second, got {}", num(rate)),
         )?;
         check(
             rate <= 1000.0,
             format!("{at}.stall_rate"),
-            format!("must be at most 1000 stalls per second, got {rate}"),
+            format!("must be at most 1000 stalls per second, got {}", num(rate)),
         )?;
         let median = self.median.map_or(d.median, |x| x.0);
         check(
@@ -963,7 +964,10 @@ impl StageSpec {
         check(
             sigma_ln.is_finite() && (0.0..=3.0).contains(&sigma_ln),
             format!("{at}.sigma_ln"),
-            format!("must be in [0, 3] (a log-normal sigma), got {sigma_ln}"),
+            format!(
+                "must be in [0, 3] (a log-normal sigma), got {}",
+                num(sigma_ln)
+            ),
         )?;
         let p = StallParams {
             rate,
@@ -995,18 +999,21 @@ impl StageSpec {
         check(
             snr.is_finite() && (-10.0..=40.0).contains(&snr),
             format!("{at}.snr"),
-            format!("must be a reference SNR in [-10, 40] dB, got {snr}"),
+            format!("must be a reference SNR in [-10, 40] dB, got {}", num(snr)),
         )?;
         let delta = self.delta.unwrap_or(d.delta);
         check(
             delta.is_finite() && delta >= 0.0,
             format!("{at}.delta"),
-            format!("must be >= 0 (the code's gap to the mutual-information bound), got {delta}"),
+            format!(
+                "must be >= 0 (the code's gap to the mutual-information bound), got {}",
+                num(delta)
+            ),
         )?;
         check(
             delta <= 10.0,
             format!("{at}.delta"),
-            format!("must be at most 10, got {delta}"),
+            format!("must be at most 10, got {}", num(delta)),
         )?;
         let max_retx = self.max_retx.unwrap_or(d.max_retx as i64);
         check(
@@ -1018,7 +1025,17 @@ impl StageSpec {
         check(
             symbol_rate.is_finite() && (1e3..=1e10).contains(&symbol_rate),
             format!("{at}.symbol_rate"),
-            format!("must be in [1e3, 1e10] symbols/s, got {symbol_rate}"),
+            format!("must be in [1e3, 1e10] symbols/s, got {}", num(symbol_rate)),
+        )?;
+        let retx_delay = self.retx_delay.map_or(d.retx_delay, |x| x.0);
+        check(
+            retx_delay.0 <= 10 * 1_000_000_000,
+            format!("{at}.retx_delay"),
+            format!(
+                "must be at most 10 s (the delay a HARQ retransmission adds; paper 001: 20 ms), \
+                 got {}",
+                Duration(retx_delay)
+            ),
         )?;
         let hp = HarqParams {
             snr_ref: 10f64.powf(snr / 10.0),
@@ -1029,7 +1046,7 @@ impl StageSpec {
             delta,
             max_retx: max_retx as u32,
             first_delay: self.first_delay.map_or(d.first_delay, |x| x.0),
-            retx_delay: self.retx_delay.map_or(d.retx_delay, |x| x.0),
+            retx_delay,
             symbol_rate,
             reorder_buffer: self.reorder_buffer.unwrap_or(false),
         };
@@ -1041,12 +1058,12 @@ impl StageSpec {
                 check(
                     x.is_finite() && x > 0.0,
                     ch(f),
-                    format!("must be > 0 {unit}, got {x}"),
+                    format!("must be > 0 {unit}, got {}", num(x)),
                 )?;
                 check(
                     x <= max,
                     ch(f),
-                    format!("must be at most {max} {unit}, got {x}"),
+                    format!("must be at most {max} {unit}, got {}", num(x)),
                 )?;
             }
             Ok(v)
@@ -1058,6 +1075,13 @@ impl StageSpec {
             lp.carrier = v * 1e9;
         }
         if let Some(v) = positive(c.sojourn_m, "sojourn_m", "m", 1e6)? {
+            // The state chain takes a step per sojourn: a sojourn of a nanosecond would make a
+            // run of seconds billions of steps.
+            check(
+                v >= 0.1,
+                ch("sojourn_m"),
+                format!("must be at least 0.1 m (ITS: 6 m), got {}", num(v)),
+            )?;
             lp.sojourn_m = v;
         }
         if let Some(v) = positive(c.shadow_corr_m, "shadow_corr_m", "m", 1e6)? {
@@ -1067,7 +1091,7 @@ impl StageSpec {
             check(
                 v.is_finite() && (0.0..=1e6).contains(&v),
                 ch("crossfade_m"),
-                format!("must be in [0, 1e6] m, got {v}"),
+                format!("must be in [0, 1e6] m, got {}", num(v)),
             )?;
             lp.crossfade_m = v;
         }
@@ -1099,7 +1123,7 @@ impl StageSpec {
                     check(
                         w.is_finite() && w > 0.0 && w < 1.0,
                         f("w"),
-                        format!("must be a probability in (0, 1), got {w}"),
+                        format!("must be a probability in (0, 1), got {}", num(w)),
                     )?;
                     p.w = w;
                 }
@@ -1111,7 +1135,7 @@ impl StageSpec {
                         check(
                             v.is_finite() && (-60.0..=20.0).contains(&v),
                             f(name),
-                            format!("must be in [-60, 20] dB, got {v}"),
+                            format!("must be in [-60, 20] dB, got {}", num(v)),
                         )?;
                         *slot = v;
                     }
@@ -1120,7 +1144,7 @@ impl StageSpec {
                     check(
                         v.is_finite() && (0.0..=20.0).contains(&v),
                         f("psi"),
-                        format!("must be in [0, 20] dB, got {v}"),
+                        format!("must be in [0, 20] dB, got {}", num(v)),
                     )?;
                     p.psi = v;
                 }
@@ -1136,9 +1160,37 @@ impl StageSpec {
                 ),
             )?;
         }
+        // The channel is drawn, grid step by grid step, as far ahead as a packet's last
+        // transmission: bound what that holds in memory.
+        let retx_span = hp.max_retx as f64 * hp.retx_delay.as_secs_f64();
+        let codeword_span =
+            (HARQ_MAX_CODEWORDS - 1) as f64 * SYMBOLS_PER_TX as f64 / hp.symbol_rate;
+        let grid = lp.grid.as_secs_f64();
+        let steps = (retx_span + codeword_span) / grid;
+        check(
+            steps <= HARQ_MAX_LOOKAHEAD_STEPS,
+            if retx_span >= codeword_span {
+                format!("{at}.retx_delay")
+            } else {
+                format!("{at}.symbol_rate")
+            },
+            format!(
+                "a packet's transmissions reach {:.6} s ahead (max_retx × retx_delay, plus a \
+                 64 KiB packet's codewords at symbol_rate), {steps:.3e} steps of channel.grid \
+                 ({}); at most 1e7 (the channel is drawn that far ahead): shorten retx_delay, \
+                 raise symbol_rate or coarsen channel.grid",
+                retx_span + codeword_span,
+                Duration(lp.grid)
+            ),
+        )?;
         Ok((hp, lp))
     }
 }
+
+/// Codewords of the largest packet (64 KiB and headers) a harq stage may carry.
+const HARQ_MAX_CODEWORDS: u64 = (66_000 * 8u64).div_ceil(K_BITS as u64);
+/// Grid steps of the LMS channel a harq stage may draw ahead of the present.
+const HARQ_MAX_LOOKAHEAD_STEPS: f64 = 1e7;
 
 impl LeoSpec {
     /// The trace as delay-profile rows `[time_ms, delay_ms, 0]`, after checking the knobs.
@@ -1153,7 +1205,7 @@ impl LeoSpec {
         check(
             alt.is_finite() && (500.0..=1500.0).contains(&alt),
             format!("{at}.altitude_km"),
-            format!("must be in [500, 1500] km (a LEO orbit), got {alt}"),
+            format!("must be in [500, 1500] km (a LEO orbit), got {}", num(alt)),
         )?;
         Ok(leo::delay_trace(self.seed.unwrap_or(1), secs, alt)
             .into_iter()
@@ -1260,9 +1312,10 @@ pub fn read_csv(path: &Path, field: &str, header_want: &str) -> Result<Vec<Vec<f
     Ok(rows)
 }
 
-/// A number as a reader would write it: `1e300`, not three hundred digits.
+/// A number as a reader would write it: `1e300`, not three hundred digits (nor `1e-300`
+/// three hundred zeros).
 fn num(v: f64) -> String {
-    if v.is_finite() && v.abs() >= 1e15 {
+    if v.is_finite() && (v.abs() >= 1e15 || (v != 0.0 && v.abs() < 1e-6)) {
         format!("{v:e}")
     } else {
         v.to_string()
@@ -1901,7 +1954,7 @@ impl PathPreset {
         check(
             (-10.0..=40.0).contains(&snr),
             field("snr"),
-            format!("must be a reference SNR in [-10, 40] dB, got {snr}"),
+            format!("must be a reference SNR in [-10, 40] dB, got {}", num(snr)),
         )?;
         let rate = StageSpec {
             kind: StageKind::Rate,

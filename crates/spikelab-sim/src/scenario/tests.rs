@@ -396,11 +396,38 @@ fn a_named_kind_given_a_non_string_lists_its_names() {
     );
     assert_eq!(
         err("[path.fwd]\n[[path.fwd.stage]]\ntype = [\"rate\"]\n[[flow]]\n"),
-        "path.fwd.stage[0].type: must be one of rate, delay, loss (a string)"
+        "path.fwd.stage[0].type: must be one of rate, delay, loss, harq, rlc, stall (a string)"
     );
     assert_eq!(
         err("[[flow]]\napp = { type = 5 }\n"),
         "flow[0].app.type: must be one of bulk, file (a string)"
+    );
+    // The newer kinds: no "unit variant, expected string only".
+    assert_eq!(
+        err("[[flow]]\nprotocol = 1\n"),
+        "flow[0].protocol: must be one of tcp, sctp (a string)"
+    );
+    let harq = "[path.fwd]\n[[path.fwd.stage]]\ntype = \"harq\"\nsnr = 7\n";
+    assert_eq!(
+        err(&format!("{harq}combining = true\n[[flow]]\n")),
+        "path.fwd.stage[0].combining: must be one of ir, chase (a string)"
+    );
+    assert_eq!(
+        err(&format!("{harq}channel = {{ doppler = 2 }}\n[[flow]]\n")),
+        "path.fwd.stage[0].channel.doppler: must be one of gaussian, jakes (a string)"
+    );
+}
+
+#[test]
+fn a_table_given_as_an_array_is_an_array_not_a_table_with_n_elements() {
+    let rate = "[path.fwd]\n[[path.fwd.stage]]\ntype = \"rate\"\n";
+    assert_eq!(
+        err(&format!("{rate}adapt = []\n[[flow]]\n")),
+        "path.fwd.stage[0].adapt: invalid type: array, expected a table"
+    );
+    assert_eq!(
+        err(&format!("{rate}switching = []\n[[flow]]\n")),
+        "path.fwd.stage[0].switching: invalid type: array, expected a table"
     );
 }
 
@@ -766,6 +793,72 @@ fn harq_and_channel_errors_name_the_field() {
 }
 
 #[test]
+fn a_preset_paths_stages_cannot_be_set_by_name() {
+    // Was "path.fwd.rate: unknown field `rate`, expected one of `preset`, `stage`, `next`".
+    let text = "[path.fwd]\npreset = \"umts-downlink\"\n[[path.fwd.stage]]\ntype = \"delay\"\ndelay = \"1ms\"\n[[flow]]\n";
+    let e = |o: &str| {
+        parse(text, &[o.to_string()], Path::new("."))
+            .unwrap_err()
+            .to_string()
+    };
+    assert_eq!(
+        e("path.fwd.rate.rate=1Mbps"),
+        "path.fwd.rate.rate: the path is the preset \"umts-downlink\": its stages exist only \
+         once it is expanded, so they cannot be set by name; set the preset's knobs \
+         (path.NAME.preset.KNOB, docs/scenario.md) or write the stages out"
+    );
+    // The path's own stages and the preset's knobs are still set as before.
+    parse(text, &["path.fwd.delay.delay=2ms".into()], Path::new(".")).unwrap();
+    parse(
+        text,
+        &["path.fwd.preset.buffer=35KB".into()],
+        Path::new("."),
+    )
+    .unwrap();
+}
+
+#[test]
+fn a_harq_stage_cannot_draw_its_channel_unboundedly_far_ahead() {
+    // retx_delay = "1e9s" drew the channel 3e9 s ahead, 10 ms step by 10 ms step, on the first
+    // packet that needed a retransmission: 24 GB, then the OOM killer.
+    let e = |extra: &str| err(&harq_text(extra));
+    assert_eq!(
+        e("snr = 7\nretx_delay = \"1e9s\""),
+        "path.fwd.stage[0].retx_delay: must be at most 10 s (the delay a HARQ retransmission \
+         adds; paper 001: 20 ms), got 1000000000s"
+    );
+    let m = e("snr = 7\nmax_retx = 15\nretx_delay = \"1s\"\nchannel = { grid = \"1us\" }");
+    assert!(
+        m.starts_with(
+            "path.fwd.stage[0].retx_delay: a packet's transmissions reach 15.013157 s ahead"
+        ) && m.contains("1.501e7 steps of channel.grid (1us); at most 1e7"),
+        "{m}"
+    );
+    let m = e("snr = 7\nsymbol_rate = 1e3\nchannel = { grid = \"10us\" }");
+    assert!(
+        m.starts_with("path.fwd.stage[0].symbol_rate: a packet's transmissions reach"),
+        "{m}"
+    );
+    // Sojourns of a nanosecond made the state chain a step per nanosecond.
+    assert_eq!(
+        e("snr = 7\nchannel = { sojourn_m = 1e-9 }"),
+        "path.fwd.stage[0].channel.sojourn_m: must be at least 0.1 m (ITS: 6 m), got 1e-9"
+    );
+    // Numbers far from 1 are written as a reader would (were three hundred digits).
+    assert_eq!(
+        e("snr = 7\nchannel = { speed_kmh = 1e300 }"),
+        "path.fwd.stage[0].channel.speed_kmh: must be at most 1000 km/h, got 1e300"
+    );
+    // What paper 001 uses, and the bounds themselves, pass.
+    parse(
+        &harq_text("snr = 7\nmax_retx = 15\nretx_delay = \"10s\"\nchannel = { sojourn_m = 0.1 }"),
+        &[],
+        Path::new("."),
+    )
+    .unwrap();
+}
+
+#[test]
 fn a_leo_delay_stage_becomes_a_profile_and_its_knobs_are_checked() {
     let leo = |v: &str| {
         format!("[path.fwd]\n[[path.fwd.stage]]\ntype = \"delay\"\nleo = {v}\n[[flow]]\n")
@@ -824,6 +917,15 @@ fn sctp_flows_are_checked_with_the_field_named() {
     assert_eq!(sc.flow[0].fwd, "a", "fwd/rev name the first destination");
     assert_round_trips(&sc);
 
+    // A TCP flow with paths: the error named its unused fwd ("flow[0].fwd: no path named
+    // \"fwd\"") when the scenario has no path fwd.
+    assert_eq!(
+        err(&format!(
+            "{two}[[flow]]\npaths = [{{ fwd = \"a\", rev = \"a\" }}]\n"
+        )),
+        "flow[0].paths: destinations are for SCTP flows (protocol = \"sctp\"); a TCP flow takes \
+         fwd and rev"
+    );
     let cases = [
         (flow("[flow.sctp]\nrto_alpha = 1.5\n"), "flow[0].sctp.rto_alpha", "[0, 1]"),
         (flow("[flow.sctp]\nbeta = -0.1\n"), "flow[0].sctp.rto_beta", "[0, 1]"),
