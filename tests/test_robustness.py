@@ -191,6 +191,22 @@ def test_a_scenario_that_is_not_utf8_is_named(tmp_path, capsys, command):
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.parametrize("command", [["validate"], ["run", "-q", "--no-plots"]])
+def test_a_byte_order_mark_is_read_past(tmp_path, capsys, command):
+    # Windows editors start a UTF-8 file with one; it was "not valid TOML ... line 1, column 1".
+    f = tmp_path / "s.toml"
+    f.write_bytes(b'\xef\xbb\xbf[sim]\nduration = "1s"\n[[flow]]\n')
+    argv = [*command, str(f)] + (["-o", str(tmp_path / "out")] if command[0] != "validate"
+                                  else [])
+    assert main(argv) == 0, capsys.readouterr().err
+    # Scenario text given to the Python API (the core reads past it too).
+    import spikelab
+
+    res = spikelab.run('\ufeff[sim]\nduration = "1s"\n[[flow]]\n', trace="summary",
+                       plots=False, progress=False)
+    assert res.runs.num_rows == 1
+
+
 @pytest.mark.parametrize(("option", "value", "expected"), [
     ("--spin-us", "nan", "expected a number >= 0 (at most 1e9), got 'nan'"),
     ("--spin-us", "inf", "expected a number >= 0 (at most 1e9), got 'inf'"),

@@ -150,7 +150,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
         scenario = spikelab.validate(path, overrides=args.set)
         from spikelab.scenario import format_profile_notes, profile_notes, sweepspec
 
-        text = Path(path).read_text(encoding="utf-8")
+        text = Path(path).read_text(encoding="utf-8-sig")
         sweep = ""
         if sweepspec.sweep_table(text) is not None:  # every parameter path, before any run
             sweep = f"; [sweep]: {_plural(sweepspec.check_file(path, args.set), 'run')}"

@@ -33,7 +33,8 @@ def read_scenario(scenario: ScenarioSource) -> tuple[str, str]:
     ):
         return scenario, os.getcwd()
     path = Path(scenario)
-    return path.read_text(encoding="utf-8"), str(path.resolve().parent)
+    # utf-8-sig: a byte-order mark (Windows editors write one) is read past, not parsed.
+    return path.read_text(encoding="utf-8-sig"), str(path.resolve().parent)
 
 
 def overrides_list(overrides: Iterable[str]) -> list[str]:

@@ -100,7 +100,7 @@ def run(name_or_path: str | os.PathLike[str], out: str | os.PathLike[str], *,
     study = find(name_or_path)
     table = study.sweep
     if table is None:
-        table = sweep_table(study.scenario.read_text(encoding="utf-8"))
+        table = sweep_table(study.scenario.read_text(encoding="utf-8-sig"))
     if replications is not None:
         table = dict(table or {}, replications=replications)
     created = results.new_root(out)

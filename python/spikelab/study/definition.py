@@ -111,7 +111,7 @@ def parse(path: str | os.PathLike[str]) -> Study:
     if not toml_path.is_file():
         raise FileNotFoundError(f"{toml_path}: no such file")
     try:
-        raw = tomllib.loads(toml_path.read_text(encoding="utf-8"))
+        raw = tomllib.loads(toml_path.read_text(encoding="utf-8-sig"))
     except tomllib.TOMLDecodeError as exc:
         raise ValueError(f"{toml_path}: not valid TOML: {exc}") from None
     where = str(toml_path)

@@ -328,6 +328,8 @@ pub fn profile_notes(text: &str, overrides: &[String]) -> Result<Vec<ProfileNote
 
 /// The scenario's TOML with `overrides` (`key=value`) applied.
 fn overridden(text: &str, overrides: &[String]) -> Result<toml::Value> {
+    // A byte-order mark (Windows editors write one) is not TOML: read the text after it.
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     let mut value: toml::Value = toml::from_str(text).map_err(|e| toml_error(&e, text))?;
     for o in overrides {
         apply_override(&mut value, o)?;

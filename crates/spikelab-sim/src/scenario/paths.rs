@@ -1861,7 +1861,15 @@ impl PathPreset {
                     "the buffer scaled by scale_buffer",
                     "the bearer",
                 ],
-            )?;
+            )
+            .map_err(|mut e| {
+                // The user may not have set up_bytes at all (umts-uplink's 12 KB buffer is
+                // below the 20 KB default): say where the number comes from.
+                if t.up_bytes.is_none() {
+                    e.message.push_str(", the preset's default: set up_bytes");
+                }
+                e
+            })?;
         }
         let rate = StageSpec {
             kind: StageKind::Rate,

@@ -1191,11 +1191,15 @@ fn bad_bearer_input_gets_one_line_naming_the_field() {
         // steps up: refused (issue found in review: 128 of 330 kbit/s with a scaled 45 KB).
         (
             "[path.fwd]\npreset = { name = \"umts-downlink\", low_rate = \"128kbps\", scale_buffer = true }\n[[flow]]\n".into(),
-            "path.fwd.preset.up_bytes: must be below what the buffer holds at low_rate (17454 bytes, the buffer scaled by scale_buffer), or the bearer never steps up; got 20000 bytes",
+            "path.fwd.preset.up_bytes: must be below what the buffer holds at low_rate (17454 bytes, the buffer scaled by scale_buffer), or the bearer never steps up; got 20000 bytes, the preset's default: set up_bytes",
         ),
         (
             "[path.fwd]\npreset = { name = \"umts-uplink\", low_rate = \"32kbps\" }\n[[flow]]\n".into(),
-            "path.fwd.preset.up_bytes: must be below what the buffer holds at low_rate (12000 bytes), or the bearer never steps up; got 20000 bytes",
+            "path.fwd.preset.up_bytes: must be below what the buffer holds at low_rate (12000 bytes), or the bearer never steps up; got 20000 bytes, the preset's default: set up_bytes",
+        ),
+        (
+            "[path.fwd]\npreset = { name = \"umts-uplink\", low_rate = \"32kbps\", up_bytes = \"15KB\" }\n[[flow]]\n".into(),
+            "path.fwd.preset.up_bytes: must be below what the buffer holds at low_rate (12000 bytes), or the bearer never steps up; got 15000 bytes",
         ),
         (
             stage("type = \"rate\"\nqueue_bytes = \"10KB\"\nadapt = { rates = [\"128kbps\", \"384kbps\"], up_bytes = \"10KB\", down_after = \"1s\" }"),
