@@ -311,6 +311,18 @@ def test_a_parameter_named_like_a_metric_is_refused_before_any_run(tmp_path):
     assert not (tmp_path / "o").exists()
 
 
+def test_a_sweep_cannot_sweep_its_own_settings(tmp_path, capsys):
+    # "sweep.replications" = [1, 2] was accepted and changed nothing (each run's scenario has
+    # its [sweep] removed).
+    scenario = write(tmp_path, LOSSY + '[sweep.params]\n"sweep.replications" = [1, 2]\n')
+    assert main(["sweep", str(scenario), "-o", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == (f'spikelab: error: {scenario}: sweep.params."sweep.replications": a '
+                   f"sweep's own settings (replications, mode, params) cannot be swept; set "
+                   f"them in [sweep]")
+    assert not (tmp_path / "o").exists()
+
+
 def test_sweep_errors_are_one_line(tmp_path, capsys):
     scenario = write(tmp_path, LOSSY + '[sweep]\nmode = "diagonal"\n')
     assert main(["sweep", str(scenario), "-o", str(tmp_path / "o")]) == 2

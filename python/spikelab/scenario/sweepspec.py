@@ -134,6 +134,10 @@ def _flatten(table: dict[str, Any], prefix: str = "") -> list[tuple[str, Any]]:
 
 def _param(key: str, spec: Any, mode: str = "grid") -> Param:
     at = f"sweep.params.{json.dumps(key)}"
+    if key == "sweep" or key.startswith(("sweep.", "sweep[")):
+        # Each run's scenario has its [sweep] removed: the value would change nothing.
+        raise _err(at, "a sweep's own settings (replications, mode, params) cannot be swept; "
+                       "set them in [sweep]")
     name, labels = None, None
     if isinstance(spec, dict):
         unknown = sorted(set(spec) - _PARAM_KEYS)
