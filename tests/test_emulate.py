@@ -715,9 +715,10 @@ def _uplink(duration: str, flows: list[tuple[str, str]]) -> str:
 
 
 def test_a_senders_own_queue_maps_to_a_qdisc_on_the_host_that_sends_into_it():
-    """`backpressure` (the umts-uplink preset's UE buffer) becomes a qdisc on the interface of
-    the host that sends into the path, at the stage's rate and capacity, when that host sends
-    nothing else; otherwise, and for a rate that changes, the plan says why not."""
+    """`backpressure` (the umts-uplink preset's UE buffer) becomes a qdisc on the sender's
+    interface, at the stage's rate and capacity, when the path is every flow's fwd path; a
+    rev path (a refused ACK would be lost, not held), a path of some flows only, a rate that
+    changes and a queue smaller than a data packet stay the emulator's, and the plan says why."""
     def plan(text):
         resolved, view, _, ccs = run.resolve(text, [], ".")
         return kernel.plan(view, resolved, ccs)
@@ -726,14 +727,26 @@ def test_a_senders_own_queue_maps_to_a_qdisc_on_the_host_that_sends_into_it():
     assert p.host_queues == [{"path": "up", "side": "s", "rate_bps": 58_000,
                               "limit_bytes": 12_000, "limit_packets": None}]
     assert not any("backpressure" in u for u in p.unmapped)
-    # The downlink example: the ACKs go up, so the receiver's interface holds the queue.
+    # The downlink example: the ACKs go up; the receiver's qdisc would lose refused ACKs.
     p = plan(_uplink("10s", [("down", "up")]))
-    assert [(q["path"], q["side"]) for q in p.host_queues] == [("up", "r")]
-    # One flow sends data up, another ACKs up: the sender's qdisc would shape both paths.
+    assert p.host_queues == []
+    assert any(u.startswith("path.up.stage[0].backpressure: the sender's qdisc shapes every "
+                            "flow it sends, so the path must be the fwd path of every flow")
+               for u in p.unmapped), p.unmapped
+    # One flow sends data up, another ACKs up.
     p = plan(_uplink("10s", [("up", "down"), ("down", "up")]))
     assert p.host_queues == []
-    assert any(u.startswith("path.up.stage[0].backpressure: a host's qdisc shapes every flow")
-               for u in p.unmapped), p.unmapped
+    # A byte FIFO smaller than a data packet (1500 bytes here) would refuse every segment.
+    p = plan(_uplink("10s", [("up", "down")]).replace(
+        'preset = "umts-uplink"', 'preset = { name = "umts-uplink", buffer = "1500B" }'))
+    assert len(p.host_queues) == 1
+    own = ('[[path.up.stage]]\ntype = "rate"\nrate = "64kbps"\nqueue_bytes = "1000B"\n'
+           'backpressure = true\n')
+    p = plan(_uplink("10s", [("up", "down")]).replace('[path.up]\npreset = "umts-uplink"\n',
+                                                       own))
+    assert p.host_queues == []
+    assert any(u.startswith("path.up.stage[0].backpressure: a queue that cannot hold one "
+                            "1500-byte data packet") for u in p.unmapped), p.unmapped
     # A load-driven rate cannot be a qdisc's.
     p = plan(_uplink("10s", [("up", "down")]).replace(
         'preset = "umts-uplink"', 'preset = { name = "umts-uplink", low_rate = "20kbps", up_bytes = "6KB" }'))
@@ -754,6 +767,7 @@ def test_a_host_queue_the_kernel_refuses_stays_the_emulators_and_the_run_says_wh
             raise TopologyError("tc qdisc replace ...: Specified qdisc kind is unknown.")
 
     assert run._install_host_queues(NoTbf(), p) == []
+    assert p.host_queues == []  # the manifest's plan does not list a queue that never was
     (note,) = [u for u in p.unmapped if "backpressure" in u]
     assert note.startswith("path.up.stage[0].backpressure: the host's qdisc could not be set")
     assert "qdisc kind is unknown" in note and "sees a loss" in note

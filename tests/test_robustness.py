@@ -211,6 +211,8 @@ def test_a_byte_order_mark_is_read_past(tmp_path, capsys, command):
     ("--spin-us", "nan", "expected a number >= 0 (at most 1e9), got 'nan'"),
     ("--spin-us", "inf", "expected a number >= 0 (at most 1e9), got 'inf'"),
     ("--sample-ms", "nan", "expected a number >= 0 (at most 1e9), got 'nan'"),
+    # int(1e-9 * 1e6) was a sampling period of 0 ns.
+    ("--sample-ms", "1e-9", "expected a period of at least 0.001 ms, got '1e-9'"),
     ("--snaplen", "-1", "expected 0 (whole frames) or a number of bytes up to 262144, got '-1'"),
 ])
 def test_emulate_refuses_options_it_cannot_configure_before_starting(tmp_path, capsys, option,

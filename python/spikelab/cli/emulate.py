@@ -42,10 +42,10 @@ def _snaplen(text: str) -> int:
     return value
 
 
-def _positive(text: str) -> float:
+def _sample_ms(text: str) -> float:
     value = _nonnegative(text)
-    if value == 0:
-        raise argparse.ArgumentTypeError(f"expected a number > 0, got {text!r}")
+    if value < 1e-3:  # the period is kept in whole nanoseconds; below a microsecond is 0 or noise
+        raise argparse.ArgumentTypeError(f"expected a period of at least 0.001 ms, got {text!r}")
     return value
 
 
@@ -143,7 +143,7 @@ def register(sub, override_type, zoom_type) -> None:
                    help="busy-wait this long before each departure (default 50)")
     p.add_argument("--snaplen", type=_snaplen, default=160, metavar="BYTES",
                    help="bytes of each frame kept in the capture, 0 = all (default 160)")
-    p.add_argument("--sample-ms", type=_positive, default=1.0, metavar="MS",
+    p.add_argument("--sample-ms", type=_sample_ms, default=1.0, metavar="MS",
                    help="TCP_INFO sampling period (default 1)")
     p.add_argument("--no-tcp-probe", action="store_true",
                    help="do not use the tcp_probe tracepoint even if tracefs is mounted")

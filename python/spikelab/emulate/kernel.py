@@ -134,13 +134,16 @@ class KernelPlan:
         }
 
 
-def host_queues(backpressure: list[dict[str, Any]], flows: list[dict[str, Any]]
-                ) -> tuple[list[dict[str, Any]], list[str]]:
+def host_queues(backpressure: list[dict[str, Any]], flows: list[dict[str, Any]],
+                packet: int) -> tuple[list[dict[str, Any]], list[str]]:
     """Which paths' first stage (``backpressure``: the sender's own queue) can be a qdisc on
-    the sending host's interface, and notes on those that cannot. A host's interface carries
-    every flow it sends, so the path must be the ``fwd`` path of every flow (a qdisc on the
-    sender) or the ``rev`` path of every flow (on the receiver), and its rate constant (a
-    qdisc's rate does not follow a schedule or a load)."""
+    the sending host's interface, and notes on those that cannot. The sender's interface
+    carries every flow's data, so the path must be the ``fwd`` path of every flow; its rate
+    must be constant (a qdisc's rate does not follow a schedule or a load), and its queue must
+    hold a data packet of ``packet`` bytes (a FIFO refuses what it cannot hold even when empty,
+    where the simulated stage lets a packet onto an idle link). A ``rev`` path stays the
+    emulator's: a host's qdisc refusing a pure ACK loses it (Linux does not send it again),
+    which is what the emulator's stage does; the simulator holds it."""
     queues: list[dict[str, Any]] = []
     notes: list[str] = []
     for bp in backpressure:
@@ -156,15 +159,18 @@ def host_queues(backpressure: list[dict[str, Any]], flows: list[dict[str, Any]]
             notes.append(f"{where}: a rate that changes (a schedule, trace, switching or "
                          f"adapt) cannot be a host's qdisc; {fallback}")
             continue
-        if all(fwd) and not any(rev):
-            side = "s"
-        elif all(rev) and not any(fwd):
-            side = "r"
-        else:
-            notes.append(f"{where}: a host's qdisc shapes every flow the host sends, so the "
-                         f"path must be the fwd path of every flow or the rev path of every "
-                         f"flow; {fallback}")
+        if not all(fwd) or any(rev):
+            notes.append(f"{where}: the sender's qdisc shapes every flow it sends, so the "
+                         f"path must be the fwd path of every flow (and no flow's rev path); "
+                         f"{fallback}")
             continue
+        small = (bp["queue_bytes"] is not None and bp["queue_bytes"] < packet
+                 or bp["queue_packets"] is not None and bp["queue_packets"] < 1)
+        if small:
+            notes.append(f"{where}: a queue that cannot hold one {packet}-byte data packet "
+                         f"refuses every segment as a qdisc; {fallback}")
+            continue
+        side = "s"
         queues.append({"path": name, "side": side, "rate_bps": int(bp["rate_bps"]),
                        "limit_bytes": bp["queue_bytes"], "limit_packets": bp["queue_packets"]})
     return queues, notes
@@ -304,7 +310,6 @@ def plan(view: dict[str, Any], resolved: dict[str, Any], ccs: list[str],
                 f"SCTP sockets: SCTP flows are simulated only (spikelab run)")
     p = KernelPlan()
     flows = view["flows"]
-    p.host_queues, p.unmapped = host_queues(view.get("backpressure") or [], flows)
     tcps = [f["tcp"] for f in flows]
     raw_tcps = [(f.get("tcp") or {}) for f in resolved.get("flow", [])]
     u = p.unmapped
@@ -395,6 +400,9 @@ def plan(view: dict[str, Any], resolved: dict[str, Any], ccs: list[str],
             f"flow[0].tcp.mss: {mss} bytes of payload with 40 bytes of IP and TCP headers"
             f"{' and 12 of timestamps' if ts else ''} exceed the largest MTU of a veth link "
             f"({MAX_VETH_MTU}); emulation takes an MSS of at most {largest}")
+    p.host_queues, notes = host_queues(view.get("backpressure") or [], flows,
+                                       mss + 40 + (TCP_TIMESTAMPS_OPTION if ts else 0))
+    u.extend(notes)
     maxseg = mss + (TCP_TIMESTAMPS_OPTION if ts else 0)
     if maxseg < TCP_MIN_MSS:
         smallest = TCP_MIN_MSS - (TCP_TIMESTAMPS_OPTION if ts else 0)

@@ -334,7 +334,8 @@ def _run(text, overrides, base_dir, seed, duration_ns, plan, workdir, *, realtim
                 for c in children:
                     c.close()
                 for q in installed:
-                    with contextlib.suppress(TopologyError):
+                    # Best effort: nothing may keep the teardown from running.
+                    with contextlib.suppress(Exception):
                         q.update(topo.qdisc_stats(q["side"]))
                 topo.teardown()
     raw: dict[str, Any] = {"t0_ns": t0, "topology": report, "run_id": topo.run_id,
@@ -358,11 +359,12 @@ def _install_host_queues(topo: Topology, plan: kernel.KernelPlan) -> list[dict[s
     """The plan's host queues as qdiscs on the hosts' interfaces; one that the kernel
     refuses (no ``tc``, no ``tbf``) stays the emulator's stage, and the plan notes why."""
     installed = []
-    for q in plan.host_queues:
+    for q in list(plan.host_queues):
         try:
             dev = topo.host_queue(q["side"], q["rate_bps"], q["limit_bytes"],
                                   q["limit_packets"])
         except TopologyError as exc:
+            plan.host_queues.remove(q)
             plan.unmapped.append(
                 f"path.{q['path']}.stage[0].backpressure: the host's qdisc could not be set "
                 f"({exc}); the emulator's stage drops when full, and the kernel sees a loss, "

@@ -221,8 +221,14 @@ class Topology:
            "-14", "tbf", "rate", f"{rate_bps}bit", "burst", str(burst), "limit",
            str(fifo_limit))
         if limit_packets is not None:
-            tc(ns, "qdisc", "replace", "dev", dev, "parent", "1:1", "handle", "10:", "pfifo",
-               "limit", str(limit_packets))
+            try:
+                tc(ns, "qdisc", "replace", "dev", dev, "parent", "1:1", "handle", "10:",
+                   "pfifo", "limit", str(limit_packets))
+            except TopologyError:
+                # Not half a queue: without its FIFO the token bucket goes too.
+                with contextlib.suppress(TopologyError):
+                    tc(ns, "qdisc", "del", "dev", dev, "root")
+                raise
         return dev
 
     def qdisc_stats(self, side: str) -> dict[str, int]:
@@ -254,6 +260,8 @@ def tc(ns: str, *args: str) -> str:
                               timeout=IP_TIMEOUT_S)
     except FileNotFoundError:
         raise TopologyError("the 'ip' command (iproute2) is not installed") from None
+    except subprocess.TimeoutExpired:
+        raise TopologyError(f"tc {' '.join(args)}: no answer in {IP_TIMEOUT_S} s") from None
     if proc.returncode != 0:
         msg = (proc.stderr or proc.stdout).strip().splitlines()
         raise TopologyError(f"tc {' '.join(args)}: {msg[-1] if msg else 'failed'}")
