@@ -321,7 +321,25 @@ def test_bad_pcaps_are_one_line(tmp_path):
     empty = tmp_path / "empty.pcap"
     empty.write_bytes(struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 65535, 1))
     proc = cli("trace", "import", "pcap", empty, "-o", tmp_path / "x.csv")
-    assert proc.stderr.strip() == f"spikelab: error: {empty}: no TCP segments or SCTP packets"
+    assert proc.stderr.strip() == (f"spikelab: error: {empty}: no TCP segments or SCTP packets "
+                                   f"in its 0 frames")
+    proc = cli("trace", "import", "pcap", empty, "-o", tmp_path / "x.csv", "--interface", "eth0")
+    assert proc.stderr.strip() == (f"spikelab: error: --interface: no frames on 'eth0' in "
+                                   f"{empty} (it has no frames)")
+    # A record cut short, and a link type the reader does not know, are named (it said only
+    # "no TCP segments or SCTP packets").
+    cut = tmp_path / "cut.pcap"
+    cut.write_bytes(empty.read_bytes() + struct.pack("<IIII", 0, 0, 100, 100) + b"\x00" * 10)
+    proc = cli("trace", "import", "pcap", cut, "-o", tmp_path / "x.csv")
+    assert proc.stderr.strip() == (f"spikelab: error: {cut}: no TCP segments or SCTP packets "
+                                   f"in its 0 frames; the capture is cut short at byte 24")
+    usb = tmp_path / "usb.pcap"
+    usb.write_bytes(struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 65535, 189)
+                    + struct.pack("<IIII", 0, 0, 4, 4) + b"\x01\x02\x03\x04")
+    proc = cli("trace", "import", "pcap", usb, "-o", tmp_path / "x.csv")
+    assert proc.stderr.strip() == (f"spikelab: error: {usb}: no TCP segments or SCTP packets "
+                                   f"in its 1 frame; link type 189 is not read (Ethernet, Linux "
+                                   f"cooked SLL/SLL2 and raw IP are)")
     proc = cli("trace", "import", "pcap", empty, "-o", tmp_path / "x.csv", "--queue", "5")
     assert proc.stderr.strip() == "spikelab: error: --queue needs --rate (the virtual queue's rate)"
 

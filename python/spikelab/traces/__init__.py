@@ -498,7 +498,12 @@ def read_pcap(path: str | Path, *, share: float = 0.5, iface: str | None = None,
     segs = []
     chunks = []
     meta = _pcap.Capture()
+    frames = 0
+    other_links: set[int] = set()
     for f in _pcap.iter_frames(path, meta):  # one frame at a time: only the headers are kept
+        frames += 1
+        if f.linktype not in _pcap.LINKTYPES_READ:
+            other_links.add(f.linktype)
         if iface is not None:
             names.add(f.iface_name or str(f.iface))
             if iface not in (f.iface_name, str(f.iface)):
@@ -516,10 +521,19 @@ def read_pcap(path: str | Path, *, share: float = 0.5, iface: str | None = None,
         if c is not None:
             chunks.append(c)
     if iface is not None and not matched:
-        raise TraceError(f"--interface: no frames on {iface!r} in {path} "
-                         f"(interfaces: {', '.join(sorted(names))})")
+        known = (f"interfaces: {', '.join(sorted(names))}" if names
+                 else "it has no frames")
+        raise TraceError(f"--interface: no frames on {iface!r} in {path} ({known})")
     if not segs and not chunks:
-        raise TraceError(f"{path}: no TCP segments or SCTP packets")
+        # Say what was there instead: a capture of nothing, one cut short, one of a link
+        # whose frames are not read.
+        why = [f"in its {frames:,} frame{'' if frames == 1 else 's'}"]
+        if meta.truncated_at is not None:
+            why.append(f"the capture is cut short at byte {meta.truncated_at:,}")
+        if other_links:
+            why.append("link type " + ", ".join(map(str, sorted(other_links)))
+                       + " is not read (Ethernet, Linux cooked SLL/SLL2 and raw IP are)")
+        raise TraceError(f"{path}: no TCP segments or SCTP packets " + "; ".join(why))
     tcp_bytes = sum(s.length for s in segs)
     sctp_bytes = sum(n for c in chunks for _, n in c.data)
     sends = (_tcp_sends(segs, path) if segs and tcp_bytes >= sctp_bytes

@@ -48,6 +48,9 @@ LINKTYPE_LINUX_SLL = 113
 LINKTYPE_IPV4 = 228
 LINKTYPE_IPV6 = 229
 LINKTYPE_LINUX_SLL2 = 276
+#: The link types whose frames are read (Ethernet, Linux cooked SLL and SLL2, raw IP).
+LINKTYPES_READ = frozenset({LINKTYPE_ETHERNET, LINKTYPE_LINUX_SLL, LINKTYPE_LINUX_SLL2,
+                            LINKTYPE_RAW, LINKTYPE_IPV4, LINKTYPE_IPV6, 12, 14})
 
 
 def read(path: str | Path) -> Capture:
