@@ -8,7 +8,6 @@ from pathlib import Path
 from .common import _scenario_file, print_outputs, summary_table
 
 
-
 def host_queue_line(q: dict) -> str:
     """One line on a sender's own queue that ran as a qdisc on a host's interface."""
     host = "sender" if q["side"] == "s" else "receiver"
@@ -18,6 +17,7 @@ def host_queue_line(q: dict) -> str:
               "no loss)" if "packets" in q else "")
     return (f"path {q['path']}: its first stage ran as a qdisc on the {host}'s interface "
             f"({q['rate_bps'] / 1e3:g} kbit/s, {cap}){counts}")
+
 
 def _nonnegative(text: str) -> float:
     try:

@@ -116,8 +116,9 @@ class KernelPlan:
     flows: list[dict[str, Any]] = field(default_factory=list)
     detectors: list[dict[str, Any]] = field(default_factory=list)
     unmapped: list[str] = field(default_factory=list)
-    # Paths whose first stage (`backpressure`) becomes a qdisc on a host's interface:
-    # {"path", "side" ("s" sender, "r" receiver), "rate_bps", "limit_bytes", "limit_packets"}.
+    # Paths whose first stage (`backpressure`) becomes a qdisc on the sender's interface:
+    # {"path", "side" ("s", Topology.host_queue's host), "rate_bps", "limit_bytes",
+    # "limit_packets"}.
     host_queues: list[dict[str, Any]] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
@@ -170,8 +171,7 @@ def host_queues(backpressure: list[dict[str, Any]], flows: list[dict[str, Any]],
             notes.append(f"{where}: a queue that cannot hold one {packet}-byte data packet "
                          f"refuses every segment as a qdisc; {fallback}")
             continue
-        side = "s"
-        queues.append({"path": name, "side": side, "rate_bps": int(bp["rate_bps"]),
+        queues.append({"path": name, "side": "s", "rate_bps": int(bp["rate_bps"]),
                        "limit_bytes": bp["queue_bytes"], "limit_packets": bp["queue_packets"]})
     return queues, notes
 

@@ -67,17 +67,24 @@ class TopologyError(OSError):
     """An ``ip`` command or a namespace helper failed."""
 
 
-def ip(*args: str, check: bool = True) -> str:
-    """Run ``ip ARGS...`` (no shell) and return its stdout."""
+def _iproute2(argv: list[str], shown: str, check: bool = True) -> str:
+    """Run an iproute2 command line (no shell) and return its stdout; a failure is a
+    :class:`TopologyError` that starts with ``shown`` and ends with the tool's last line."""
     try:
-        proc = subprocess.run(["ip", *args], capture_output=True, text=True,
-                              timeout=IP_TIMEOUT_S)
+        proc = subprocess.run(argv, capture_output=True, text=True, timeout=IP_TIMEOUT_S)
     except FileNotFoundError:
         raise TopologyError("the 'ip' command (iproute2) is not installed") from None
+    except subprocess.TimeoutExpired:
+        raise TopologyError(f"{shown}: no answer in {IP_TIMEOUT_S} s") from None
     if check and proc.returncode != 0:
         msg = (proc.stderr or proc.stdout).strip().splitlines()
-        raise TopologyError(f"ip {' '.join(args)}: {msg[-1] if msg else 'failed'}")
+        raise TopologyError(f"{shown}: {msg[-1] if msg else 'failed'}")
     return proc.stdout
+
+
+def ip(*args: str, check: bool = True) -> str:
+    """Run ``ip ARGS...`` (no shell) and return its stdout."""
+    return _iproute2(["ip", *args], f"ip {' '.join(args)}", check)
 
 
 def in_ns(ns: str, argv: list[str]) -> list[str]:
@@ -204,6 +211,10 @@ class Topology:
         self.report = report
         return report
 
+    def _host(self, side: str) -> tuple[str, str]:
+        """The namespace and the interface of the sender (``"s"``) or the receiver (``"r"``)."""
+        return (self.ns_snd if side == "s" else self.ns_rcv), self.dev(side)
+
     def host_queue(self, side: str, rate_bps: int, limit_bytes: int | None,
                    limit_packets: int | None) -> str:
         """Give the sender's (``side`` ``"s"``) or the receiver's (``"r"``) interface a
@@ -212,8 +223,7 @@ class Topology:
         sizes counted as IP lengths (a size table takes the Ethernet header off), over a
         byte or packet FIFO. A full FIFO refuses the packet and the host's TCP sees a local
         drop. Returns the device name."""
-        ns = self.ns_snd if side == "s" else self.ns_rcv
-        dev = self.dev(side)
+        ns, dev = self._host(side)
         # The bucket must hold a whole packet: tc rounds a burst of exactly one MTU down.
         burst = self.mtu + 64
         fifo_limit = limit_bytes if limit_bytes is not None else 1 << 30
@@ -233,12 +243,12 @@ class Topology:
 
     def qdisc_stats(self, side: str) -> dict[str, int]:
         """Packets sent and refused by the root qdisc of ``side``'s interface."""
-        ns = self.ns_snd if side == "s" else self.ns_rcv
-        out = tc(ns, "-s", "-j", "qdisc", "show", "dev", self.dev(side), "root")
+        ns, dev = self._host(side)
+        out = tc(ns, "-s", "-j", "qdisc", "show", "dev", dev, "root")
         try:
             q = next(q for q in json.loads(out) if q.get("root"))
         except (ValueError, StopIteration):
-            raise TopologyError(f"tc -s qdisc show dev {self.dev(side)}: no root qdisc") from None
+            raise TopologyError(f"tc -s qdisc show dev {dev}: no root qdisc") from None
         return {"packets": int(q.get("packets", 0)), "bytes": int(q.get("bytes", 0)),
                 "drops": int(q.get("drops", 0))}
 
@@ -255,17 +265,7 @@ class Topology:
 
 def tc(ns: str, *args: str) -> str:
     """Run ``tc ARGS...`` inside namespace ``ns`` (no shell) and return its stdout."""
-    try:
-        proc = subprocess.run(in_ns(ns, ["tc", *args]), capture_output=True, text=True,
-                              timeout=IP_TIMEOUT_S)
-    except FileNotFoundError:
-        raise TopologyError("the 'ip' command (iproute2) is not installed") from None
-    except subprocess.TimeoutExpired:
-        raise TopologyError(f"tc {' '.join(args)}: no answer in {IP_TIMEOUT_S} s") from None
-    if proc.returncode != 0:
-        msg = (proc.stderr or proc.stdout).strip().splitlines()
-        raise TopologyError(f"tc {' '.join(args)}: {msg[-1] if msg else 'failed'}")
-    return proc.stdout
+    return _iproute2(in_ns(ns, ["tc", *args]), f"tc {' '.join(args)}")
 
 
 def _ns_pids(ns: str) -> list[int]:

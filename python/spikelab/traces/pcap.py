@@ -48,9 +48,11 @@ LINKTYPE_LINUX_SLL = 113
 LINKTYPE_IPV4 = 228
 LINKTYPE_IPV6 = 229
 LINKTYPE_LINUX_SLL2 = 276
+#: Link types whose frames are bare IP packets (12 and 14: raw IP on some systems).
+_RAW_IP = (LINKTYPE_RAW, LINKTYPE_IPV4, LINKTYPE_IPV6, 12, 14)
 #: The link types whose frames are read (Ethernet, Linux cooked SLL and SLL2, raw IP).
 LINKTYPES_READ = frozenset({LINKTYPE_ETHERNET, LINKTYPE_LINUX_SLL, LINKTYPE_LINUX_SLL2,
-                            LINKTYPE_RAW, LINKTYPE_IPV4, LINKTYPE_IPV6, 12, 14})
+                            *_RAW_IP})
 
 
 def read(path: str | Path) -> Capture:
@@ -218,7 +220,7 @@ def _ip_payload(frame: Frame) -> tuple[int, bytes] | None:
         if len(d) < 20:
             return None
         etype, off = struct.unpack("!H", d[0:2])[0], 20
-    elif lt in (LINKTYPE_RAW, LINKTYPE_IPV4, LINKTYPE_IPV6, 12, 14):
+    elif lt in _RAW_IP:
         if not d:
             return None
         etype, off = (0x0800 if d[0] >> 4 == 4 else 0x86DD), 0
