@@ -178,6 +178,20 @@ def test_seeds_outside_int64_are_one_line_errors(tmp_path, capsys, seed):
     assert "seed: must be in [0, 9223372036854775807]" in line
 
 
+@pytest.mark.parametrize("args, expected", [
+    (["--rate", "-1Mbps"], "argument --rate: expected a rate > 0 such as 10Mbps, got '-1Mbps'"),
+    (["--share", "-0.5"], "argument --share: expected a number in (0, 1], got '-0.5'"),
+])
+def test_a_negative_option_value_gets_the_options_own_check(tmp_path, capsys, args, expected):
+    # argparse took "-1Mbps" for an unknown option and said only "expected one argument".
+    with pytest.raises(SystemExit) as exit_:
+        main(["trace", "import", "pcap", str(tmp_path / "x.pcap"), "-o", str(tmp_path / "x.csv"),
+              *args])
+    line = one_line_error(capsys, exit_.value.code)
+    assert expected in line
+    assert not (tmp_path / "x.csv").exists()
+
+
 @pytest.mark.parametrize("command", [["validate"], ["run", "-q"], ["sweep", "-q"]])
 def test_a_scenario_that_is_not_utf8_is_named(tmp_path, capsys, command):
     # Was "spikelab: error: 'utf-8' codec can't decode byte 0xe9 ...", without the file.

@@ -27,7 +27,17 @@ EXIT_CLAIM_ERRORS = 1  # a claim whose query could not give a verdict (a failed 
 
 
 class _Parser(argparse.ArgumentParser):
-    """argparse, but usage errors are one line like every other error."""
+    """argparse, but usage errors are one line like every other error, and a value that
+    starts with a minus and a digit (``--rate -1Mbps``, ``--share -0.5``) is the option's value,
+    so its own check names the problem (argparse reads ``-1Mbps`` as an unknown option and says
+    only "expected one argument")."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        import re
+
+        # argparse's own test takes only plain numbers (-1, -0.5) as values.
+        self._negative_number_matcher = re.compile(r"^-\.?[0-9]")
 
     def error(self, message: str) -> NoReturn:
         _say_error(f"{message} (see '{self.prog} --help')")

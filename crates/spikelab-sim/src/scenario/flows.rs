@@ -562,6 +562,21 @@ pub const CC_PARAMS: &[(&str, &[&str])] = &[
     ("rtt0", &["hybla"]),
 ];
 
+/// `paths = []` is refused rather than read as absent: an association needs a destination, and
+/// an empty list is more likely a list left unfinished than a wish for the default fwd/rev.
+fn non_empty_paths<'de, D: Deserializer<'de>>(
+    d: D,
+) -> std::result::Result<Vec<DestPaths>, D::Error> {
+    let v = Vec::<DestPaths>::deserialize(d)?;
+    if v.is_empty() {
+        return Err(de::Error::custom(
+            "lists no destination: give at least one { fwd = ..., rev = ... }, or leave paths out \
+             for the default fwd and rev",
+        ));
+    }
+    Ok(v)
+}
+
 /// Names accepted in `[flow.cc] flavor`.
 pub const CUBIC_FLAVORS: &[&str] = &["rfc9438", "linux"];
 
@@ -590,7 +605,11 @@ pub struct FlowSpec {
     pub protocol: Protocol,
     /// SCTP: the association's destinations, each a forward and a reverse path (default: one,
     /// `fwd`/`rev`).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(
+        default,
+        skip_serializing_if = "Vec::is_empty",
+        deserialize_with = "non_empty_paths"
+    )]
     pub paths: Vec<DestPaths>,
     /// SCTP: `[flow.sctp]`.
     #[serde(default, skip_serializing_if = "Option::is_none")]

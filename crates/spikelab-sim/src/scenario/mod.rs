@@ -10,6 +10,7 @@ mod flows;
 mod overrides;
 mod paths;
 mod sctp;
+mod strict;
 #[cfg(test)]
 mod tests;
 
@@ -266,7 +267,7 @@ pub fn parse(text: &str, overrides: &[String], base_dir: &Path) -> Result<Scenar
     let mut value = overridden(text, overrides)?;
     apply_profiles(&mut value)?;
     let mut sc: Scenario =
-        serde_path_to_error::deserialize(value).map_err(|e| field_error(e, ""))?;
+        serde_path_to_error::deserialize(strict::Strict(value)).map_err(|e| field_error(e, ""))?;
     sc.resolve(base_dir)?;
     Ok(sc)
 }

@@ -1474,8 +1474,9 @@ pub fn check_preset_defaults(raw: &BTreeMap<String, toml::Table>) -> Result<()> 
         )?;
         let mut full = table.clone();
         full.insert("name".into(), toml::Value::String(name.clone()));
-        let t: PathPresetTable = serde_path_to_error::deserialize(toml::Value::Table(full))
-            .map_err(|e| super::field_error(e, &at))?;
+        let t: PathPresetTable =
+            serde_path_to_error::deserialize(super::strict::Strict(toml::Value::Table(full)))
+                .map_err(|e| super::field_error(e, &at))?;
         Named {
             table: t,
             named: false,

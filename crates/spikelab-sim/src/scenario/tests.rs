@@ -926,6 +926,12 @@ fn sctp_flows_are_checked_with_the_field_named() {
         "flow[0].paths: destinations are for SCTP flows (protocol = \"sctp\"); a TCP flow takes \
          fwd and rev"
     );
+    // An empty list was read as absent (the default fwd and rev).
+    assert_eq!(
+        err(&format!("{two}[[flow]]\nprotocol = \"sctp\"\npaths = []\n")),
+        "flow[0].paths: lists no destination: give at least one { fwd = ..., rev = ... }, or \
+         leave paths out for the default fwd and rev"
+    );
     let cases = [
         (flow("[flow.sctp]\nrto_alpha = 1.5\n"), "flow[0].sctp.rto_alpha", "[0, 1]"),
         (flow("[flow.sctp]\nbeta = -0.1\n"), "flow[0].sctp.rto_beta", "[0, 1]"),
