@@ -197,6 +197,15 @@ def test_each_kernel_behaviour_turned_off_is_noted_by_name(key, value):
         assert len(notes) == int(noted), (extra, notes)
 
 
+def test_plan_notes_a_small_queue_limit_other_than_the_profiles():
+    for sets, noted in (([], False), (["flow.tcp.small_queue=5"], False),
+                        (["flow.tcp.small_queue=0"], True)):
+        resolved, view, _, ccs = run.resolve(SYN_LOSS, sets, str(EXAMPLES))
+        notes = [n for n in kernel.plan(view, resolved, ccs).unmapped
+                 if n.startswith("tcp.small_queue ")]
+        assert len(notes) == int(noted), (sets, notes)
+
+
 def test_plan_notes_a_fixed_quick_ack_gap_the_kernel_does_not_have():
     text = (EXAMPLES / "lte-handover-lossless.toml").read_text()
     q16 = "flow[0].tcp.quickack=16"

@@ -496,6 +496,12 @@ impl RateStage {
         SimDuration(bits.div_ceil(self.rate_bps as u128) as u64)
     }
 
+    /// When the link finishes serialising the last packet it accepted: that packet's leaving
+    /// time.
+    pub fn busy_until(&self) -> SimTime {
+        self.busy_until
+    }
+
     /// Packets waiting (not yet being serialised) at `now`.
     pub fn backlog(&mut self, now: SimTime) -> usize {
         self.purge(now);

@@ -289,6 +289,10 @@ def _map_linux_options(raw_tcps: list[dict[str, Any]], u: list[str]) -> None:
         if key in t and t[key] == other:
             shown = str(other).lower() if isinstance(other, bool) else other
             u.append(f"tcp.{key} = {shown}: {note}")
+    if "small_queue" in t and t["small_queue"] != 5:
+        u.append(f"tcp.small_queue = {t['small_queue']}: the kernel's TCP Small Queues keep "
+                 "what they keep of a flow in its interface's queue (4-5 full-sized packets "
+                 "measured behind a umts-uplink qdisc; the linux profile's 5)")
     if t.get("quickack", 16) != 16:
         u.append("tcp.quickack: the kernel ACKs up to 16 segments at once at the start and "
                  "after a duplicate")

@@ -115,6 +115,7 @@ rack = true
 tlp = true
 prr = true
 handshake = true
+small_queue = 5
 spurious = ["linux"]
 frto = "auto"
 response = "undo"
@@ -394,6 +395,9 @@ pub struct TcpSpec {
     pub tlp: bool,
     /// Proportional rate reduction in SACK recovery (RFC 6937); needs `variant = "sack"`.
     pub prr: bool,
+    /// TCP Small Queues on a sender's own queue (a `backpressure` stage): at most this many of
+    /// the flow's packets in it (0: no limit).
+    pub small_queue: i64,
 }
 
 impl Default for TcpSpec {
@@ -439,6 +443,7 @@ impl Default for TcpSpec {
             rack: c.rack,
             tlp: c.tlp,
             prr: c.prr,
+            small_queue: 0,
         }
     }
 }
@@ -957,6 +962,14 @@ impl FlowSpec {
             format!(
                 "must be an integer from 0 (off) to 255 (Linux tcp_comp_sack_nr), got {}",
                 t.comp_sack
+            ),
+        )?;
+        check(
+            (0..=1_000_000).contains(&t.small_queue),
+            format!("{at}.small_queue"),
+            format!(
+                "must be an integer from 0 (no limit) to 1000000 packets, got {}",
+                t.small_queue
             ),
         )?;
         check(

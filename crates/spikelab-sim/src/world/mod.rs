@@ -228,6 +228,8 @@ enum Ev {
     PathHead(u16),
     SndTimer(u32),
     RcvTimer(u32),
+    /// A TCP flow held back by TCP Small Queues may have room in its interface's queue.
+    SmallQueue(u32),
 }
 
 // An event is 8 bytes, so a heap entry (time, key, event) stays 32: the heap's sift moves
@@ -329,6 +331,26 @@ struct FlowRt {
     drops: Vec<u64>,
     /// RTT samples, for the queueing-delay statistics.
     rtt_hist: RttHist,
+    /// TCP Small Queues (`tcp.small_queue`, 0: off), when the flow's first path starts with a
+    /// sender's own queue (`backpressure`).
+    tsq: Option<SmallQueue>,
+}
+
+/// Linux TCP Small Queues (`tcp_small_queue_check`) on a sender's own interface queue: the
+/// flow stops handing segments down while it has `limit` packets there (or about a
+/// millisecond of its pacing rate, if more), unless at most one segment is outstanding, and
+/// goes on when one leaves (`tcp_wfree` on the packet's transmission). Refused segments the
+/// host holds count too (they wait for the same queue).
+struct SmallQueue {
+    limit: u32,
+    /// When each of the flow's packets in the queue finishes its serialisation there, in order.
+    leaving: VecDeque<SimTime>,
+    /// The flow's packets the queue refused that wait for room.
+    held: u32,
+    /// The flow stopped for the limit and waits for a packet to leave.
+    throttled: bool,
+    /// An `Ev::SmallQueue` is queued for this time.
+    wake: Option<SimTime>,
 }
 
 /// A histogram of RTT samples in logarithmic bins (each 0.1 % wider than the one below), kept
@@ -743,48 +765,56 @@ impl World {
                 i as u32, f, start, dests, seed, n_global,
             ));
         }
-        let flows = sc
-            .flow
-            .iter()
-            .enumerate()
-            .filter(|(_, f)| f.protocol == Protocol::Tcp)
-            .enumerate()
-            .map(|(local, (i, f))| {
-                let cfg = f.tcp_config();
-                let total = match f.app.kind {
-                    AppKind::Bulk => None,
-                    AppKind::File => f.app.size.map(|b| b.0),
-                };
-                let start = SimTime(f.start.0.as_nanos() + start_jitter(seed, i, f));
-                queue.push_keyed(
-                    start,
-                    tie_key(KEY_START, i as u32, 0, 0),
-                    Ev::Start(local as u32),
-                );
-                FlowRt {
-                    id: i as u32,
-                    fwd: idx(&f.fwd),
-                    rev: idx(&f.rev),
-                    start,
-                    mss: cfg.mss as u64,
-                    snd: TcpSender::new(cfg.clone(), total),
-                    rcv: TcpReceiver::new(cfg),
-                    snd_timer: None,
-                    rcv_timer: None,
-                    truth: Truth::default(),
-                    rto_events: Vec::new(),
-                    fr_events: Vec::new(),
-                    episodes: Vec::new(),
-                    last_vars: [u64::MAX; N_VARS],
-                    last_rcv_nxt: 0,
-                    last_progress: start,
-                    longest_stall: SimDuration::ZERO,
-                    completed: None,
-                    drops: vec![0; n_global],
-                    rtt_hist: RttHist::default(),
-                }
-            })
-            .collect();
+        let flows =
+            sc.flow
+                .iter()
+                .enumerate()
+                .filter(|(_, f)| f.protocol == Protocol::Tcp)
+                .enumerate()
+                .map(|(local, (i, f))| {
+                    let cfg = f.tcp_config();
+                    let total = match f.app.kind {
+                        AppKind::Bulk => None,
+                        AppKind::File => f.app.size.map(|b| b.0),
+                    };
+                    let start = SimTime(f.start.0.as_nanos() + start_jitter(seed, i, f));
+                    queue.push_keyed(
+                        start,
+                        tie_key(KEY_START, i as u32, 0, 0),
+                        Ev::Start(local as u32),
+                    );
+                    FlowRt {
+                        id: i as u32,
+                        fwd: idx(&f.fwd),
+                        rev: idx(&f.rev),
+                        start,
+                        mss: cfg.mss as u64,
+                        snd: TcpSender::new(cfg.clone(), total),
+                        rcv: TcpReceiver::new(cfg),
+                        snd_timer: None,
+                        rcv_timer: None,
+                        truth: Truth::default(),
+                        rto_events: Vec::new(),
+                        fr_events: Vec::new(),
+                        episodes: Vec::new(),
+                        last_vars: [u64::MAX; N_VARS],
+                        last_rcv_nxt: 0,
+                        last_progress: start,
+                        longest_stall: SimDuration::ZERO,
+                        completed: None,
+                        drops: vec![0; n_global],
+                        rtt_hist: RttHist::default(),
+                        tsq: (f.tcp.small_queue > 0 && paths[idx(&f.fwd) as usize].backpressure)
+                            .then(|| SmallQueue {
+                                limit: f.tcp.small_queue as u32,
+                                leaving: VecDeque::new(),
+                                held: 0,
+                                throttled: false,
+                                wake: None,
+                            }),
+                    }
+                })
+                .collect();
         World {
             seed,
             now: SimTime::ZERO,
@@ -1014,6 +1044,15 @@ impl World {
                     fl.take_spurious_events();
                     self.pump_sender(f);
                 }
+                Ev::SmallQueue(f) => {
+                    let fl = &mut self.flows[f as usize];
+                    if let Some(q) = &mut fl.tsq {
+                        if q.wake == Some(t) {
+                            q.wake = None;
+                        }
+                    }
+                    self.pump_sender(f);
+                }
                 Ev::RcvTimer(f) => {
                     let fl = &mut self.flows[f as usize];
                     if fl.rcv_timer == Some(t) {
@@ -1214,15 +1253,89 @@ impl World {
         let size = self.packets.get(id).size;
         let refused = !p.held.is_empty() || !p.own_queue().accepts(now, size);
         if !refused {
-            self.enter_path(id, path);
+            self.enter_own_queue(id, path);
             return;
         }
         p.held.push_back(id);
         let pkt = self.packets.get(id);
-        if pkt.sctp().is_none() && pkt.dir == Dir::Data && !pkt.seg.syn {
-            self.flows[pkt.flow as usize].snd.local_congestion(now);
+        if pkt.sctp().is_none() && pkt.dir == Dir::Data {
+            let f = &mut self.flows[pkt.flow as usize];
+            if let Some(q) = &mut f.tsq {
+                q.held += 1;
+            }
+            if !pkt.seg.syn {
+                f.snd.local_congestion(now);
+            }
         }
         self.arm_held(path);
+    }
+
+    /// The packet enters a path whose first stage is a sender's own queue (which has room): a
+    /// TCP flow under TCP Small Queues notes when it will have left that queue.
+    fn enter_own_queue(&mut self, id: ArenaId, path: u16) {
+        self.enter_path(id, path);
+        let pkt = self.packets.get(id);
+        if pkt.sctp().is_some() || pkt.dir != Dir::Data {
+            return;
+        }
+        let fi = pkt.flow;
+        let leave = self.paths[path as usize].own_queue().busy_until();
+        let Some(q) = &mut self.flows[fi as usize].tsq else {
+            return;
+        };
+        q.leaving.push_back(leave);
+        if q.throttled && q.wake.is_none() {
+            self.arm_small_queue(fi);
+        }
+    }
+
+    /// Wakes a flow held back by TCP Small Queues when its first packet leaves the queue.
+    fn arm_small_queue(&mut self, fi: u32) {
+        let Some(q) = &mut self.flows[fi as usize].tsq else {
+            return;
+        };
+        let Some(&at) = q.leaving.front() else {
+            return;
+        };
+        q.wake = Some(at);
+        self.queue.push_keyed(
+            at.max(self.now),
+            tie_key(KEY_TIMER, fi, 0, 4),
+            Ev::SmallQueue(fi),
+        );
+    }
+
+    /// Whether TCP Small Queues hold the flow back now (Linux `tcp_small_queue_check`, for a
+    /// segment of new data: the doubled limit for retransmissions is not modelled).
+    fn small_queue_full(&mut self, fi: u32) -> bool {
+        let now = self.now;
+        let f = &mut self.flows[fi as usize];
+        let Some(q) = &mut f.tsq else {
+            return false;
+        };
+        while q.leaving.front().is_some_and(|&t| t <= now) {
+            q.leaving.pop_front();
+        }
+        // About 1 ms at the pacing rate (`sk_pacing_rate >> 10`): mss · max(cwnd, packets
+        // out) / srtt, 200 % of it in slow start below ssthresh / 2, else 120 %.
+        let snd = &f.snd;
+        let outstanding = snd.snd_max() - snd.snd_una();
+        let paced = snd.rtt().srtt().map_or(0, |srtt| {
+            let pct = if snd.cwnd() < snd.ssthresh() / 2 {
+                200
+            } else {
+                120
+            };
+            let bps = snd.cwnd().max(outstanding) as u128 * 1_000_000_000 * pct
+                / 100
+                / srtt.as_nanos().max(1) as u128;
+            (bps >> 10) / f.mss as u128
+        });
+        let limit = (q.limit as u128).max(paced);
+        // Always send when at most one segment is outstanding (`tcp_rtx_queue_empty_or_single_skb`).
+        let full = (q.leaving.len() as u128 + q.held as u128) >= limit && outstanding > f.mss;
+        q.throttled = full;
+        full
     }
 
     fn arm_held(&mut self, path: u16) {
@@ -1250,7 +1363,13 @@ impl World {
                 break;
             }
             p.held.pop_front();
-            self.enter_path(id, path);
+            let pkt = self.packets.get(id);
+            if pkt.sctp().is_none() && pkt.dir == Dir::Data {
+                if let Some(q) = &mut self.flows[pkt.flow as usize].tsq {
+                    q.held -= 1;
+                }
+            }
+            self.enter_own_queue(id, path);
         }
         if !self.paths[path as usize].held.is_empty() {
             self.arm_held(path);
@@ -1492,6 +1611,17 @@ impl World {
     fn pump_sender(&mut self, fi: u32) {
         let now = self.now;
         loop {
+            if self.small_queue_full(fi) {
+                self.flows[fi as usize].snd.pause(now);
+                if self.flows[fi as usize]
+                    .tsq
+                    .as_ref()
+                    .is_some_and(|q| q.wake.is_none())
+                {
+                    self.arm_small_queue(fi);
+                }
+                break;
+            }
             let f = &mut self.flows[fi as usize];
             let Some(tx) = f.snd.poll_transmit(now) else {
                 break;

@@ -8,11 +8,20 @@ impl TcpSender {
     /// The next segment to send at `now`, if any. Call until it returns `None`.
     pub fn poll_transmit(&mut self, now: SimTime) -> Option<Transmit> {
         let t = self.next_transmit(now);
-        if t.is_none() && self.tlp_after_burst {
+        if t.is_none() {
+            self.pause(now);
+        }
+        t
+    }
+
+    /// The host stops asking for segments before [`TcpSender::poll_transmit`] returns `None`
+    /// (TCP Small Queues: the flow has enough in its interface's queue). Ends the burst as
+    /// `tcp_write_xmit` does whatever stopped it: a loss probe after new data is scheduled.
+    pub fn pause(&mut self, now: SimTime) {
+        if self.tlp_after_burst {
             self.tlp_after_burst = false;
             self.schedule_loss_probe(now, false);
         }
-        t
     }
 
     fn next_transmit(&mut self, now: SimTime) -> Option<Transmit> {
