@@ -460,3 +460,47 @@ fn tcp_small_queues_keep_a_linux_sender_from_filling_its_own_queue() {
         rtt(&two)
     );
 }
+
+#[test]
+fn tcp_small_queues_let_recovery_retransmissions_have_twice_the_room() {
+    // Losses after the sender's queue: in recovery the kernel's retransmission queue is
+    // checked against twice the limit (`tcp_xmit_retransmit_queue`), so up to 10 of the
+    // flow's packets may be in its queue then, where new data in the open state stops at 5.
+    let text = r#"
+[sim]
+duration = "120s"
+seed = 3
+[path.fwd]
+[[path.fwd.stage]]
+type = "rate"
+rate = "58kbps"
+queue_bytes = "30KB"
+backpressure = true
+[[path.fwd.stage]]
+type = "loss"
+p = 0.05
+[[path.fwd.stage]]
+type = "delay"
+delay = "130ms"
+[path.rev]
+[[path.rev.stage]]
+type = "delay"
+delay = "170ms"
+[[flow]]
+[flow.tcp]
+profile = "linux"
+"#;
+    let sc = parse(text, &[], Path::new(".")).unwrap();
+    let (runs, packets) = same_summary_at_every_level(&sc);
+    assert!(f64s(&runs, "fast_retx_count")[0] >= 5.0);
+    let most = most_in_rate_stage(&packets);
+    assert!(
+        most > 5 && most <= 10,
+        "{most} packets in the queue at most"
+    );
+    assert_eq!(
+        f64s(&runs, "local_cwr_count")[0],
+        0.0,
+        "30 KB is never full"
+    );
+}

@@ -575,8 +575,8 @@ fn non_empty_paths<'de, D: Deserializer<'de>>(
     let v = Vec::<DestPaths>::deserialize(d)?;
     if v.is_empty() {
         return Err(de::Error::custom(
-            "lists no destination: give at least one { fwd = ..., rev = ... }, or leave paths out \
-             for the default fwd and rev",
+            "lists no destination: leave paths out for the default fwd and rev, or (an SCTP \
+             flow's destinations) give at least one { fwd = ..., rev = ... }",
         ));
     }
     Ok(v)

@@ -20,11 +20,32 @@ impl<'de> Deserializer<'de> for Strict {
 
     fn deserialize_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
         match self.0 {
-            Value::Table(t) => visitor.visit_map(StrictMap {
-                entries: t.into_iter(),
-                value: None,
-            }),
-            Value::Array(a) => visitor.visit_seq(StrictSeq(a.into_iter())),
+            // As toml's own reading: a visitor that stops early (a tuple, a fixed-size array)
+            // leaves elements over, which is an error, not a silent cut.
+            Value::Table(t) => {
+                let len = t.len();
+                let mut map = StrictMap {
+                    entries: t.into_iter(),
+                    value: None,
+                };
+                let v = visitor.visit_map(&mut map)?;
+                match map.entries.len() {
+                    0 => Ok(v),
+                    left => Err(de::Error::invalid_length(len - left, &"fewer entries")),
+                }
+            }
+            Value::Array(a) => {
+                let len = a.len();
+                let mut seq = StrictSeq(a.into_iter());
+                let v = visitor.visit_seq(&mut seq)?;
+                match seq.0.len() {
+                    0 => Ok(v),
+                    left => Err(de::Error::invalid_length(
+                        len - left,
+                        &"fewer elements in the array",
+                    )),
+                }
+            }
             other => other.deserialize_any(visitor),
         }
     }
@@ -176,6 +197,30 @@ mod tests {
         );
         assert_eq!(o.list, vec![Inner { a: 2, b: None }]);
         assert_eq!(o.tags, vec!["t".to_string()]);
+    }
+
+    #[test]
+    fn an_array_longer_than_its_tuple_is_refused() {
+        #[derive(Debug, Deserialize)]
+        struct Pair {
+            #[allow(dead_code)]
+            pair: (u32, u32),
+        }
+        let v: Value = toml::from_str("pair = [1, 2, 3]\n").unwrap();
+        let e = serde_path_to_error::deserialize::<_, Pair>(Strict(v)).unwrap_err();
+        assert_eq!(e.path().to_string(), "pair");
+        assert!(
+            e.inner().message().starts_with("invalid length 2"),
+            "{}",
+            e.inner()
+        );
+        let v: Value = toml::from_str("pair = [1, 2]\n").unwrap();
+        assert_eq!(
+            serde_path_to_error::deserialize::<_, Pair>(Strict(v))
+                .unwrap()
+                .pair,
+            (1, 2)
+        );
     }
 
     #[test]

@@ -929,9 +929,10 @@ fn sctp_flows_are_checked_with_the_field_named() {
     // An empty list was read as absent (the default fwd and rev).
     assert_eq!(
         err(&format!("{two}[[flow]]\nprotocol = \"sctp\"\npaths = []\n")),
-        "flow[0].paths: lists no destination: give at least one { fwd = ..., rev = ... }, or \
-         leave paths out for the default fwd and rev"
+        "flow[0].paths: lists no destination: leave paths out for the default fwd and rev, or \
+         (an SCTP flow's destinations) give at least one { fwd = ..., rev = ... }"
     );
+    assert!(err(&format!("{two}[[flow]]\npaths = []\n")).starts_with("flow[0].paths: lists no"));
     let cases = [
         (flow("[flow.sctp]\nrto_alpha = 1.5\n"), "flow[0].sctp.rto_alpha", "[0, 1]"),
         (flow("[flow.sctp]\nbeta = -0.1\n"), "flow[0].sctp.rto_beta", "[0, 1]"),

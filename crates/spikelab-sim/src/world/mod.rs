@@ -11,7 +11,7 @@ use spikelab_net::{
     RateStage, RlcStage, Stage, StallSchedule, StallStage, Switching,
 };
 use spikelab_tcp::spurious::{DetectorKind, EpisodeKind};
-use spikelab_tcp::{Segment, SpuriousEvent, TcpReceiver, TcpSender, TxKind};
+use spikelab_tcp::{CaState, Segment, SpuriousEvent, TcpReceiver, TcpSender, TxKind};
 use std::collections::{HashMap, VecDeque};
 use std::fmt;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -1297,16 +1297,13 @@ impl World {
         let Some(&at) = q.leaving.front() else {
             return;
         };
+        let at = at.max(self.now);
         q.wake = Some(at);
-        self.queue.push_keyed(
-            at.max(self.now),
-            tie_key(KEY_TIMER, fi, 0, 4),
-            Ev::SmallQueue(fi),
-        );
+        self.queue
+            .push_keyed(at, tie_key(KEY_TIMER, fi, 0, 4), Ev::SmallQueue(fi));
     }
 
-    /// Whether TCP Small Queues hold the flow back now (Linux `tcp_small_queue_check`, for a
-    /// segment of new data: the doubled limit for retransmissions is not modelled).
+    /// Whether TCP Small Queues hold the flow back now (Linux `tcp_small_queue_check`).
     fn small_queue_full(&mut self, fi: u32) -> bool {
         let now = self.now;
         let f = &mut self.flows[fi as usize];
@@ -1331,7 +1328,19 @@ impl World {
                 / srtt.as_nanos().max(1) as u128;
             (bps >> 10) / f.mss as u128
         });
-        let limit = (q.limit as u128).max(paced);
+        // The retransmission timer's segment and a loss probe go out unchecked
+        // (`tcp_retransmit_timer`, `tcp_send_loss_probe`); the retransmission queue's segments
+        // (fast retransmits, recovery, go-back-N after a timeout) get twice the limit
+        // (`tcp_xmit_retransmit_queue`, factor 1).
+        let shift = match snd.pending_kind() {
+            Some(TxKind::RtoRetransmit | TxKind::Tlp) => {
+                q.throttled = false;
+                return false;
+            }
+            Some(_) => 1,
+            None => matches!(snd.state(), CaState::Recovery | CaState::Loss) as u32,
+        };
+        let limit = (q.limit as u128).max(paced) << shift;
         // Always send when at most one segment is outstanding (`tcp_rtx_queue_empty_or_single_skb`).
         let full = (q.leaving.len() as u128 + q.held as u128) >= limit && outstanding > f.mss;
         q.throttled = full;

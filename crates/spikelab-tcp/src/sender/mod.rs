@@ -461,6 +461,11 @@ impl TcpSender {
     pub fn state(&self) -> CaState {
         self.state
     }
+    /// The kind of the segment the sender will send next before any other (a retransmission
+    /// an ACK or a timer decided), if any.
+    pub fn pending_kind(&self) -> Option<TxKind> {
+        self.pending.map(|(_, kind)| kind)
+    }
     pub fn rto(&self) -> SimDuration {
         self.rtt.rto()
     }
