@@ -380,19 +380,27 @@ fn an_idle_bearer_falls_to_fach_and_the_next_download_waits_for_its_promotion() 
     );
 }
 
-/// One `linux`-profile flow from a host whose own 12 KB queue feeds a 58 kbit/s link, with
-/// `extra` added to its `[flow.tcp]`.
+/// One `linux`-profile flow for 30 s from a host whose own 12 KB queue feeds a 58 kbit/s
+/// link, with `extra` added to its `[flow.tcp]`.
 fn small_queue_uplink(extra: &str) -> Scenario {
+    behind_own_queue("duration = \"30s\"", "12KB", "", extra)
+}
+
+/// One `linux`-profile flow from a host whose own queue of `queue` feeds a 58 kbit/s link:
+/// `sim` is the `[sim]` table's body, `stage` any stages between the queue and the 130 ms
+/// delay, `extra` keys added to `[flow.tcp]`.
+fn behind_own_queue(sim: &str, queue: &str, stage: &str, extra: &str) -> Scenario {
     let text = format!(
         r#"
 [sim]
-duration = "30s"
+{sim}
 [path.fwd]
 [[path.fwd.stage]]
 type = "rate"
 rate = "58kbps"
-queue_bytes = "12KB"
+queue_bytes = "{queue}"
 backpressure = true
+{stage}
 [[path.fwd.stage]]
 type = "delay"
 delay = "130ms"
@@ -466,31 +474,12 @@ fn tcp_small_queues_let_recovery_retransmissions_have_twice_the_room() {
     // Losses after the sender's queue: in recovery the kernel's retransmission queue is
     // checked against twice the limit (`tcp_xmit_retransmit_queue`), so up to 10 of the
     // flow's packets may be in its queue then, where new data in the open state stops at 5.
-    let text = r#"
-[sim]
-duration = "120s"
-seed = 3
-[path.fwd]
-[[path.fwd.stage]]
-type = "rate"
-rate = "58kbps"
-queue_bytes = "30KB"
-backpressure = true
-[[path.fwd.stage]]
-type = "loss"
-p = 0.05
-[[path.fwd.stage]]
-type = "delay"
-delay = "130ms"
-[path.rev]
-[[path.rev.stage]]
-type = "delay"
-delay = "170ms"
-[[flow]]
-[flow.tcp]
-profile = "linux"
-"#;
-    let sc = parse(text, &[], Path::new(".")).unwrap();
+    let sc = behind_own_queue(
+        "duration = \"120s\"\nseed = 3",
+        "30KB",
+        "[[path.fwd.stage]]\ntype = \"loss\"\np = 0.05",
+        "",
+    );
     let (runs, packets) = same_summary_at_every_level(&sc);
     assert!(f64s(&runs, "fast_retx_count")[0] >= 5.0);
     let most = most_in_rate_stage(&packets);

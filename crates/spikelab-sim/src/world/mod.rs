@@ -353,6 +353,20 @@ struct SmallQueue {
     wake: Option<SimTime>,
 }
 
+impl SmallQueue {
+    /// The flow's TCP Small Queues, if it has a limit and its first path starts with a
+    /// sender's own queue.
+    fn new(f: &crate::scenario::FlowSpec, own_queue: bool) -> Option<SmallQueue> {
+        (f.tcp.small_queue > 0 && own_queue).then(|| SmallQueue {
+            limit: f.tcp.small_queue as u32,
+            leaving: VecDeque::new(),
+            held: 0,
+            throttled: false,
+            wake: None,
+        })
+    }
+}
+
 /// A histogram of RTT samples in logarithmic bins (each 0.1 % wider than the one below), kept
 /// only over the range the samples span: a few kB per flow, whatever the run's length. Its
 /// quantiles are within 0.1 % of the RTT; its minimum is exact.
@@ -765,56 +779,49 @@ impl World {
                 i as u32, f, start, dests, seed, n_global,
             ));
         }
-        let flows =
-            sc.flow
-                .iter()
-                .enumerate()
-                .filter(|(_, f)| f.protocol == Protocol::Tcp)
-                .enumerate()
-                .map(|(local, (i, f))| {
-                    let cfg = f.tcp_config();
-                    let total = match f.app.kind {
-                        AppKind::Bulk => None,
-                        AppKind::File => f.app.size.map(|b| b.0),
-                    };
-                    let start = SimTime(f.start.0.as_nanos() + start_jitter(seed, i, f));
-                    queue.push_keyed(
-                        start,
-                        tie_key(KEY_START, i as u32, 0, 0),
-                        Ev::Start(local as u32),
-                    );
-                    FlowRt {
-                        id: i as u32,
-                        fwd: idx(&f.fwd),
-                        rev: idx(&f.rev),
-                        start,
-                        mss: cfg.mss as u64,
-                        snd: TcpSender::new(cfg.clone(), total),
-                        rcv: TcpReceiver::new(cfg),
-                        snd_timer: None,
-                        rcv_timer: None,
-                        truth: Truth::default(),
-                        rto_events: Vec::new(),
-                        fr_events: Vec::new(),
-                        episodes: Vec::new(),
-                        last_vars: [u64::MAX; N_VARS],
-                        last_rcv_nxt: 0,
-                        last_progress: start,
-                        longest_stall: SimDuration::ZERO,
-                        completed: None,
-                        drops: vec![0; n_global],
-                        rtt_hist: RttHist::default(),
-                        tsq: (f.tcp.small_queue > 0 && paths[idx(&f.fwd) as usize].backpressure)
-                            .then(|| SmallQueue {
-                                limit: f.tcp.small_queue as u32,
-                                leaving: VecDeque::new(),
-                                held: 0,
-                                throttled: false,
-                                wake: None,
-                            }),
-                    }
-                })
-                .collect();
+        let flows = sc
+            .flow
+            .iter()
+            .enumerate()
+            .filter(|(_, f)| f.protocol == Protocol::Tcp)
+            .enumerate()
+            .map(|(local, (i, f))| {
+                let cfg = f.tcp_config();
+                let total = match f.app.kind {
+                    AppKind::Bulk => None,
+                    AppKind::File => f.app.size.map(|b| b.0),
+                };
+                let start = SimTime(f.start.0.as_nanos() + start_jitter(seed, i, f));
+                queue.push_keyed(
+                    start,
+                    tie_key(KEY_START, i as u32, 0, 0),
+                    Ev::Start(local as u32),
+                );
+                FlowRt {
+                    id: i as u32,
+                    fwd: idx(&f.fwd),
+                    rev: idx(&f.rev),
+                    start,
+                    mss: cfg.mss as u64,
+                    snd: TcpSender::new(cfg.clone(), total),
+                    rcv: TcpReceiver::new(cfg),
+                    snd_timer: None,
+                    rcv_timer: None,
+                    truth: Truth::default(),
+                    rto_events: Vec::new(),
+                    fr_events: Vec::new(),
+                    episodes: Vec::new(),
+                    last_vars: [u64::MAX; N_VARS],
+                    last_rcv_nxt: 0,
+                    last_progress: start,
+                    longest_stall: SimDuration::ZERO,
+                    completed: None,
+                    drops: vec![0; n_global],
+                    rtt_hist: RttHist::default(),
+                    tsq: SmallQueue::new(f, paths[idx(&f.fwd) as usize].backpressure),
+                }
+            })
+            .collect();
         World {
             seed,
             now: SimTime::ZERO,
@@ -1253,7 +1260,7 @@ impl World {
         let size = self.packets.get(id).size;
         let refused = !p.held.is_empty() || !p.own_queue().accepts(now, size);
         if !refused {
-            self.enter_own_queue(id, path);
+            self.enter_own_queue(id, path, false);
             return;
         }
         p.held.push_back(id);
@@ -1270,9 +1277,10 @@ impl World {
         self.arm_held(path);
     }
 
-    /// The packet enters a path whose first stage is a sender's own queue (which has room): a
-    /// TCP flow under TCP Small Queues notes when it will have left that queue.
-    fn enter_own_queue(&mut self, id: ArenaId, path: u16) {
+    /// The packet enters a path whose first stage is a sender's own queue (which has room),
+    /// after waiting for it if `was_held`: a TCP flow under TCP Small Queues notes when it
+    /// will have left that queue.
+    fn enter_own_queue(&mut self, id: ArenaId, path: u16, was_held: bool) {
         self.enter_path(id, path);
         let pkt = self.packets.get(id);
         if pkt.sctp().is_some() || pkt.dir != Dir::Data {
@@ -1283,18 +1291,20 @@ impl World {
         let Some(q) = &mut self.flows[fi as usize].tsq else {
             return;
         };
+        q.held -= was_held as u32;
         q.leaving.push_back(leave);
-        if q.throttled && q.wake.is_none() {
+        if q.throttled {
             self.arm_small_queue(fi);
         }
     }
 
-    /// Wakes a flow held back by TCP Small Queues when its first packet leaves the queue.
+    /// Wakes a flow held back by TCP Small Queues when its first packet leaves the queue
+    /// (unless a wake is queued already).
     fn arm_small_queue(&mut self, fi: u32) {
         let Some(q) = &mut self.flows[fi as usize].tsq else {
             return;
         };
-        let Some(&at) = q.leaving.front() else {
+        let (None, Some(&at)) = (q.wake, q.leaving.front()) else {
             return;
         };
         let at = at.max(self.now);
@@ -1372,13 +1382,7 @@ impl World {
                 break;
             }
             p.held.pop_front();
-            let pkt = self.packets.get(id);
-            if pkt.sctp().is_none() && pkt.dir == Dir::Data {
-                if let Some(q) = &mut self.flows[pkt.flow as usize].tsq {
-                    q.held -= 1;
-                }
-            }
-            self.enter_own_queue(id, path);
+            self.enter_own_queue(id, path, true);
         }
         if !self.paths[path as usize].held.is_empty() {
             self.arm_held(path);
@@ -1622,13 +1626,7 @@ impl World {
         loop {
             if self.small_queue_full(fi) {
                 self.flows[fi as usize].snd.pause(now);
-                if self.flows[fi as usize]
-                    .tsq
-                    .as_ref()
-                    .is_some_and(|q| q.wake.is_none())
-                {
-                    self.arm_small_queue(fi);
-                }
+                self.arm_small_queue(fi);
                 break;
             }
             let f = &mut self.flows[fi as usize];
