@@ -285,6 +285,37 @@ def test_query_refuses_an_interrupted_or_incomplete_run(run_dir, capsys):
     assert "no such results directory" in line
 
 
+def test_every_reader_says_what_a_directory_holds(run_dir, sweep_dir, tmp_path, capsys):
+    """summary, figure, plot and query on a directory they cannot read: absent, interrupted,
+    or of another kind, each one line saying which (not "its numbers are in runs.parquet"
+    for a run that wrote none, nor "not a sweep's results" for a typo)."""
+    nope = str(tmp_path / "nope")
+    for argv in (["summary", nope], ["plot", nope], ["query", nope, "SELECT 1"],
+                 ["figure", nope, "--kind", "bar", "--y", "goodput_bps", "--x", "variant"]):
+        line = one_line_error(capsys, main(argv))
+        assert line == f"spikelab: error: {nope}: no such results directory", argv
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    results.write_interrupted(run_dir, manifest, reached_s=0.5)
+    line = one_line_error(capsys, main(["summary", str(run_dir)]))
+    assert "the run was interrupted at 0.5 s" in line and "runs.parquet" not in line
+    # An RTO study's directory: plot says what it holds; query reads its own tables.
+    rto = tmp_path / "rto"
+    rto.mkdir()
+    spikelab.store.results.write_parquet(
+        __import__("pyarrow").table({"alpha": [0.125], "beta": [0.25]}), rto / "rto_study.parquet")
+    results.write_json({"kind": "rto-study", "status": "complete",
+                        "files": [{"path": "rto_study.parquet"}]}, rto / "manifest.json")
+    line = one_line_error(capsys, main(["plot", str(rto)]))
+    assert "holds an RTO alpha/beta study's results; a single run's results were expected" \
+        in line
+    assert query(rto, "SELECT alpha FROM rto_study").to_dict("list") == {"alpha": [0.125]}
+    line = one_line_error(capsys, main(["query", str(rto), "SELECT * FROM runs"]))
+    assert line.endswith("(this directory's tables: rto_study)")
+    line = one_line_error(capsys, main(["summary", str(rto)]))
+    assert "holds an RTO alpha/beta study's results; spikelab summary reads a sweep's" in line
+    assert main(["summary", str(sweep_dir)]) == 0
+
+
 def test_scenario_errors_pickle(tmp_path):
     """A Dask worker's ScenarioError reaches the client (it is pickled on the way)."""
     import pickle

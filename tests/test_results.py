@@ -142,3 +142,31 @@ def test_a_zoom_keeps_the_full_length_figures(synthetic_result, tmp_path):
 def test_plot_needs_a_complete_results_directory(tmp_path):
     with pytest.raises(FileNotFoundError, match="manifest.json"):
         spikelab.plot(tmp_path)
+
+
+@pytest.mark.parametrize("example", ["lte-handover.toml", "sctp-walkaway.toml",
+                                     "umts-downlink.toml", "leo-lms.toml"])
+def test_the_resolved_scenario_writes_back_as_toml_and_repeats_the_run(example, tmp_path):
+    # docs/scenario.md, "The resolved scenario": the manifest's scenario, written back as TOML,
+    # reproduces the run. TOML has no null, so an unset optional must be left out, not null.
+    import tomllib
+    from pathlib import Path
+
+    from spikelab.scenario.sweepspec import toml_literal
+
+    src = Path(__file__).resolve().parents[1] / "examples" / example
+    first = spikelab.run(src, overrides=["sim.duration=3s"], out=tmp_path / "a", plots=False)
+    resolved = json.loads((tmp_path / "a" / "manifest.json").read_text())["scenario"]
+
+    def nulls(v, where=""):
+        if isinstance(v, dict):
+            return [n for k, x in v.items() for n in nulls(x, f"{where}.{k}")]
+        if isinstance(v, list):
+            return [n for i, x in enumerate(v) for n in nulls(x, f"{where}[{i}]")]
+        return [where] if v is None else []
+
+    assert nulls(resolved) == []
+    text = "\n".join(f"{k} = {toml_literal(v)}" for k, v in resolved.items())
+    assert tomllib.loads(text) == resolved
+    again = spikelab.run(text, plots=False)
+    assert again.runs.to_pandas().equals(first.runs.to_pandas())

@@ -20,7 +20,8 @@ def connect(outdir: str | os.PathLike[str]) -> duckdb.DuckDBPyConnection:
     """An in-memory DuckDB over a results directory's tables, which it can only read.
 
     ``runs`` always exists (for an unfinished sweep it is built from the finished runs);
-    ``timeseries`` and ``packets`` exist when the directory has them. A run's directory must
+    ``timeseries`` and ``packets`` exist when the directory has them. A fidelity suite's
+    directory has ``fidelity``, an RTO study's ``rto_study`` and ``rto_series`` instead. A run's directory must
     be complete (its manifest lists the tables; an interrupted run has none). The tables are
     handed to DuckDB as Arrow datasets, and the connection then loses all access to files
     (``enable_external_access = false``, configuration locked): no statement can read or write
@@ -50,11 +51,19 @@ def connect(outdir: str | os.PathLike[str]) -> duckdb.DuckDBPyConnection:
             raise results.OutdirError(f"{outdir}: the run was interrupted and wrote no tables; "
                                       f"run it again")
         listed = {f.get("path") for f in manifest.get("files", [])}
-        for name in results.TABLES:
+        # A run's tables; a fidelity suite's or an RTO study's own (fidelity, rto_study,
+        # rto_series), each under its file's name.
+        names = (results.TABLES if kind not in ("fidelity", "rto-study") else
+                 [p[:-len(".parquet")] for p in sorted(listed)
+                  if isinstance(p, str) and p.endswith(".parquet") and "/" not in p])
+        for name in names:
             path = outdir / f"{name}.parquet"
             if f"{name}.parquet" in listed and path.is_file():
                 tables[name] = ds.dataset(path)
-        if "runs" not in tables:
+        if kind in ("fidelity", "rto-study") and not tables:
+            raise FileNotFoundError(f"{outdir}: holds {results._HOLDS[kind]} but none of its "
+                                    f"tables")
+        if "runs" not in tables and kind not in ("fidelity", "rto-study"):
             raise FileNotFoundError(f"{outdir}: no runs.parquet; not a spikelab results "
                                     f"directory")
     con = duckdb.connect(":memory:")
@@ -151,6 +160,10 @@ def query(outdir: str | os.PathLike[str], sql: str,
         _read_only(con, sql)
         return con.execute(sql).df()
     except duckdb.Error as exc:
-        raise ValueError(f"query failed: {duckdb_message(exc)}") from None
+        msg = duckdb_message(exc)
+        if isinstance(exc, duckdb.CatalogException) and "does not exist" in msg:
+            names = sorted(r[0] for r in con.execute("SHOW TABLES").fetchall())
+            msg = f"{msg} (this directory's tables: {', '.join(names) or 'none'})"
+        raise ValueError(f"query failed: {msg}") from None
     finally:
         con.close()

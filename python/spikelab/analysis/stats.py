@@ -117,8 +117,9 @@ def labelled(name: str) -> str:
 
 def fmt_value(name: str, x: object) -> str:
     """``x`` of column ``name`` by the unit's rule: Mbit/s and MB with 2 decimals, seconds with
-    3, percentages with 1; counts as integers with thousands separators (a mean of counts with
-    1 decimal); other numbers with 4 significant digits."""
+    3, percentages with 1; counts as integers with thousands separators; other numbers (a mean
+    of counts, a ratio) with 4 significant digits, at least one decimal (1.004, 12.35,
+    1,234.5)."""
     x = as_py(x)
     if x is None or (isinstance(x, float) and math.isnan(x)):
         return "-"
@@ -131,8 +132,13 @@ def fmt_value(name: str, x: object) -> str:
     if float(x).is_integer():
         return f"{int(x):,}"
     if abs(x) >= 1:
-        return f"{x:,.1f}"
+        return f"{x:,.{_decimals(abs(x))}f}"
     return f"{x:.4g}"
+
+
+def _decimals(biggest: float) -> int:
+    """Decimals that give a number of at least 1 four significant digits (one at least)."""
+    return max(1, 3 - math.floor(math.log10(biggest)))
 
 
 def as_py(v: Any) -> Any:
@@ -167,7 +173,8 @@ def column_cells(name: str, values: Sequence[Any]) -> list[str]:
     if unit_of(name) or not nums or all(v.is_integer() for v in nums):
         return [fmt_value(name, v) for v in values]
     biggest = max(abs(v) for v in nums)
-    decimals = 1 if biggest >= 1 else min(6, 2 - math.floor(math.log10(biggest or 1e-6)))
+    decimals = (_decimals(biggest) if biggest >= 1
+                else min(6, 2 - math.floor(math.log10(biggest or 1e-6))))
     return [f"{v:,.{decimals}f}" if is_number(v) else fmt_value(name, v) for v in values]
 
 

@@ -274,7 +274,10 @@ def cmd_summary(args: argparse.Namespace) -> int:
     from spikelab.analysis import stats
     from spikelab.store import results
 
-    if results.kind_of(args.dir) in ("run", "emulate"):
+    kind = results.expect_kind(args.dir, ("run", "emulate", "sweep", "study"),
+                               "spikelab summary reads a sweep's or a study's")
+    if kind in ("run", "emulate"):
+        spikelab.load(args.dir)  # an interrupted run says so
         raise results.OutdirError(f"{args.dir}: holds a single run, not a sweep; its numbers are "
                                   f"in runs.parquet (spikelab query {args.dir} \"SELECT * FROM "
                                   f"runs\")")

@@ -45,6 +45,7 @@ from matplotlib.figure import Figure
 
 from ..analysis.query import VIEW_NAME, query
 from ..analysis.stats import labelled, mean_ci, unit_of
+from ..store import results
 from ..store.sweep import is_sweep
 from .run import _save
 
@@ -343,6 +344,8 @@ def draw(outdir: str | os.PathLike[str], specs: list[FigureSpec],
     """Draw each figure of a sweep directory into ``figdir`` (default OUTDIR/figures); a
     figure with a ``source`` draws from that one of ``views`` (a study's ``(name, sql)``)."""
     outdir = Path(outdir)
+    results.expect_kind(outdir, ("run", "emulate", "sweep", "study"),
+                        "sweep figures compare the runs of a sweep or a study")
     if not is_sweep(outdir):
         raise ValueError(f"{outdir}: not a sweep's results directory (sweep figures compare "
                          f"runs; 'spikelab plot' draws the figures of a single run)")

@@ -156,6 +156,21 @@ _HOLDS = {"run": "a run's results", "sweep": "a sweep's results", "study": "a st
           "rto-study": "an RTO alpha/beta study's results"}
 
 
+def expect_kind(outdir: str | os.PathLike[str], kinds: Iterable[str], reader: str) -> str:
+    """The kind of result ``outdir`` holds, if it is one of ``kinds``; otherwise an error
+    saying what it is: absent, holding nothing of spikelab's, or another kind (``reader``
+    says what the caller reads, e.g. "spikelab plot draws a single run's figures")."""
+    kind = kind_of(outdir)
+    if kind in kinds:
+        return kind
+    path = Path(outdir)
+    if not path.exists():
+        raise FileNotFoundError(f"{outdir}: no such results directory")
+    if kind is None:
+        raise FileNotFoundError(f"{outdir}: holds no spikelab results (no {MANIFEST})")
+    raise OutdirError(f"{outdir}: holds {_HOLDS[kind]}; {reader}")
+
+
 def claim(outdir: str | os.PathLike[str], kind: str, *, force: bool = False) -> Path:
     """Check that ``outdir`` may receive a result of ``kind``, create it, and remove stale
     temporaries in it. Raises :class:`OutdirError` for an empty path, a path that is a file,
@@ -206,11 +221,21 @@ def write_json(obj: Any, path: str | os.PathLike[str]) -> None:
 
 def as_run(scenario: Mapping[str, Any], seed: int, trace: str) -> dict[str, Any]:
     """``scenario`` with the seed and trace level a run used (``--seed`` and ``--trace``
-    override the file's ``sim.seed`` and ``sim.trace``), so running it again repeats the run."""
-    scenario = dict(scenario)
+    override the file's ``sim.seed`` and ``sim.trace``), so running it again repeats the run.
+    A key the simulator resolved to nothing (an unset optional, JSON's null) is left out, as
+    it was in the file: TOML has no null, and the scenario must write back as TOML."""
+    scenario = _without_nulls(dict(scenario))
     if scenario:
         scenario["sim"] = {**scenario.get("sim", {}), "seed": seed, "trace": trace}
     return scenario
+
+
+def _without_nulls(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return {k: _without_nulls(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [_without_nulls(v) for v in value]
+    return value
 
 
 def new_manifest(

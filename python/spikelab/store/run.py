@@ -109,6 +109,8 @@ def write_tables(result: RunResult, outdir: str | os.PathLike[str], *,
 def load(outdir: str | os.PathLike[str]) -> RunResult:
     """Read a run's results directory back: its tables, scenario, seed and manifest."""
     outdir = Path(outdir)
+    results.expect_kind(outdir, ("run", "emulate"),
+                        "a single run's results were expected (spikelab query reads every kind)")
     manifest = results.read_manifest(outdir)
     if manifest.get("status") == results.INTERRUPTED:
         reached = manifest.get("reached_s")

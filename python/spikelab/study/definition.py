@@ -282,8 +282,11 @@ def evaluate(outdir: str | os.PathLike[str], claims: list[Claim],
             verdict = row.iloc[0]
             numbers = {k: _plain(v) for k, v in row.iloc[1:].items()}
             if verdict is None or not isinstance(_plain(verdict), bool):
-                out.append(ClaimResult(c, ERROR, numbers, f"first column is {verdict!r}, "
-                                                          f"not a boolean"))
+                first = frame.columns[0]
+                out.append(ClaimResult(c, ERROR, numbers, f"first column {first!r} is "
+                                                          f"{_plain(verdict)!r} "
+                                                          f"({frame.dtypes.iloc[0]}), not a "
+                                                          f"boolean"))
                 continue
             out.append(ClaimResult(c, HOLDS if _plain(verdict) else FAILS, numbers))
     finally:

@@ -318,7 +318,32 @@ pub(crate) fn field_error(
     } else {
         msg
     };
+    let msg = preset_knob_hint(&field, msg);
     ScenarioError::new(field, msg)
+}
+
+/// A stage preset's knob written beside `preset` (`p_max = 0.5` next to `preset =
+/// "wlan-walkaway"`): serde lists the stage's fields; say where the knob goes instead.
+fn preset_knob_hint(field: &str, msg: String) -> String {
+    const KNOBS: [&str; 5] = ["noise", "seed", "share", "p_max", "tau"];
+    let Some((table, key)) = field.rsplit_once('.') else {
+        return msg;
+    };
+    let unknown = format!("unknown field `{key}`");
+    if !KNOBS.contains(&key) || !table.ends_with(']') || !msg.starts_with(&unknown) {
+        return msg;
+    }
+    if !table
+        .rsplit('.')
+        .next()
+        .is_some_and(|t| t.starts_with("stage["))
+    {
+        return msg;
+    }
+    format!(
+        "{unknown}: it is a knob of a stage preset and goes in the preset's table, e.g. \
+         preset = {{ name = \"wlan-walkaway\", {key} = ... }} (docs/scenario.md)"
+    )
 }
 
 /// What each flow's profile resolved to, key by key (after `overrides`): the values `parse`

@@ -704,12 +704,13 @@ impl StageSpec {
                 if let Some(file) = &self.trace {
                     let full = resolve_path(base_dir, file);
                     let field = format!("{at}.trace");
-                    let rows = read_csv(&full, &field, RATE_TRACE_HEADER)?;
+                    let (rows, lines) = read_csv_lines(&full, &field, RATE_TRACE_HEADER)?;
                     let cells: Vec<Vec<ScheduleCell>> = rows
                         .iter()
                         .map(|r| r.iter().map(|v| ScheduleCell::Num(*v)).collect())
                         .collect();
-                    self.rate_points = Some(schedule_points(&cells, &field)?);
+                    self.rate_points =
+                        Some(at_lines(schedule_points(&cells, &field), &full, &lines)?);
                     self.trace = Some(full.to_string_lossy().into_owned());
                 }
                 if let Some(sw) = &self.switching {
@@ -799,8 +800,9 @@ impl StageSpec {
                 }
                 if let Some(file) = &self.trace {
                     let full = resolve_path(base_dir, file);
-                    let rows = read_trace(&full, &format!("{at}.trace"))?;
-                    delay_profile(&rows, &format!("{at}.trace"))?;
+                    let field = format!("{at}.trace");
+                    let (rows, lines) = read_csv_lines(&full, &field, DELAY_TRACE_HEADER)?;
+                    at_lines(delay_profile(&rows, &field), &full, &lines)?;
                     self.trace = Some(full.to_string_lossy().into_owned());
                     self.trace_rows = Some(rows);
                 }
@@ -1231,14 +1233,30 @@ pub const DELAY_TRACE_HEADER: &str = "time_ms,delay_ms,loss";
 /// The header of a rate stage's trace.
 pub const RATE_TRACE_HEADER: &str = "time_ms,rate_bps";
 
-/// Reads a CSV trace with the header `time_ms,delay_ms,loss`.
-pub fn read_trace(path: &Path, field: &str) -> Result<Vec<Vec<f64>>> {
-    read_csv(path, field, DELAY_TRACE_HEADER)
+/// An error about "row I" of rows read from `path` restated as the file's line (`lines[I]`,
+/// from 1), where the user can find it.
+fn at_lines<T>(r: Result<T>, path: &Path, lines: &[usize]) -> Result<T> {
+    r.map_err(|mut e| {
+        let row = e
+            .message
+            .strip_prefix("row ")
+            .and_then(|rest| rest.split_once(": "))
+            .and_then(|(i, msg)| Some((lines.get(i.parse::<usize>().ok()?)?, msg)));
+        if let Some((line, msg)) = row {
+            e.message = format!("{} line {line}: {msg}", path.display());
+        }
+        e
+    })
 }
 
 /// Reads a CSV file of numbers whose first line is `header` (blank lines and `#` comments
-/// skipped), one row per line with as many numbers as the header has names.
-pub fn read_csv(path: &Path, field: &str, header_want: &str) -> Result<Vec<Vec<f64>>> {
+/// skipped), one row per line with as many numbers as the header has names; with each row's
+/// line number in the file (from 1).
+pub fn read_csv_lines(
+    path: &Path,
+    field: &str,
+    header_want: &str,
+) -> Result<(Vec<Vec<f64>>, Vec<usize>)> {
     let ncols = header_want.split(',').count();
     use std::io::Read;
     let shown = path.display();
@@ -1291,11 +1309,15 @@ pub fn read_csv(path: &Path, field: &str, header_want: &str) -> Result<Vec<Vec<f
             path.display()
         ),
     )?;
+    let mut numbers = Vec::new();
     for (no, line) in lines {
         let vals: std::result::Result<Vec<f64>, _> =
             line.split(',').map(|c| c.trim().parse::<f64>()).collect();
         match vals {
-            Ok(v) if v.len() == ncols => rows.push(v),
+            Ok(v) if v.len() == ncols => {
+                rows.push(v);
+                numbers.push(no + 1);
+            }
             _ => {
                 return Err(ScenarioError::new(
                     field,
@@ -1309,7 +1331,7 @@ pub fn read_csv(path: &Path, field: &str, header_want: &str) -> Result<Vec<Vec<f
             }
         }
     }
-    Ok(rows)
+    Ok((rows, numbers))
 }
 
 /// A number as a reader would write it: `1e300`, not three hundred digits (nor `1e-300`

@@ -698,6 +698,17 @@ fn the_walkaway_preset_becomes_profiles_and_its_knobs_are_checked() {
         e.contains("path.fwd.stage[1].preset.p_max") && e.contains("probability"),
         "{e}"
     );
+    // A knob beside `preset` rather than in its table: the error says where it goes.
+    let e = err("[path.fwd]\n[[path.fwd.stage]]\ntype = \"loss\"\npreset = \"wlan-walkaway\"\np_max = 0.5\n[[flow]]\n");
+    assert!(
+        e.starts_with(
+            "path.fwd.stage[0].p_max: unknown field `p_max`: it is a knob of a stage preset"
+        ) && e.contains("preset = { name = \"wlan-walkaway\", p_max = ... }"),
+        "{e}"
+    );
+    // Any other unknown field keeps serde's list of the fields.
+    let e = err("[path.fwd]\n[[path.fwd.stage]]\ntype = \"loss\"\np_maxx = 0.5\n[[flow]]\n");
+    assert!(e.contains("unknown field `p_maxx`, expected one of"), "{e}");
 }
 
 fn harq_text(extra: &str) -> String {
@@ -1066,6 +1077,36 @@ fn a_rate_stage_takes_a_schedule_a_trace_or_switching() {
         e.starts_with("path.fwd.stage[0].trace: ")
             && e.contains("the first line must be the header time_ms,rate_bps"),
         "{e}"
+    );
+    // A row's error names the file's line (comments and blank lines counted), not a row index.
+    std::fs::write(
+        dir.join("back.csv"),
+        "time_ms,rate_bps\n0,1000000\n\n# a comment\n500,-1\n",
+    )
+    .unwrap();
+    let e = parse(&text("back.csv"), &[], &dir).unwrap_err().to_string();
+    let file = dir.join("back.csv");
+    assert_eq!(
+        e,
+        format!(
+            "path.fwd.stage[0].trace: {} line 5: rate must be a whole number of bits per \
+             second in [0, 1e13], got -1",
+            file.display()
+        )
+    );
+    std::fs::write(
+        dir.join("d.csv"),
+        "time_ms,delay_ms,loss\n0,50,0\n# back in time\n1000,60,0\n900,50,0\n",
+    )
+    .unwrap();
+    let delay = "[path.fwd]\n[[path.fwd.stage]]\ntype = \"delay\"\ntrace = \"d.csv\"\n[[flow]]\n";
+    let e = parse(delay, &[], &dir).unwrap_err().to_string();
+    assert_eq!(
+        e,
+        format!(
+            "path.fwd.stage[0].trace: {} line 5: times must be non-decreasing",
+            dir.join("d.csv").display()
+        )
     );
     std::fs::remove_dir_all(&dir).ok();
     let sc = parse(
