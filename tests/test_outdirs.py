@@ -193,20 +193,40 @@ def test_compare_zoom_keeps_the_full_length_comparison(tmp_path, capsys):
 # ---------------------------------------------------------------------------------- interrupted
 
 
-def test_an_interruption_while_the_tables_are_written_leaves_an_interrupted_manifest(
+def test_an_interruption_while_the_tables_are_written_keeps_the_earlier_run(
         tmp_path, monkeypatch):
-    """After the core has finished but before the complete manifest (closing the streamed
-    traces, writing runs.parquet), Ctrl-C still leaves a manifest that says so."""
+    """After the core has finished, every table is written whole under a temporary name
+    before the directory changes: Ctrl-C (or a full disk) while runs.parquet is written
+    leaves the earlier complete run as it was; once the directory has begun to change, an
+    interruption leaves a manifest that says so."""
     out = tmp_path / "out"
     spikelab.run(SHORT, out=out, progress=False, plots=False)  # an earlier, complete run
-    real = results.write_parquet
+    before = {p.name: p.read_bytes() for p in out.iterdir() if p.is_file()}
+    real = results.stage_parquet
 
-    def interrupted(table, path):
-        if Path(path).name == "runs.parquet":
-            raise KeyboardInterrupt
-        real(table, path)
+    def failing(exc):
+        def stage(table, path):
+            if Path(path).name == "runs.parquet":
+                raise exc
+            return real(table, path)
+        return stage
 
-    monkeypatch.setattr(results, "write_parquet", interrupted)
+    for exc in (KeyboardInterrupt(), OSError(28, "No space left on device")):
+        monkeypatch.setattr(results, "stage_parquet", failing(exc))
+        with pytest.raises(type(exc)) as raised:
+            spikelab.run(TRACED, out=out, progress=False)
+        if isinstance(exc, OSError):
+            assert str(raised.value) == (f"[Errno 28] cannot write the results (No space left "
+                                         f"on device); it holds what it held before: '{out}'")
+        assert {p.name: p.read_bytes() for p in out.iterdir() if p.is_file()} == before
+        assert temporaries(out) == []
+        assert spikelab.load(out).runs.num_rows == 1
+    monkeypatch.setattr(results, "stage_parquet", real)
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(results, "_finish", interrupted)  # the tables renamed into place
     with pytest.raises(KeyboardInterrupt):
         spikelab.run(TRACED, out=out, progress=False)
     manifest = results.read_manifest(out)
@@ -215,6 +235,19 @@ def test_an_interruption_while_the_tables_are_written_leaves_an_interrupted_mani
     assert temporaries(out) == []
     with pytest.raises(results.OutdirError, match="interrupted"):
         spikelab.load(out)
+
+
+def test_a_full_disk_on_a_new_directory_leaves_nothing(tmp_path, monkeypatch, capsys):
+    def full(table, path):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(results, "stage_parquet", full)
+    (tmp_path / "s.toml").write_text(TRACED)
+    line = one_line_error(capsys, main(["run", str(tmp_path / "s.toml"), "-q",
+                                        "-o", str(tmp_path / "new")]))
+    assert line == (f"spikelab: error: {tmp_path / 'new'}: cannot write the results (No space "
+                    f"left on device); nothing was written")
+    assert not (tmp_path / "new").exists()
 
 
 def test_an_emulation_interrupted_while_its_tables_are_built_says_so(tmp_path, monkeypatch):

@@ -40,6 +40,9 @@ class _TraceFiles:
         # Whether this run has begun to replace what the directory held (its captures, the
         # manifest, the tables); until then an interruption leaves an earlier result alone.
         self.committed = False
+        # The captures the run wrote, and the manifest the directory held before it.
+        self.pcaps: list[str] = []
+        self.previous: dict[str, Any] | None = None
 
     def write(self, name: str, table: pa.Table) -> None:
         import pyarrow.parquet as pq
@@ -50,8 +53,9 @@ class _TraceFiles:
             self.writers[name] = pq.ParquetWriter(tmp, table.schema, **results.trace_writer_options(table.schema))
         self.writers[name].write_table(table)
 
-    def finish(self, tables: dict[str, pa.Table]) -> list[str]:
-        """Write the remaining rows, close and rename; return the tables written."""
+    def finish(self, tables: dict[str, pa.Table]) -> dict[str, Path]:
+        """Write the remaining rows and close; return the tables written, each with its
+        temporary name (renamed into place with the others by ``write_tables``)."""
         for name, table in tables.items():
             if name in self.writers and table.num_rows:
                 self.writers[name].write_table(table)
@@ -59,10 +63,15 @@ class _TraceFiles:
             writer.close()
             with open(self.tmp[name], "rb") as f:
                 os.fsync(f.fileno())
-            os.replace(self.tmp[name], self.outdir / f"{name}.parquet")
-        done = list(self.writers)
+        done = {name: self.tmp[name] for name in self.writers}
         self.writers.clear()
         return done
+
+    def commit(self) -> None:
+        """The directory begins to change: an earlier run's captures this run did not
+        write are removed (the manifest and tables follow in ``write_tables``)."""
+        self.committed = True
+        _remove_stale_pcaps(self.outdir, self.pcaps, self.previous)
 
     def abandon(self) -> None:
         for writer in self.writers.values():
@@ -143,28 +152,28 @@ def _run_in_thread(sim: Any, progress: bool | None,
 
 
 def _simulate(sim: Any, scenario_dict: dict[str, Any], progress: bool | None,
-              sink: _TraceFiles | None) -> tuple[RunResult, list[str], dict[str, Any] | None]:
-    """Run ``sim``; with ``sink``, stream its traces to files, close them and read the
-    result's trace tables back from them (lazily). Returns the result, the tables written
-    and the manifest the directory held before (removed before the tables replace its
-    own)."""
+              sink: _TraceFiles | None
+              ) -> tuple[RunResult, dict[str, Path], dict[str, Any] | None]:
+    """Run ``sim``; with ``sink``, stream its traces to files under temporary names and
+    close them; the result reads its trace tables back (lazily) from where ``write_tables``
+    puts them. Returns the result, the streamed tables with their temporary names, and the
+    manifest the directory held before."""
     raw = _run_in_thread(sim, progress, sink)
     wall_s, events = float(raw["wall_s"]), int(raw["events"])
     tables = {name: to_arrow(raw[name]) for name in results.TABLES}
-    streamed: list[str] = []
+    staged: dict[str, Path] = {}
     previous = None
     if sink is not None:
         import pyarrow.parquet as pq
 
         previous = results._previous_manifest(sink.outdir)
-        sink.committed = True
-        with contextlib.suppress(FileNotFoundError):
-            (sink.outdir / results.MANIFEST).unlink()
-        streamed = sink.finish({n: tables[n] for n in ("timeseries", "packets")})
-        for name in streamed:
+        staged = sink.finish({n: tables[n] for n in ("timeseries", "packets")})
+        for name in staged:
+            # Read from where write_tables puts them.
             path = sink.outdir / f"{name}.parquet"
             tables[name] = lambda path=path: pq.read_table(path, memory_map=True)
-        pcaps = _pcaps_written(sink.outdir, raw.get("pcaps", []), previous)
+        sink.pcaps, sink.previous = list(raw.get("pcaps", [])), previous
+        pcaps = _pcaps_listed(sink.outdir, sink.pcaps)
     result = RunResult(
         runs=tables["runs"],
         timeseries=tables["timeseries"],
@@ -180,23 +189,28 @@ def _simulate(sim: Any, scenario_dict: dict[str, Any], progress: bool | None,
     )
     if sink is not None:
         result.manifest["pcaps"] = pcaps
-    return result, streamed, previous
+    return result, staged, previous
 
 
-def _pcaps_written(outdir: Path, written: list[str],
-                   previous: dict[str, Any] | None) -> list[dict[str, Any]]:
+def _pcaps_listed(outdir: Path, written: list[str]) -> list[dict[str, Any]]:
     """The captures this run wrote, as manifest entries (path, bytes; no checksum: a capture
-    can be gigabytes); captures the earlier run's manifest lists and this run did not write
-    are removed (nothing else in ``pcap/``)."""
+    can be gigabytes)."""
     folder = outdir / PCAP_DIR
+    names = {Path(p).name for p in written}
+    return [{"path": f"{PCAP_DIR}/{name}", "bytes": (folder / name).stat().st_size}
+            for name in sorted(names)]
+
+
+def _remove_stale_pcaps(outdir: Path, written: list[str],
+                        previous: dict[str, Any] | None) -> None:
+    """Remove the captures the earlier run's manifest lists and this run did not write
+    (nothing else in ``pcap/``)."""
     names = {Path(p).name for p in written}
     for entry in (previous or {}).get("pcaps") or []:
         old = Path(str(entry.get("path", "")))
         if old.parent.name == PCAP_DIR and old.suffix == ".pcapng" and old.name not in names:
             with contextlib.suppress(FileNotFoundError):
-                (folder / old.name).unlink()
-    return [{"path": f"{PCAP_DIR}/{name}", "bytes": (folder / name).stat().st_size}
-            for name in sorted(names)]
+                (outdir / PCAP_DIR / old.name).unlink()
 
 def run(
     scenario: ScenarioSource,
@@ -238,10 +252,10 @@ def run(
         before = results._previous_manifest(outdir)
         sink = _TraceFiles(outdir)
     try:
-        result, streamed, previous = _simulate(sim, scenario_dict, progress, sink)
-        if out is not None:
-            outdir = write_tables(result, outdir, streamed=streamed,
-                                          previous=previous)
+        result, staged, previous = _simulate(sim, scenario_dict, progress, sink)
+        if sink is not None:
+            outdir = write_tables(result, outdir, staged=staged, previous=previous,
+                                  on_commit=sink.commit)
     except KeyboardInterrupt:
         # Until the complete manifest is written, an interruption (in the core, while the
         # traces are closed or the tables written) leaves a manifest that says so; before
@@ -255,11 +269,16 @@ def run(
                                                      sim.duration_s, 0.0, 0),
                         reached_s=sim.progress() * sim.duration_s)
         raise
-    except BaseException:
+    except BaseException as exc:
         if sink is not None:
             sink.abandon()
             if not sink.committed:
                 results.remove_created(created)
+                if isinstance(exc, OSError):  # a full disk: say where, and that nothing changed
+                    reason = exc.strerror or (os.strerror(exc.errno) if exc.errno else str(exc))
+                    held = "nothing was written" if created else "it holds what it held before"
+                    raise OSError(exc.errno, f"cannot write the results ({reason}); {held}",
+                                  str(out)) from exc
         raise
     if out is not None:
         # The manifest lists the tables; interrupted here, the run is complete without

@@ -209,6 +209,22 @@ def trace_writer_options(schema: pa.Schema) -> dict[str, Any]:
     }
 
 
+def stage_parquet(table: pa.Table, path: str | os.PathLike[str]) -> Path:
+    """Write ``table`` as :func:`write_parquet` does, but under a temporary sibling of
+    ``path``, synced, and return that name (nothing is left behind on failure): the caller
+    renames it into place once everything it writes together is whole."""
+    tmp = temporary_name(path)
+    try:
+        pq.write_table(table, tmp, compression="zstd")
+        with open(tmp, "rb") as f:
+            os.fsync(f.fileno())
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+    return tmp
+
+
 def write_parquet(table: pa.Table, path: str | os.PathLike[str]) -> None:
     """Write ``table`` atomically; the bytes depend only on the table (and pyarrow's version)."""
     atomic_write(path, lambda tmp: pq.write_table(table, tmp, compression="zstd"))

@@ -6,7 +6,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -81,24 +81,42 @@ class RunResult:
 
 def write_tables(result: RunResult, outdir: str | os.PathLike[str], *,
                  streamed: Iterable[str] = (),
-                 previous: Mapping[str, Any] | None = None) -> Path:
+                 staged: Mapping[str, Path] | None = None,
+                 previous: Mapping[str, Any] | None = None,
+                 on_commit: Callable[[], None] | None = None) -> Path:
     """Write ``result``'s tables to ``outdir`` (created if needed) and a complete manifest
     without figures (the figures of the earlier run, listed by its manifest or ``previous``,
-    are removed); return the directory. ``streamed`` names tables already written to
-    ``outdir`` while the run went (they are kept).
+    are removed); return the directory. ``streamed`` names tables already in place in
+    ``outdir`` (they are kept); ``staged`` maps tables already written under temporary names
+    there (a run's streamed traces) to those names.
 
-    The old manifest.json (if any) is removed first and the new one written as soon as the
-    tables are, so a directory whose manifest exists holds one complete, consistent run
-    (:func:`spikelab.figures.draw` adds the figures and lists them)."""
+    Every table is whole under a temporary name before the directory changes at all: a
+    failure until then (a full disk) leaves what it held as it was, an earlier complete run
+    included, and removes the temporaries. Then ``on_commit`` is called, the old manifest
+    removed, the tables renamed into place, the earlier figures removed, and the new
+    manifest written as soon as the tables are, so a directory whose manifest exists holds
+    one complete, consistent run (:func:`spikelab.figures.draw` adds the figures)."""
     outdir = results.prepare(outdir)
     previous = results._previous_manifest(outdir) or previous
+    staged = dict(staged or {})
+    try:
+        for name in results.TABLES:
+            if name not in streamed and name not in staged:
+                staged[name] = results.stage_parquet(result.table(name),
+                                                     outdir / f"{name}.parquet")
+    except BaseException:
+        for tmp in staged.values():
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp)
+        raise
+    if on_commit is not None:
+        on_commit()
     with contextlib.suppress(FileNotFoundError):
         (outdir / results.MANIFEST).unlink()
+    for name, tmp in staged.items():
+        os.replace(tmp, outdir / f"{name}.parquet")
     # An earlier run's figures (zoomed ones too) are stale.
     results._remove_figures(outdir, previous)
-    for name in results.TABLES:
-        if name not in streamed:
-            results.write_parquet(result.table(name), outdir / f"{name}.parquet")
     # The tables are complete: say so before drawing, so a slow or killed figure step loses
     # nothing; the manifest is rewritten with the figures once they are drawn.
     result.manifest.update(results._finish(outdir, dict(result.manifest), [], None,
