@@ -196,6 +196,25 @@ def test_a_directory_resumes_only_its_own_sweep(tmp_path):
                           progress=False).manifest["runs_reused"] == 8
 
 
+def test_a_sweep_does_not_resume_over_an_edited_trace_file(tmp_path):
+    """The runs of a resumed sweep must all have read the same trace files: one edited in
+    between (the base scenario's, or one a parameter names) makes it another sweep."""
+    for name, delay in (("a.csv", 30), ("b.csv", 60)):
+        (tmp_path / name).write_text(f"time_ms,delay_ms,loss\n0,{delay},0\n")
+    scenario = write(tmp_path, '[sim]\nduration = "1s"\n[path.fwd]\n[[path.fwd.stage]]\n'
+                               'type = "delay"\ntrace = "a.csv"\n[[flow]]\n[sweep]\n'
+                               '[sweep.params]\n"path.fwd.delay.trace" = ["a.csv", "b.csv"]\n')
+    spikelab.sweep(scenario, tmp_path / "out", jobs=1, progress=False)
+    assert spikelab.sweep(scenario, tmp_path / "out", jobs=1,
+                          progress=False).manifest["runs_reused"] == 2
+    (tmp_path / "b.csv").write_text("time_ms,delay_ms,loss\n0,90,0\n")
+    with pytest.raises(ValueError, match="a trace file it reads changed"):
+        spikelab.sweep(scenario, tmp_path / "out", jobs=1, progress=False)
+    again = spikelab.sweep(scenario, tmp_path / "out", jobs=1, progress=False, fresh=True)
+    rtt = again.runs.to_pandas().groupby("trace")["rtt_min_s"].min()
+    assert rtt["b.csv"] > rtt["a.csv"] + 0.055  # 90 ms against 30 ms one way
+
+
 def _children(pid: int) -> list[int]:
     kids = []
     for task in Path(f"/proc/{pid}/task").glob("*"):

@@ -28,7 +28,9 @@ import itertools
 import json
 import math
 import tomllib
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from .. import _core
@@ -299,11 +301,50 @@ def sweep_table(text: str) -> Any:
         raise _core.ScenarioError(f"not valid TOML: {exc}") from None
 
 
-def fingerprint(text: str, spec: SweepSpec, base_seed: int, overrides: tuple[str, ...]) -> str:
-    """Identifies a sweep: a results directory only resumes the sweep that started it."""
+def fingerprint(text: str, spec: SweepSpec, base_seed: int, overrides: tuple[str, ...],
+                files: Mapping[str, str] | None = None) -> str:
+    """Identifies a sweep: a results directory only resumes the sweep that started it.
+    ``files`` (:func:`trace_files`) are the trace files its runs read, with their contents'
+    digests: a file edited between a sweep's start and its resumption is another sweep."""
     blob = _compact({"scenario": text, "sweep": spec.describe(), "seed": base_seed,
-                     "overrides": list(overrides)})
+                     "overrides": list(overrides), **({"files": dict(files)} if files else {})})
     return hashlib.sha256(blob.encode()).hexdigest()
+
+
+def trace_files(base: Mapping[str, Any], spec: SweepSpec, base_dir: str) -> dict[str, str]:
+    """The trace files (a stage's ``trace``) that a sweep's runs read: those of the resolved
+    base scenario and those its parameters name, each with the SHA-256 of its contents
+    ("missing" for a file that does not exist: the runs naming it fail)."""
+    found: set[str] = set()
+
+    def walk(value: Any) -> None:
+        if isinstance(value, Mapping):
+            for k, v in value.items():
+                if k == "trace" and isinstance(v, str):
+                    found.add(v)
+                else:
+                    walk(v)
+        elif isinstance(value, list):
+            for v in value:
+                walk(v)
+
+    walk(base.get("path", {}))
+    for prm in spec.params:
+        if not prm.key.startswith("path"):
+            continue
+        for value in prm.values:
+            if prm.key.rsplit(".", 1)[-1] == "trace" and isinstance(value, str):
+                found.add(value)
+            else:
+                walk(value)
+    digests = {}
+    for name in sorted(found):
+        path = Path(base_dir, name)  # an absolute name stays as it is
+        try:
+            digests[str(path)] = hashlib.sha256(path.read_bytes()).hexdigest()
+        except OSError:
+            digests[str(path)] = "missing"
+    return digests
 
 
 def check(text: str, base_dir: str, spec: SweepSpec, extra: tuple[str, ...],

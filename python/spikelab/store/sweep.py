@@ -155,8 +155,9 @@ class Store:
             old = json.loads(path.read_text(encoding="utf-8"))
             if old.get("fingerprint") != identity["fingerprint"]:
                 raise ValueError(
-                    f"{self.dir} holds results of a different sweep (scenario, sweep, seed "
-                    f"or overrides changed); use another directory or --fresh to start over")
+                    f"{self.dir} holds results of a different sweep (scenario, sweep, seed, "
+                    f"overrides or a trace file it reads changed); use another directory or "
+                    f"--fresh to start over")
             return False
         self.clear()
         self.parts.mkdir(exist_ok=True)

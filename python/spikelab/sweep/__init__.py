@@ -27,7 +27,7 @@ from .._progress import SweepProgress
 from ..scenario import ScenarioSource, read_scenario
 from ..scenario import overrides_list as _overrides
 from ..scenario.sweepspec import (RunTask, SweepSpec, check, digest_big, fingerprint,
-                                  run_command, sweep_table)
+                                  run_command, sweep_table, trace_files)
 from ..store import results
 from ..store.sweep import OK, PCAP_DIR, POINTS, SCENARIO_COPY, Store, SweepResult, run_info
 from .workers import _dask, _local
@@ -63,7 +63,8 @@ def plan(scenario: ScenarioSource, *, seed: int | None = None, overrides: Iterab
     base_seed = check(text, base_dir, spec, extra, seed, base)
     tasks = spec.tasks(base_seed, extra)
     identity = {"format": FORMAT, "kind": "sweep",
-                "fingerprint": fingerprint(text, spec, base_seed, extra),
+                "fingerprint": fingerprint(text, spec, base_seed, extra,
+                                           trace_files(base, spec, base_dir)),
                 "seed": base_seed, "overrides": list(extra),
                 "sweep": spec.describe(compact=True), "runs": len(tasks)}
     source = str(scenario) if not (isinstance(scenario, str) and text == scenario) else None
