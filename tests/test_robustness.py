@@ -424,12 +424,34 @@ def test_the_python_api_names_an_argument_of_the_wrong_type(tmp_path):
     cases = [
         (lambda: spikelab.run(scenario, overrides=[1]), "overrides must be 'key=value' strings"),
         (lambda: spikelab.query(out, None), "sql must be a string"),
+        (lambda: spikelab.query(out, "SELECT 1", views=[("a",)]),
+         "views must be (name, sql) pairs of strings, got ('a',)"),
         (lambda: spikelab.plot(out, zoom=("1", "2")), "zoom must be a pair (T0, T1)"),
         (lambda: spikelab.plot(out, zoom="0:1"), "zoom must be a pair (T0, T1)"),
         (lambda: spikelab.sweep(scenario, tmp_path / "s", jobs="2"), "jobs must be an integer"),
+        # A truthy string must not pass for True: fresh="no" discarded a sweep's runs,
+        # force="x" replaced a sweep with a run.
+        (lambda: spikelab.sweep(scenario, tmp_path / "s", fresh="no"),
+         "fresh must be True or False, got 'no'"),
+        (lambda: spikelab.run(scenario, out=tmp_path / "s", force="x"),
+         "force must be True or False, got 'x'"),
+        (lambda: spikelab.run(scenario, plots="no"), "plots must be True or False"),
+        (lambda: spikelab.run(scenario, progress="x"), "progress must be True, False or None"),
+        (lambda: spikelab.study.run("lte-handover-basic", tmp_path / "s", fresh=1),
+         "fresh must be True or False, got 1"),
+        (lambda: spikelab.run(5), "scenario must be a file path or TOML text, got int"),
+        (lambda: spikelab.run(scenario, out=5), "out must be a directory path, got int"),
+        (lambda: spikelab.run(scenario, overrides=None),
+         "overrides must be a sequence of 'key=value' strings, got NoneType"),
+        (lambda: spikelab.run(scenario, overrides={"sim.duration": "1s"}),
+         "overrides must be a sequence of 'key=value' strings, got dict"),
+        (lambda: spikelab.validate(scenario, overrides=5),
+         "overrides must be a sequence of 'key=value' strings, got int"),
     ]
     for call, message in cases:
         with pytest.raises(TypeError) as info:
             call()
         assert message in str(info.value)
     assert not (tmp_path / "s").exists()
+    with pytest.raises(ValueError, match="scenario: empty"):
+        spikelab.run("")

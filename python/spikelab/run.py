@@ -16,7 +16,8 @@ import pyarrow as pa
 from . import _core, figures
 from ._interrupts import Latch, interrupts_deferred
 from ._progress import ProgressBar
-from .scenario import TRACE_LEVELS, ScenarioSource, check_seed, read_scenario
+from .scenario import (TRACE_LEVELS, ScenarioSource, check_flags, check_outdir, check_seed,
+                       read_scenario)
 from .scenario import overrides_list as _overrides
 from .store import results
 from .store.arrow import to_arrow
@@ -242,6 +243,9 @@ def run(
     if trace is not None and trace not in TRACE_LEVELS:
         raise ValueError(f"trace must be one of {', '.join(TRACE_LEVELS)}, got {trace!r}")
     check_seed(seed)
+    check_flags(plots=plots, progress=progress, force=force)
+    if out is not None:
+        check_outdir(out)
     text, base_dir = read_scenario(scenario)
     sim = _core.Simulation(text, _overrides(overrides), base_dir, seed, trace)
     scenario_dict = results.as_run(json.loads(sim.scenario_json), sim.seed, sim.trace)

@@ -129,7 +129,11 @@ def define_views(con: duckdb.DuckDBPyConnection, views: Iterable[tuple[str, str]
     raises ValueError naming it."""
     import duckdb
 
-    for name, sql in views:
+    for view in views:
+        if not (isinstance(view, tuple | list) and len(view) == 2
+                and all(isinstance(x, str) for x in view)):
+            raise TypeError(f"views must be (name, sql) pairs of strings, got {view!r}")
+        name, sql = view
         try:
             statements = con.extract_statements(sql)
             kinds = [str(st.type).rsplit(".", 1)[-1] for st in statements]

@@ -26,6 +26,12 @@ def read_scenario(scenario: ScenarioSource) -> tuple[str, str]:
     A ``str`` is TOML text if it contains a newline, or if it names no existing file and has
     an ``=`` or starts with ``[`` (the one-line scenario ``[[flow]]``).
     """
+    if not isinstance(scenario, str | os.PathLike):
+        raise TypeError(f"scenario must be a file path or TOML text, got "
+                        f"{type(scenario).__name__}")
+    if isinstance(scenario, str) and not scenario.strip():
+        raise ValueError("scenario: empty (give a file path or TOML text; '[[flow]]' is the "
+                         "smallest scenario)")
     if isinstance(scenario, str) and (
         "\n" in scenario
         or (("=" in scenario or scenario.lstrip().startswith("["))
@@ -41,6 +47,9 @@ def overrides_list(overrides: Iterable[str]) -> list[str]:
     """``key=value`` overrides as a list, each checked for its ``=``."""
     if isinstance(overrides, str):
         raise TypeError("overrides must be a sequence of 'key=value' strings, not one string")
+    if isinstance(overrides, dict) or not isinstance(overrides, Iterable):
+        raise TypeError(f"overrides must be a sequence of 'key=value' strings, got "
+                        f"{type(overrides).__name__}")
     out = []
     for item in overrides:
         if not isinstance(item, str):
@@ -50,6 +59,22 @@ def overrides_list(overrides: Iterable[str]) -> list[str]:
             raise ValueError(f"bad override {item!r}: expected key=value")
         out.append(item)
     return out
+
+
+def check_flags(**flags: Any) -> None:
+    """Each keyword is a flag that must be True or False (None too for ``progress``, where
+    it means "on a terminal"): ``fresh="no"`` is truthy and would discard a sweep's runs."""
+    for name, value in flags.items():
+        if not isinstance(value, bool) and not (name == "progress" and value is None):
+            allowed = "True, False or None" if name == "progress" else "True or False"
+            raise TypeError(f"{name} must be {allowed}, got {value!r}")
+
+
+def check_outdir(out: Any, what: str = "out") -> None:
+    """A results directory argument is a path (str or os.PathLike; an empty one is refused
+    where the directory is claimed, with the command line's words)."""
+    if not isinstance(out, str | os.PathLike):
+        raise TypeError(f"{what} must be a directory path, got {type(out).__name__}")
 
 
 def check_seed(seed: int | None, what: str = "seed") -> None:

@@ -50,6 +50,7 @@ from ..figures import write as write_run
 from ..figures.compare import compare as compare_runs
 from ..figures.sweep import draw
 from ..run import run as run_one
+from ..scenario import check_flags, check_outdir
 from ..scenario.sweepspec import sweep_table
 from ..store import results
 from ..store.sweep import is_sweep, load_sweep, run_info, scenario_text
@@ -97,6 +98,8 @@ def run(name_or_path: str | os.PathLike[str], out: str | os.PathLike[str], *,
     values: a calibration sets a preset's defaults (``preset.umts-downlink.buffer=55KB``).
     Returns the report's data (claims with verdicts, figures, sweep summary).
     """
+    check_flags(fresh=fresh, progress=progress, force=force)
+    check_outdir(out)
     study = find(name_or_path)
     table = study.sweep
     if table is None:

@@ -24,7 +24,7 @@ import pyarrow as pa
 
 from .. import _core
 from .._progress import SweepProgress
-from ..scenario import ScenarioSource, read_scenario
+from ..scenario import ScenarioSource, check_flags, check_outdir, read_scenario
 from ..scenario import overrides_list as _overrides
 from ..scenario.sweepspec import (RunTask, SweepSpec, check, digest_big, fingerprint,
                                   run_command, sweep_table, trace_files)
@@ -101,6 +101,8 @@ def sweep(
     same call resumes. A new sweep that fails before any run finished (e.g. the Dask
     scheduler cannot be reached) removes what it wrote, and ``out`` if it created it.
     """
+    check_flags(fresh=fresh, progress=progress, force=force)
+    check_outdir(out)
     p = plan(scenario, seed=seed, overrides=overrides, sweep_spec=sweep_spec, trace=trace)
     if jobs is not None and (isinstance(jobs, bool) or not isinstance(jobs, int)):
         raise TypeError(f"jobs must be an integer, got {jobs!r}")
