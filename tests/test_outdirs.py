@@ -90,7 +90,14 @@ def test_claim_refuses_a_file_and_another_kind_unless_forced(tmp_path, sweep_dir
     assert str(err.value) == (f"{sweep_dir}: holds a sweep's results; refusing to write a "
                               f"run's results there (use another directory, or --force to "
                               f"replace it)")
+    (sweep_dir / "notes.txt").write_text("mine")
     assert results.claim(sweep_dir, "run", force=True) == sweep_dir
+    # Replaced: nothing of the sweep stays beside the run to come (its parts, identity,
+    # points, scenario copy, tables, figures), and nothing else is touched.
+    assert sorted(p.name for p in sweep_dir.iterdir()) == ["notes.txt"]
+    spikelab.run(SHORT, out=sweep_dir, progress=False, plots=False, force=True)
+    assert results.kind_of(sweep_dir) == "run"
+    assert not (sweep_dir / "parts").exists() and not (sweep_dir / "sweep.json").exists()
 
 
 def test_emulate_onto_a_sweep_is_refused_before_anything_runs(tmp_path, sweep_dir, capsys,
@@ -521,3 +528,19 @@ def test_a_zoom_outside_the_run_is_a_one_line_error(tmp_path, capsys, zoom, mess
         code = exc.code
     assert message in one_line_error(capsys, code)
     assert not (out / "figures").exists()
+
+
+def test_a_damaged_sweep_or_run_manifest_is_named_in_one_line(run_dir, sweep_dir, capsys,
+                                                              tmp_path):
+    (sweep_dir / "sweep.json").write_text("{\n")
+    (tmp_path / "sw.toml").write_text(SHORT + '[sweep]\n[sweep.params]\n'
+                                              '"flow.tcp.variant" = ["reno", "sack"]\n')
+    line = one_line_error(capsys, main(["sweep", str(tmp_path / "sw.toml"), "-o",
+                                        str(sweep_dir), "-j", "1", "-q"]))
+    assert line.startswith(f"spikelab: error: {sweep_dir / 'sweep.json'}: not valid JSON")
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    del manifest["scenario"]
+    (run_dir / "manifest.json").write_text(json.dumps(manifest))
+    line = one_line_error(capsys, main(["plot", str(run_dir)]))
+    assert line == (f"spikelab: error: {run_dir}: manifest.json lacks scenario; not a "
+                    f"manifest spikelab wrote")

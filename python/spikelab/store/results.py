@@ -156,6 +156,33 @@ _HOLDS = {"run": "a run's results", "sweep": "a sweep's results", "study": "a st
           "rto-study": "an RTO alpha/beta study's results"}
 
 
+# What a result may have written in its directory besides the files its manifest lists
+# (a sweep's identity and parts, a study's report, a run's folders), removed when another
+# result replaces it.
+RESULT_FILES = (*(f"{t}.parquet" for t in TABLES), "points.json", "sweep.json",
+                "scenario.toml", "report.html", "report.md", "claims.json")
+RESULT_DIRS = (FIGURES, "runs-figures", "emulation", "compare", PCAP)
+
+
+def discard_result(outdir: Path, dirs: Iterable[str] = RESULT_DIRS) -> None:
+    """Remove an earlier result from ``outdir``: its manifest, the files it lists,
+    :data:`RESULT_FILES` and the folders ``dirs``; nothing else."""
+    old = _previous_manifest(outdir)
+    with contextlib.suppress(FileNotFoundError):
+        (outdir / MANIFEST).unlink()
+    for entry in (old or {}).get("files", []):
+        name = str(entry.get("path", "")) if isinstance(entry, Mapping) else ""
+        if name and not name.startswith("/") and ".." not in Path(name).parts:
+            with contextlib.suppress(FileNotFoundError, IsADirectoryError):
+                (outdir / name).unlink()
+    for name in RESULT_FILES:
+        with contextlib.suppress(FileNotFoundError):
+            (outdir / name).unlink()
+    for name in dirs:
+        if (outdir / name).is_dir() and not (outdir / name).is_symlink():
+            shutil.rmtree(outdir / name)
+
+
 def expect_kind(outdir: str | os.PathLike[str], kinds: Iterable[str], reader: str) -> str:
     """The kind of result ``outdir`` holds, if it is one of ``kinds``; otherwise an error
     saying what it is: absent, holding nothing of spikelab's, or another kind (``reader``
@@ -187,6 +214,8 @@ def claim(outdir: str | os.PathLike[str], kind: str, *, force: bool = False) -> 
     if not compatible and not force:
         raise OutdirError(f"{outdir}: holds {_HOLDS[held]}; refusing to write {_HOLDS[kind]} "
                           f"there (use another directory, or --force to replace it)")
+    if not compatible:  # --force: nothing of the other kind's result may stay beside this one
+        discard_result(path, RESULT_DIRS + ("parts", "study"))
     path = prepare(path)
     sweep_temporaries(path)
     return path

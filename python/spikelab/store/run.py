@@ -143,6 +143,11 @@ def load(outdir: str | os.PathLike[str]) -> RunResult:
             raise FileNotFoundError(errno.ENOENT, "no such results table", str(path))
         tables[name] = (pq.read_table(path) if name == "runs"
                         else lambda path=path: pq.read_table(path, memory_map=True))
+    missing = [k for k in ("scenario", "seed", "trace", "duration_s", "wall_s", "events")
+               if k not in manifest]
+    if missing:
+        raise results.OutdirError(f"{outdir}: {results.MANIFEST} lacks {', '.join(missing)}; "
+                                  f"not a manifest spikelab wrote")
     return RunResult(
         **tables,
         scenario=manifest["scenario"],

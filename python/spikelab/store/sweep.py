@@ -38,13 +38,7 @@ SCENARIO_COPY = "scenario.toml"  # the sweep's scenario text, for repeating one 
 PARTS = "parts"
 PART = ".arrow"  # Arrow IPC: a part is written and read back in well under a millisecond
 OK, FAILED = "ok", "failed"
-# What an earlier result in a directory may have written there, removed when a new sweep
-# starts in it (--fresh, or --force onto a run): tables, figures, reports. Studies keep their
-# definition copy (study/), which is written before the sweep starts.
-OLD_FILES = (*(f"{t}.parquet" for t in results.TABLES), POINTS, SWEEP_JSON, SCENARIO_COPY,
-             "report.html", "report.md", "claims.json")
 PCAP_DIR = results.PCAP
-OLD_DIRS = (results.FIGURES, "runs-figures", "emulation", "compare", PCAP_DIR)
 
 
 def traced(trace: str) -> tuple[str, ...]:
@@ -121,22 +115,7 @@ class Store:
         """Remove every file an earlier result wrote here (parts, dataset tables, figures,
         reports, manifest; files its manifest listed), so nothing of it can be served again.
         A study's copy of its definition (``study/``) stays: it is written first."""
-        import shutil
-
-        old = results._previous_manifest(self.dir)  # noqa: SLF001
-        with contextlib.suppress(FileNotFoundError):
-            (self.dir / results.MANIFEST).unlink()
-        for entry in (old or {}).get("files", []):
-            name = entry.get("path", "")
-            if name and not name.startswith(("/", "..")):
-                with contextlib.suppress(FileNotFoundError, IsADirectoryError):
-                    (self.dir / name).unlink()
-        for name in OLD_FILES:
-            with contextlib.suppress(FileNotFoundError):
-                (self.dir / name).unlink()
-        for name in OLD_DIRS:
-            if (self.dir / name).is_dir():
-                shutil.rmtree(self.dir / name)
+        results.discard_result(self.dir)
         if self.parts.is_dir():
             for f in self.parts.iterdir():
                 if f.is_file():
@@ -152,7 +131,7 @@ class Store:
             for f in self.parts.glob(".*.tmp"):
                 f.unlink()
         if path.is_file() and not fresh:
-            old = json.loads(path.read_text(encoding="utf-8"))
+            old = _read_json(path)
             if old.get("fingerprint") != identity["fingerprint"]:
                 raise ValueError(
                     f"{self.dir} holds results of a different sweep (scenario, sweep, seed, "
@@ -297,17 +276,31 @@ def is_sweep(outdir: str | os.PathLike[str]) -> bool:
     return (Path(outdir) / SWEEP_JSON).is_file()
 
 
+def _read_json(path: Path) -> dict[str, Any]:
+    """A sweep's JSON file (its identity, its manifest), or a one-line error naming it."""
+    try:
+        value = json.loads(path.read_text(encoding="utf-8"))
+    except ValueError as exc:
+        raise results.OutdirError(f"{path}: not valid JSON ({exc}); the directory's sweep "
+                                  f"cannot be read (use another directory, or --fresh to "
+                                  f"start over)") from None
+    if not isinstance(value, dict):
+        raise results.OutdirError(f"{path}: not a spikelab sweep file (a JSON object was "
+                                  f"expected)")
+    return value
+
+
 def load_sweep(outdir: str | os.PathLike[str]) -> SweepResult:
     """A sweep's dataset; an unfinished sweep (killed, still running) is read from its parts."""
     outdir = Path(outdir)
     manifest_path = outdir / results.MANIFEST
     manifest = None
     if manifest_path.is_file():
-        manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
+        manifest = _read_json(manifest_path)
     if manifest is not None and manifest.get("status") != results.INTERRUPTED:
         return SweepResult(dir=outdir, runs=pq.read_table(outdir / "runs.parquet"),
                            manifest=manifest)
-    identity = json.loads((outdir / SWEEP_JSON).read_text(encoding="utf-8"))
+    identity = _read_json(outdir / SWEEP_JSON)
     parts = sorted(f for f in (outdir / PARTS).glob(f"*{PART}")
                    if "." not in f.name[: -len(PART)])
     runs = _concat([read_part(f) for f in parts])
