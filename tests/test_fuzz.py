@@ -274,7 +274,7 @@ def _tcp(r: random.Random) -> dict:
         rto: dict[str, Any] = {"estimator": r.choice(["rfc6298", "linux"])}
         if r.random() < 0.5:
             rto["min"] = _duration(r, 10, 1000)
-            rto["max"] = _duration(r, 2000, 120_000)
+            rto["max"] = _duration(r, 3000, 120_000)  # >= the largest initial drawn
         if r.random() < 0.3:
             rto["initial"] = _duration(r, 1000, 3000)
         if rto["estimator"] == "rfc6298" and r.random() < 0.4:

@@ -82,7 +82,8 @@ pub struct SctpConfig {
     pub pf_max_retrans: Option<u32>,
     /// RFC 7829 §5 Primary.Switchover.Max.Retrans; `None`: no permanent switchover.
     pub psmr: Option<u32>,
-    /// Payload bytes per DATA chunk (user message size); `None`: fill the MTU.
+    /// Payload bytes per DATA chunk (user message size), at most [`SctpConfig::max_payload`]
+    /// (a message is not fragmented); `None`: fill the MTU.
     pub message_size: Option<u32>,
     /// RFC 9260 §7.2.1/§7.2.2: halve an idle destination's cwnd (floor 4 units) once per RTO.
     pub cwnd_validation: bool,
@@ -155,6 +156,17 @@ impl SctpConfig {
     pub fn max_payload(&self) -> u32 {
         self.mtu
             .saturating_sub((IPV4_HEADER + COMMON_HEADER + DATA_HEADER) as u32)
+    }
+
+    /// Why a `message_size` of `m` bytes, above [`SctpConfig::max_payload`], is refused: one
+    /// message is one DATA chunk (fragmentation is not modelled).
+    pub fn message_too_large(&self, m: u64) -> String {
+        format!(
+            "must be at most {} bytes, the DATA payload of one packet at mtu {} (messages are \
+             not fragmented), got {m}",
+            self.max_payload(),
+            self.mtu
+        )
     }
 
     /// Path Maximum DATA Chunk Size (RFC 9260 §3): MTU - IPv4 - common header.
@@ -251,6 +263,17 @@ impl SctpConfig {
         if self.rto_initial == SimDuration::ZERO {
             return Err(("rto_initial", "must be positive".into()));
         }
+        if self.rto_initial < self.rto_min || self.rto_initial > self.rto_max {
+            return Err((
+                "rto_initial",
+                format!(
+                    "must be from rto_min ({} s) to rto_max ({} s), got {} s",
+                    self.rto_min.as_secs_f64(),
+                    self.rto_max.as_secs_f64(),
+                    self.rto_initial.as_secs_f64()
+                ),
+            ));
+        }
         if self.max_burst == Some(0) {
             return Err((
                 "max_burst",
@@ -281,6 +304,9 @@ impl SctpConfig {
         }
         if self.message_size == Some(0) {
             return Err(("message_size", "must be positive".into()));
+        }
+        if let Some(m) = self.message_size.filter(|&m| m > self.max_payload()) {
+            return Err(("message_size", self.message_too_large(m.into())));
         }
         if let Some(pf) = self.pf_max_retrans {
             if pf > self.path_max_retrans {
@@ -414,6 +440,35 @@ mod tests {
             }),
             "max_burst"
         );
+        // RTO.Initial within [RTO.Min, RTO.Max].
+        assert_eq!(
+            field(SctpConfig {
+                rto_initial: SimDuration::from_secs(100),
+                ..base.clone()
+            }),
+            "rto_initial"
+        );
+        assert_eq!(
+            field(SctpConfig {
+                rto_initial: SimDuration::from_millis(500),
+                ..base.clone()
+            }),
+            "rto_initial"
+        );
+        // A message is one DATA chunk: at most the payload one packet carries.
+        assert_eq!(
+            field(SctpConfig {
+                message_size: Some(1453),
+                ..base.clone()
+            }),
+            "message_size"
+        );
+        assert!(SctpConfig {
+            message_size: Some(1452),
+            ..base.clone()
+        }
+        .validate()
+        .is_ok());
         // Any real in [0, 1] is fine.
         assert!(SctpConfig {
             rto_alpha: 0.37,

@@ -235,7 +235,8 @@ impl<K: Keyword> Serialize for DurationOr<K> {
     }
 }
 
-/// A positive bit rate: bits per second, or a string like `"10Mbps"`, `"64kbps"`, `"1Gbps"`.
+/// A positive bit rate: bits per second, or a string like `"10Mbps"`, `"64kbps"`, `"1Gbps"`,
+/// `"10Tbps"` (the highest).
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub struct Rate(pub u64);
 
@@ -248,9 +249,10 @@ impl Rate {
             "kbps" | "Kbps" | "kbit/s" => 1e3,
             "Mbps" | "mbps" | "Mbit/s" => 1e6,
             "Gbps" | "gbps" | "Gbit/s" => 1e9,
+            "Tbps" | "tbps" | "Tbit/s" => 1e12,
             _ => {
                 return Err(format!(
-                    "unknown rate unit {unit:?} in {s:?} (use bps, kbps, Mbps, Gbps)"
+                    "unknown rate unit {unit:?} in {s:?} (use bps, kbps, Mbps, Gbps, Tbps)"
                 ))
             }
         };
@@ -383,6 +385,12 @@ mod tests {
         assert_eq!(Duration::parse("1.1ms").unwrap().0, SimDuration(1_100_000));
         assert_eq!(Rate::parse("10Mbps").unwrap().0, 10_000_000);
         assert_eq!(Rate::parse("64kbps").unwrap().0, 64_000);
+        // Up to the documented bound, in its own unit too.
+        assert_eq!(Rate::parse("10Tbps").unwrap().0, 10_000_000_000_000);
+        assert_eq!(Rate::parse("1.5 Tbit/s").unwrap().0, 1_500_000_000_000);
+        assert!(Rate::parse("11Tbps")
+            .unwrap_err()
+            .contains("at most 10 Tbps"));
         assert!(Rate::parse("-5Mbps").unwrap_err().contains("positive"));
         assert_eq!(Bytes::parse("64KiB").unwrap().0, 65_536);
         assert_eq!(Bytes::parse("1MB").unwrap().0, 1_000_000);

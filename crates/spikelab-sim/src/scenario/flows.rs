@@ -567,6 +567,46 @@ pub const CC_PARAMS: &[(&str, &[&str])] = &[
     ("rtt0", &["hybla"]),
 ];
 
+/// A `cc` table without `algo` (`--set flow[0].cc.beta=0.6` on a flow that leaves `cc` out
+/// makes one): says to give the algorithm with the parameters, in the `--set` words that do
+/// it, instead of serde's "missing field `algo`". The example algorithm is one that takes
+/// every parameter given (cubic when none or no single one does).
+pub(super) fn check_cc_tables(root: &toml::Value) -> Result<()> {
+    let Some(flows) = root.get("flow").and_then(|f| f.as_array()) else {
+        return Ok(());
+    };
+    for (i, flow) in flows.iter().enumerate() {
+        let Some(cc) = flow.get("cc").and_then(|c| c.as_table()) else {
+            continue;
+        };
+        if cc.contains_key("algo") {
+            continue;
+        }
+        let takes = |algo: &str| {
+            cc.keys().all(|k| {
+                CC_PARAMS
+                    .iter()
+                    .any(|(p, algos)| p == k && algos.contains(&algo))
+            })
+        };
+        let algo = ["cubic", "bic", "hybla"]
+            .into_iter()
+            .find(|a| takes(a))
+            .unwrap_or("cubic");
+        let mut whole = vec![format!("algo={:?}", algo)];
+        whole.extend(cc.iter().map(|(k, v)| format!("{k}={v}")));
+        let at = format!("flow[{i}].cc");
+        return Err(ScenarioError::new(
+            &at,
+            format!(
+                "a cc table needs algo (set {at}={{{}}} whole, or {at}={algo:?} first)",
+                whole.join(", ")
+            ),
+        ));
+    }
+    Ok(())
+}
+
 /// `paths = []` is refused rather than read as absent: an association needs a destination, and
 /// an empty list is more likely a list left unfinished than a wish for the default fwd/rev.
 fn non_empty_paths<'de, D: Deserializer<'de>>(
@@ -812,6 +852,30 @@ impl FlowSpec {
         } else {
             self.paths.clone()
         }
+    }
+
+    /// The largest packet (bytes on the wire, IP header included) this flow sends on its data
+    /// path and on its reply path, for checks that turn a queue of packets into bytes. TCP: a
+    /// full segment with its headers and timestamps (`mss` + 40 + 12: 1500 by default) and an
+    /// ACK with the whole 40-byte option space (a handshake's SYN and SYN-ACK are 60); SCTP:
+    /// the MTU both ways (no DATA or SACK packet exceeds it). Call after validation.
+    pub(super) fn largest_packets(&self) -> (u64, u64) {
+        if let Some(c) = self.sctp_config() {
+            return (c.mtu as u64, c.mtu as u64);
+        }
+        let t = &self.tcp;
+        let header = spikelab_tcp::IP_TCP_HEADER as u64;
+        let ts = if t.timestamps { 12 } else { 0 };
+        // SACK blocks fill what the timestamps leave of the 40 bytes: 3 blocks or 4.
+        let sack = match (t.sack, t.timestamps) {
+            (false, _) => 0,
+            (true, true) => 4 + 3 * 8,
+            (true, false) => 4 + 4 * 8,
+        };
+        let syn = if t.handshake { header + 20 } else { 0 };
+        let data = (header + ts + t.mss.max(1) as u64).max(syn);
+        let ack = (header + ts + sack).max(syn);
+        (data, ack)
     }
 
     /// The SCTP endpoint configuration of an SCTP flow (validated).
@@ -1084,11 +1148,14 @@ impl FlowSpec {
                 "the dsack detector (RFC 3708) needs sack = true and dsack = true",
             )?;
         }
-        if has("frto") && t.frto == FrtoSpec::Sack {
+        // Whatever `spurious` lists: the frto and linux detectors run it, and a setting that
+        // could not run is not left lying in the file.
+        if t.frto == FrtoSpec::Sack {
             check(
                 t.sack,
                 format!("{at}.frto"),
-                "SACK-enhanced F-RTO (RFC 5682 section 3) needs sack = true",
+                "SACK-enhanced F-RTO (RFC 5682 section 3) needs sack = true (\"auto\" picks the \
+                 basic algorithm without SACK)",
             )?;
         }
         t.block_fr_after_rto
@@ -1122,6 +1189,11 @@ impl FlowSpec {
             r.initial.0 > SimDuration::ZERO,
             format!("{at}.initial"),
             format!("must be > 0, got {}", r.initial),
+        )?;
+        check(
+            min <= r.initial && r.initial <= max,
+            format!("{at}.initial"),
+            format!("must be from min ({min}) to max ({max}), got {}", r.initial),
         )?;
         check(
             r.alpha > 0.0 && r.alpha <= 1.0,

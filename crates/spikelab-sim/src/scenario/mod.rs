@@ -266,6 +266,7 @@ impl Default for Duration {
 pub fn parse(text: &str, overrides: &[String], base_dir: &Path) -> Result<Scenario> {
     let mut value = overridden(text, overrides)?;
     apply_profiles(&mut value)?;
+    flows::check_cc_tables(&value)?;
     let mut sc: Scenario =
         serde_path_to_error::deserialize(strict::Strict(value)).map_err(|e| field_error(e, ""))?;
     sc.resolve(base_dir)?;
@@ -463,6 +464,34 @@ fn check(ok: bool, field: impl Into<String>, msg: impl Into<String>) -> Result<(
     }
 }
 
+/// A path's or a stage's name: one or more ASCII letters, digits, `_` or `-`. Names are parts
+/// of `--set` keys (`path.NAME.STAGE.key`, split at dots), of the runs columns
+/// (`drops_PATH_STAGE`) and of capture points (`path.NAME.stage[K]`). `what` starts the
+/// message ("a path's name ", or "" when the field is the name itself).
+fn check_name(name: &str, field: String, what: &str) -> Result<()> {
+    check(
+        !name.is_empty()
+            && name
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-'),
+        field,
+        format!(
+            "{what}must be one or more ASCII letters, digits, _ or - (it is part of --set keys \
+             such as path.NAME.KEY and of the drops_PATH_STAGE columns), got {name:?}"
+        ),
+    )
+}
+
+/// The default path a flow gets for `role` (`"fwd"` or `"rev"`) when the file does not
+/// declare it, in words.
+fn default_path_words(role: &str) -> &'static str {
+    if role == "fwd" {
+        "a 10 Mbit/s rate stage with a 100-packet queue, then 20 ms of delay"
+    } else {
+        "20 ms of delay, no rate limit"
+    }
+}
+
 fn positive_int(v: i64, field: &str, max: i64) -> Result<()> {
     check(v >= 1, field, format!("must be >= 1, got {v}"))?;
     check(v <= max, field, format!("must be <= {max}, got {v}"))
@@ -513,6 +542,9 @@ impl Scenario {
                 ));
             }
         }
+        // The paths the file declares: a default path ("fwd", "rev") it leaves out stands in
+        // only in its own role (below).
+        let declared: std::collections::BTreeSet<String> = self.path.keys().cloned().collect();
         // The default path names may be left out: they get the default link.
         for f in &self.flow {
             for d in f.destinations() {
@@ -525,6 +557,7 @@ impl Scenario {
         }
         paths::check_preset_defaults(&self.preset)?;
         for (name, path) in self.path.iter_mut() {
+            check_name(name, format!("path.{name:?}"), "a path's name ")?;
             if let Some(preset) = path.preset.take() {
                 let at = format!("path.{name}.preset");
                 let own = preset.table.clone();
@@ -554,6 +587,9 @@ impl Scenario {
             }
             let mut seen = std::collections::BTreeSet::new();
             for (i, st) in path.stage.iter_mut().enumerate() {
+                if let Some(n) = &st.name {
+                    check_name(n, format!("path.{name}.stage[{i}].name"), "")?;
+                }
                 let base = st
                     .name
                     .clone()
@@ -644,19 +680,36 @@ impl Scenario {
                     *given = default.clone();
                 }
             }
-            let mut ends: Vec<(String, &String)> = Vec::new();
+            let mut ends: Vec<(String, &String, &str)> = Vec::new();
             if f.protocol == Protocol::Sctp && !f.paths.is_empty() {
                 for (k, d) in f.paths.iter().enumerate() {
-                    ends.push((format!("flow[{i}].paths[{k}].fwd"), &d.fwd));
-                    ends.push((format!("flow[{i}].paths[{k}].rev"), &d.rev));
+                    ends.push((format!("flow[{i}].paths[{k}].fwd"), &d.fwd, "fwd"));
+                    ends.push((format!("flow[{i}].paths[{k}].rev"), &d.rev, "rev"));
                 }
             } else {
-                ends.push((format!("flow[{i}].fwd"), &f.fwd));
-                ends.push((format!("flow[{i}].rev"), &f.rev));
+                ends.push((format!("flow[{i}].fwd"), &f.fwd, "fwd"));
+                ends.push((format!("flow[{i}].rev"), &f.rev, "rev"));
             }
-            for (field, p) in ends {
+            for (field, p, role) in ends {
+                // The two default paths are not mirror images: the default rev has no rate
+                // limit, so data sent on it would meet no bottleneck.
+                let other = if role == "fwd" { "rev" } else { "fwd" };
+                check(
+                    p != other || declared.contains(p),
+                    &field,
+                    format!(
+                        "the file declares no path \"{other}\", and the default {other} path \
+                         ({}) stands in only as a flow's {other}: declare [path.{other}] to use \
+                         it as a {role} path",
+                        default_path_words(other)
+                    ),
+                )?;
                 if !self.path.contains_key(p) {
-                    let known: Vec<&str> = self.path.keys().map(|s| s.as_str()).collect();
+                    // The default paths need no declaration in their own role.
+                    let mut known: std::collections::BTreeSet<&str> =
+                        self.path.keys().map(|s| s.as_str()).collect();
+                    known.insert(role);
+                    let known: Vec<&str> = known.into_iter().collect();
                     return Err(ScenarioError::new(
                         field,
                         format!("no path named {p:?} (defined: {})", known.join(", ")),
@@ -684,7 +737,52 @@ impl Scenario {
                 ),
             )?;
         }
+        self.check_adapt_packet_queues()?;
         self.validate_pcap()
+    }
+
+    /// A load-driven rate behind a queue counted in packets can step up: `up_bytes` below what
+    /// the queue holds at the lowest rate, in packets of the largest size a flow sends on the
+    /// path (a path another continues into carries that one's packets too). A path no flow
+    /// reaches carries nothing and is not checked. (`queue_bytes` is checked with the stage.)
+    fn check_adapt_packet_queues(&self) -> Result<()> {
+        let mut largest: BTreeMap<&str, u64> = BTreeMap::new();
+        for f in &self.flow {
+            let (data, reply) = f.largest_packets();
+            for d in f.destinations() {
+                for (start, size) in [(d.fwd, data), (d.rev, reply)] {
+                    // `next` chains end (checked above): follow one to its end.
+                    let mut at = self.path.get_key_value(start.as_str());
+                    let mut hops = 0;
+                    while let Some((name, spec)) = at {
+                        let e = largest.entry(name.as_str()).or_insert(0);
+                        *e = (*e).max(size);
+                        hops += 1;
+                        if hops > paths::MAX_PATH_CHAIN {
+                            break;
+                        }
+                        at = spec.next.as_ref().and_then(|n| self.path.get_key_value(n));
+                    }
+                }
+            }
+        }
+        for (name, path) in &self.path {
+            let Some(&size) = largest.get(name.as_str()) else {
+                continue;
+            };
+            for (i, st) in path.stage.iter().enumerate() {
+                if let (Some(a), Some(q)) = (&st.adapt, st.queue) {
+                    let at = format!("path.{name}.stage[{i}]");
+                    paths::check_up_reachable_packets(
+                        &a.params(&at)?,
+                        q.max(0) as u64,
+                        size,
+                        format!("{at}.adapt.up_bytes"),
+                    )?;
+                }
+            }
+        }
+        Ok(())
     }
 
     /// `sim.pcap` names known observation points, each once; `sim.pcap_snaplen` holds the

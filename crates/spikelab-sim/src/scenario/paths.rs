@@ -1233,6 +1233,15 @@ pub const DELAY_TRACE_HEADER: &str = "time_ms,delay_ms,loss";
 /// The header of a rate stage's trace.
 pub const RATE_TRACE_HEADER: &str = "time_ms,rate_bps";
 
+/// At most 80 characters of a line quoted in an error (a file of one 20 MB line must not
+/// make a 20 MB message), with `…` where it was cut.
+fn clipped(line: &str) -> String {
+    match line.char_indices().nth(80) {
+        Some((cut, _)) => format!("{}…", &line[..cut]),
+        None => line.to_string(),
+    }
+}
+
 /// An error about "row I" of rows read from `path` restated as the file's line (`lines[I]`,
 /// from 1), where the user can find it.
 fn at_lines<T>(r: Result<T>, path: &Path, lines: &[usize]) -> Result<T> {
@@ -1322,10 +1331,11 @@ pub fn read_csv_lines(
                 return Err(ScenarioError::new(
                     field,
                     format!(
-                        "{} line {}: expected {} numbers, got {line:?}",
+                        "{} line {}: expected {} numbers, got {:?}",
                         path.display(),
                         no + 1,
-                        if ncols == 3 { "three" } else { "two" }
+                        if ncols == 3 { "three" } else { "two" },
+                        clipped(line)
                     ),
                 ))
             }
@@ -1462,6 +1472,13 @@ pub fn schedule_points(rows: &[Vec<ScheduleCell>], field: &str) -> Result<Vec<(S
             if t < prev.0 {
                 return Err(at("times must be non-decreasing".into()));
             }
+        }
+        // As in a delay profile: a step is two rows, the rate before and the rate after; a
+        // third row at that time would never apply.
+        if out.len() >= 2 && out[out.len() - 2].0 == t {
+            return Err(at(
+                "at most two rows may share one time (a step has a before and an after)".into(),
+            ));
         }
         out.push((t, bps));
     }
@@ -1634,6 +1651,41 @@ fn check_up_reachable(
         format!(
             "must be below what {queue} holds at {lowest} ({cap} bytes{scaled}), or {what} \
              never steps up; got {} bytes",
+            p.up_bytes
+        ),
+    )
+}
+
+/// Checks that a load-driven rate behind a queue of `queue` packets can step up: `up_bytes`
+/// below what that many packets of at most `largest` bytes (the largest packet a flow sends on
+/// the path) hold at the lowest level (the packet limit scaled to that level's rate with
+/// `scale_queue`, as the stage scales it), or event 4a never fires.
+pub(super) fn check_up_reachable_packets(
+    p: &AdaptParams,
+    queue: u64,
+    largest: u64,
+    field: String,
+) -> Result<()> {
+    let packets = if p.scale_queue {
+        let top = *p.rates.last().expect("validated") as u128;
+        ((queue as u128 * p.rates[0] as u128 / top) as u64).max(1)
+    } else {
+        queue
+    };
+    let cap = packets.saturating_mul(largest);
+    let scaled = if p.scale_queue {
+        ", queue scaled by scale_queue,"
+    } else {
+        ""
+    };
+    let plural = if packets == 1 { "" } else { "s" };
+    check(
+        p.up_bytes < cap,
+        field,
+        format!(
+            "must be below what the queue holds at the lowest rate ({packets} packet{plural}\
+             {scaled} of at most {largest} bytes, the largest packet the flows send on this \
+             path: {cap} bytes), or the rate never steps up; got {} bytes",
             p.up_bytes
         ),
     )

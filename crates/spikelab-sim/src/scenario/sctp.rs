@@ -228,7 +228,15 @@ impl SctpSpec {
         }
         if let Some(v) = self.message_size {
             check(v >= 1, f("message_size"), format!("must be >= 1, got {v}"))?;
-            c.message_size = Some(v.min(u32::MAX as i64) as u32);
+            // One message is one DATA chunk (not fragmented): at most one packet's payload.
+            // Checked here too so that the error shows the value as written, also one beyond
+            // the configuration's 32 bits.
+            check(
+                v <= c.max_payload() as i64,
+                f("message_size"),
+                c.message_too_large(v as u64),
+            )?;
+            c.message_size = Some(v as u32);
         }
         if let Some(v) = self.cwnd_validation {
             c.cwnd_validation = v;

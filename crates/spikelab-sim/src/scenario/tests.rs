@@ -69,7 +69,7 @@ fn errors_name_the_field() {
     );
     assert_eq!(
         err("[[flow]]\nfwd = \"uplink\"\n"),
-        "flow[0].fwd: no path named \"uplink\" (defined: rev)"
+        "flow[0].fwd: no path named \"uplink\" (defined: fwd, rev)"
     );
     assert_eq!(
         err("[sim]\nduration = 5\n"),
@@ -617,9 +617,11 @@ fn malformed_cc_tables_are_one_line_naming_the_field() {
     let e = err("[[flow]]\n[flow.cc]\nalgo = \"cubic\"\nbogus = 1\n");
     assert!(e.starts_with("flow[0].cc"), "{e}");
     assert!(e.contains("unknown field `bogus`"), "{e}");
-    let e = err("[[flow]]\n[flow.cc]\nflavor = \"linux\"\n");
-    assert!(e.starts_with("flow[0].cc"), "{e}");
-    assert!(e.contains("missing field `algo`"), "{e}");
+    assert_eq!(
+        err("[[flow]]\n[flow.cc]\nflavor = \"linux\"\n"),
+        "flow[0].cc: a cc table needs algo (set flow[0].cc={algo=\"cubic\", flavor=\"linux\"} \
+         whole, or flow[0].cc=\"cubic\" first)"
+    );
     let e = err("[[flow]]\n[flow.cc]\nalgo = \"cubic\"\nbeta = \"high\"\n");
     assert!(e.starts_with("flow[0].cc.beta: invalid type"), "{e}");
     let e = err("[[flow]]\ncc = 3\n");
@@ -1107,6 +1109,18 @@ fn a_rate_stage_takes_a_schedule_a_trace_or_switching() {
             "path.fwd.stage[0].trace: {} line 5: times must be non-decreasing",
             dir.join("d.csv").display()
         )
+    );
+    // A line quoted in an error is cut at 80 characters.
+    std::fs::write(
+        dir.join("long.csv"),
+        format!("time_ms,rate_bps\n{}\n", "x".repeat(100_000)),
+    )
+    .unwrap();
+    let e = parse(&text("long.csv"), &[], &dir).unwrap_err().to_string();
+    assert!(
+        e.ends_with(&format!("got \"{}…\"", "x".repeat(80))) && e.len() < 400,
+        "{}",
+        &e[..e.len().min(400)]
     );
     std::fs::remove_dir_all(&dir).ok();
     let sc = parse(
@@ -1648,4 +1662,334 @@ fn errors_name_models_and_bounds_in_the_file_s_words() {
     for (text, want) in cases {
         assert_eq!(err(text), want);
     }
+}
+
+#[test]
+fn a_load_driven_rate_behind_a_packet_queue_must_be_able_to_step_up() {
+    let adapt =
+        "adapt = { rates = [\"128kbps\", \"384kbps\"], up_bytes = \"38KB\", down_after = \"1s\" }";
+    let stage = |queue: &str, adapt: &str| {
+        format!("[path.fwd]\n[[path.fwd.stage]]\ntype = \"rate\"\n{queue}{adapt}\n[[flow]]\n")
+    };
+    // One packet of at most 1500 bytes (a full 1448-byte segment with its headers and
+    // timestamps) never holds 38 KB.
+    assert_eq!(
+        err(&stage("queue = 1\n", adapt)),
+        "path.fwd.stage[0].adapt.up_bytes: must be below what the queue holds at the lowest \
+         rate (1 packet of at most 1500 bytes, the largest packet the flows send on this path: \
+         1500 bytes), or the rate never steps up; got 38000 bytes"
+    );
+    // 30 packets hold 45 KB; scaled to the lowest rate (128/384) only 10 of them.
+    parse(&stage("queue = 30\n", adapt), &[], Path::new(".")).unwrap();
+    let scaled = adapt.replace(" }", ", scale_queue = true }");
+    assert_eq!(
+        err(&stage("queue = 30\n", &scaled)),
+        "path.fwd.stage[0].adapt.up_bytes: must be below what the queue holds at the lowest \
+         rate (10 packets, queue scaled by scale_queue, of at most 1500 bytes, the largest \
+         packet the flows send on this path: 15000 bytes), or the rate never steps up; got \
+         38000 bytes"
+    );
+    // The default queue (1000 packets) too.
+    let e = err(&stage("", &adapt.replace("38KB", "2MB")));
+    assert!(e.contains("(1000 packets of at most 1500 bytes"), "{e}");
+    // The packet size is the largest the flows on the path send: 5 jumbo segments hold 45 KB.
+    let jumbo = format!("{}[flow.tcp]\nmss = 8948\n", stage("queue = 5\n", adapt));
+    parse(&jumbo, &[], Path::new(".")).unwrap();
+    let e = err(&jumbo.replace("8948", "1448"));
+    assert!(e.contains("(5 packets of at most 1500 bytes"), "{e}");
+    // An SCTP flow's packets fill its MTU.
+    let sctp = format!(
+        "{}protocol = \"sctp\"\n[flow.sctp]\nmtu = 576\n",
+        stage("queue = 30\n", adapt)
+    );
+    assert!(err(&sctp).contains("(30 packets of at most 576 bytes"));
+    // A path another continues into carries that one's packets.
+    let joined =
+        "[path.near]\nnext = \"bottleneck\"\n[path.bottleneck]\n[[path.bottleneck.stage]]\n\
+                  type = \"rate\"\nqueue = 1\nadapt = { rates = [\"128kbps\", \"384kbps\"], \
+                  up_bytes = \"38KB\", down_after = \"1s\" }\n[[flow]]\nfwd = \"near\"\n";
+    assert!(err(joined).starts_with("path.bottleneck.stage[0].adapt.up_bytes: must be below"));
+}
+
+#[test]
+fn a_rate_schedule_refuses_three_rows_at_one_time() {
+    let stage = |rows: &str| {
+        format!("[path.fwd]\n[[path.fwd.stage]]\ntype = \"rate\"\nschedule = {rows}\n[[flow]]\n")
+    };
+    // As a delay profile does: a step is two rows.
+    assert_eq!(
+        err(&stage("[[0, 0], [0, 0], [0, \"1Mbps\"]]")),
+        "path.fwd.stage[0].schedule: row 2: at most two rows may share one time (a step has a \
+         before and an after)"
+    );
+    assert_eq!(
+        err("[path.fwd]\n[[path.fwd.stage]]\ntype = \"delay\"\nprofile = [[0, 5, 0], [0, 6, 0], [0, 7, 0]]\n[[flow]]\n"),
+        "path.fwd.stage[0].profile: row 2: at most two rows may share one time (a step has a \
+         before and an after)"
+    );
+    let e = err(&stage(
+        "[[0, \"1Mbps\"], [500, \"1Mbps\"], [500.0, 0], [500, \"2Mbps\"]]",
+    ));
+    assert!(
+        e.starts_with("path.fwd.stage[0].schedule: row 3: at most two rows"),
+        "{e}"
+    );
+    // Two rows at one time are a step; the later applies.
+    let sc = parse(
+        &stage("[[0, \"1Mbps\"], [500, \"1Mbps\"], [500, \"2Mbps\"], [900, \"2Mbps\"], [900, \"3Mbps\"]]"),
+        &[],
+        Path::new("."),
+    )
+    .unwrap();
+    assert_eq!(
+        sc.path["fwd"].stage[0].rate_points.as_ref().unwrap().len(),
+        5
+    );
+    // And in a trace file, by its line.
+    let dir = std::env::temp_dir().join(format!("spikelab-rate-triple-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("r.csv"),
+        "time_ms,rate_bps\n0,1000000\n10,0\n10,0\n10,1000000\n",
+    )
+    .unwrap();
+    let e = parse(
+        "[path.fwd]\n[[path.fwd.stage]]\ntype = \"rate\"\ntrace = \"r.csv\"\n[[flow]]\n",
+        &[],
+        &dir,
+    )
+    .unwrap_err()
+    .to_string();
+    std::fs::remove_dir_all(&dir).ok();
+    assert!(
+        e.ends_with(
+            "r.csv line 5: at most two rows may share one time (a step has a before and an after)"
+        ),
+        "{e}"
+    );
+}
+
+#[test]
+fn path_and_stage_names_must_be_identifiers() {
+    let why = "must be one or more ASCII letters, digits, _ or - (it is part of --set keys such \
+               as path.NAME.KEY and of the drops_PATH_STAGE columns)";
+    for name in ["", "a b", "a/b", "a.b", "a\\\"b", "süd"] {
+        let quoted = format!("{name:?}");
+        let toml_key = toml::Value::String(name.to_string()).to_string();
+        assert_eq!(
+            err(&format!(
+                "[path.{toml_key}]\n[[path.{toml_key}.stage]]\ntype = \"delay\"\ndelay = \"1ms\"\n[[flow]]\n"
+            )),
+            format!("path.{quoted}: a path's name {why}, got {quoted}"),
+            "{name}"
+        );
+        assert_eq!(
+            err(&format!(
+                "[path.fwd]\n[[path.fwd.stage]]\ntype = \"delay\"\ndelay = \"1ms\"\nname = {toml_key}\n[[flow]]\n"
+            )),
+            format!("path.fwd.stage[0].name: {why}, got {quoted}"),
+            "{name}"
+        );
+    }
+    // Letters, digits, _ and - are fine (the shipped scenarios' names are of these).
+    let sc = parse(
+        "[path.up-link_2]\n[[path.up-link_2.stage]]\ntype = \"delay\"\ndelay = \"1ms\"\nname = \"air-1_x\"\n[[flow]]\nfwd = \"up-link_2\"\n",
+        &[],
+        Path::new("."),
+    )
+    .unwrap();
+    assert_eq!(
+        sc.path["up-link_2"].stage[0].name.as_deref(),
+        Some("air-1_x")
+    );
+}
+
+#[test]
+fn rto_initial_must_lie_between_min_and_max() {
+    assert_eq!(
+        err("[[flow]]\n[flow.tcp.rto]\ninitial = \"100s\"\nmax = \"60s\"\n"),
+        "flow[0].tcp.rto.initial: must be from min (1s) to max (60s), got 100s"
+    );
+    assert_eq!(
+        err("[[flow]]\n[flow.tcp.rto]\nmin = \"2s\"\n"),
+        "flow[0].tcp.rto.initial: must be from min (2s) to max (60s), got 1s"
+    );
+    // The linux estimator's bounds, and the linux profile's values, are fine.
+    parse(
+        "[[flow]]\n[flow.tcp.rto]\nestimator = \"linux\"\ninitial = \"100s\"\n",
+        &[],
+        Path::new("."),
+    )
+    .unwrap();
+    parse(
+        "[[flow]]\n[flow.tcp]\nprofile = \"linux\"\n",
+        &[],
+        Path::new("."),
+    )
+    .unwrap();
+    let sctp = |keys: &str| format!("[[flow]]\nprotocol = \"sctp\"\n[flow.sctp]\n{keys}\n");
+    assert_eq!(
+        err(&sctp("rto_initial = \"100s\"")),
+        "flow[0].sctp.rto_initial: must be from rto_min (1 s) to rto_max (60 s), got 100 s"
+    );
+    assert_eq!(
+        err(&sctp("rto_min = \"2s\"")),
+        "flow[0].sctp.rto_initial: must be from rto_min (2 s) to rto_max (60 s), got 1 s"
+    );
+    parse(&sctp("profile = \"rfc4960\""), &[], Path::new(".")).unwrap();
+    parse(
+        &sctp("rto_initial = \"100s\"\nrto_max = \"120s\""),
+        &[],
+        Path::new("."),
+    )
+    .unwrap();
+}
+
+#[test]
+fn sack_enhanced_frto_needs_sack_whatever_spurious_lists() {
+    let want = "flow[0].tcp.frto: SACK-enhanced F-RTO (RFC 5682 section 3) needs sack = true \
+                (\"auto\" picks the basic algorithm without SACK)";
+    for spurious in ["", "spurious = [\"frto\"]\n", "spurious = [\"linux\"]\n"] {
+        assert_eq!(
+            err(&format!(
+                "[[flow]]\n[flow.tcp]\nsack = false\nfrto = \"sack\"\n{spurious}"
+            )),
+            want
+        );
+    }
+    // The linux profile's frto = "auto" follows sack.
+    let sc = parse(
+        "[[flow]]\n[flow.tcp]\nprofile = \"linux\"\nsack = false\nvariant = \"newreno\"\n",
+        &[],
+        Path::new("."),
+    )
+    .unwrap();
+    assert_eq!(sc.flow[0].spurious_config().frto, FrtoVariant::Basic);
+    assert_eq!(
+        err("[[flow]]\n[flow.tcp]\nprofile = \"linux\"\nsack = false\nvariant = \"newreno\"\nfrto = \"sack\"\n"),
+        want
+    );
+}
+
+#[test]
+fn sctp_message_size_above_the_mtu_payload_is_refused() {
+    let sctp = |keys: &str| format!("[[flow]]\nprotocol = \"sctp\"\n[flow.sctp]\n{keys}\n");
+    assert_eq!(
+        err(&sctp("message_size = 100000")),
+        "flow[0].sctp.message_size: must be at most 1452 bytes, the DATA payload of one packet \
+         at mtu 1500 (messages are not fragmented), got 100000"
+    );
+    assert_eq!(
+        err(&sctp("message_size = 10000000000")),
+        "flow[0].sctp.message_size: must be at most 1452 bytes, the DATA payload of one packet \
+         at mtu 1500 (messages are not fragmented), got 10000000000"
+    );
+    assert!(err(&sctp("mtu = 576\nmessage_size = 1452")).contains("at most 528 bytes"));
+    let sc = parse(&sctp("message_size = 1452"), &[], Path::new(".")).unwrap();
+    assert_eq!(sc.flow[0].sctp_config().unwrap().chunk_payload(), 1452);
+    let sc = parse(
+        &sctp("mtu = 9000\nmessage_size = 8952"),
+        &[],
+        Path::new("."),
+    )
+    .unwrap();
+    assert_eq!(sc.flow[0].sctp_config().unwrap().chunk_payload(), 8952);
+}
+
+#[test]
+fn the_default_paths_are_listed_and_not_swapped_silently() {
+    // The implied default paths are defined for the error's list.
+    assert_eq!(
+        err("[[flow]]\nfwd = \"nope\"\n"),
+        "flow[0].fwd: no path named \"nope\" (defined: fwd, rev)"
+    );
+    assert_eq!(
+        err("[path.a]\n[[flow]]\nrev = \"nope\"\n"),
+        "flow[0].rev: no path named \"nope\" (defined: a, fwd, rev)"
+    );
+    // The two defaults are not mirror images: the default rev has no rate limit.
+    let fwd_rev = "flow[0].fwd: the file declares no path \"rev\", and the default rev path \
+                   (20 ms of delay, no rate limit) stands in only as a flow's rev: declare \
+                   [path.rev] to use it as a fwd path";
+    assert_eq!(err("[[flow]]\nfwd = \"rev\"\nrev = \"fwd\"\n"), fwd_rev);
+    assert_eq!(
+        err("[[flow]]\nrev = \"fwd\"\n"),
+        "flow[0].rev: the file declares no path \"fwd\", and the default fwd path (a 10 \
+         Mbit/s rate stage with a 100-packet queue, then 20 ms of delay) stands in only as a \
+         flow's fwd: declare [path.fwd] to use it as a rev path"
+    );
+    // Also when another flow implies it in its own role.
+    assert_eq!(
+        err("[[flow]]\n[[flow]]\nfwd = \"rev\"\nrev = \"fwd\"\n").replace("flow[1]", "flow[0]"),
+        fwd_rev
+    );
+    // Declared, either may carry either direction.
+    let sc = parse(
+        "[path.fwd]\n[[path.fwd.stage]]\ntype = \"delay\"\ndelay = \"10ms\"\n[path.rev]\n\
+         [[path.rev.stage]]\ntype = \"delay\"\ndelay = \"10ms\"\n[[flow]]\n[[flow]]\n\
+         fwd = \"rev\"\nrev = \"fwd\"\n",
+        &[],
+        Path::new("."),
+    )
+    .unwrap();
+    assert_eq!(sc.flow[1].fwd, "rev");
+    // An SCTP destination's paths follow the same rule.
+    assert!(err(
+        "[[flow]]\nprotocol = \"sctp\"\npaths = [{ fwd = \"fwd\", rev = \"rev\" }, { fwd = \"rev\", rev = \"rev\" }]\n"
+    )
+    .starts_with("flow[0].paths[1].fwd: the file declares no path \"rev\""));
+}
+
+#[test]
+fn a_cc_parameter_set_without_algo_says_to_set_the_algorithm() {
+    let e = parse(MIN, &["flow[0].cc.beta=0.6".into()], Path::new("."))
+        .unwrap_err()
+        .to_string();
+    assert_eq!(
+        e,
+        "flow[0].cc: a cc table needs algo (set flow[0].cc={algo=\"cubic\", beta=0.6} whole, \
+         or flow[0].cc=\"cubic\" first)"
+    );
+    // The example is an algorithm that takes the parameters given.
+    let e = parse(MIN, &["flow[0].cc.max_increment=8".into()], Path::new("."))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("set flow[0].cc={algo=\"bic\", max_increment=8} whole"),
+        "{e}"
+    );
+    // Either fix works.
+    for fix in [
+        vec!["flow[0].cc={algo=\"cubic\", beta=0.6}"],
+        vec!["flow[0].cc=\"cubic\"", "flow[0].cc.beta=0.6"],
+        vec!["flow[0].cc.beta=0.6", "flow[0].cc.algo=cubic"],
+    ] {
+        let sets: Vec<String> = fix.iter().map(|s| s.to_string()).collect();
+        let sc = parse(MIN, &sets, Path::new(".")).unwrap();
+        assert_eq!(sc.flow[0].cc.table.beta, Some(0.6), "{fix:?}");
+    }
+}
+
+#[test]
+fn rates_in_tbps_are_accepted_up_to_the_bound() {
+    let stage = |rate: &str| {
+        format!("[path.fwd]\n[[path.fwd.stage]]\ntype = \"rate\"\nrate = \"{rate}\"\n[[flow]]\n")
+    };
+    for (rate, bps) in [
+        ("10Tbps", 10_000_000_000_000),
+        ("1 Tbit/s", 1_000_000_000_000),
+        ("0.5tbps", 500_000_000_000),
+    ] {
+        let sc = parse(&stage(rate), &[], Path::new(".")).unwrap();
+        assert_eq!(sc.path["fwd"].stage[0].rate, Some(Rate(bps)), "{rate}");
+    }
+    assert_eq!(
+        err(&stage("11Tbps")),
+        "path.fwd.stage[0].rate: must be at most 10 Tbps, got 11Tbps"
+    );
+    assert_eq!(
+        err(&stage("10Pbps")),
+        "path.fwd.stage[0].rate: unknown rate unit \"Pbps\" in \"10Pbps\" (use bps, kbps, \
+         Mbps, Gbps, Tbps)"
+    );
 }
