@@ -7,20 +7,17 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 import sys
 from pathlib import Path
 
 from .common import checked
 
 
-_ms = checked(float, lambda v: math.isfinite(v) and v >= 0, "milliseconds >= 0")
-
-
-def _positive_ms(text: str) -> float:
-    value = _ms(text)
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"expected milliseconds > 0, got {text!r}")
-    return value
+#: The scenario's limit on a trace's times and delays (ms): 1e9 s, about 31 years.
+_MAX_MS = 1e12
+_ms = checked(float, lambda v: 0 <= v <= _MAX_MS, "milliseconds >= 0 (at most 1e12)")
+_positive_ms = checked(float, lambda v: 0 < v <= _MAX_MS, "milliseconds > 0 (at most 1e12)")
 
 
 _share = checked(float, lambda v: 0 < v <= 1, "a number in (0, 1]")
@@ -48,6 +45,11 @@ def _rate(text: str) -> float:
 _packets = checked(int, lambda v: v >= 1, "a whole number of packets >= 1")
 
 
+def _reason(exc: OSError) -> str:
+    """Why writing failed, without the file name (the temporary's, if any)."""
+    return exc.strerror or (os.strerror(exc.errno) if exc.errno else str(exc))
+
+
 def cmd_trace_import(args: argparse.Namespace) -> int:
     from .. import traces
     from ..figures.traces import draw_import
@@ -55,23 +57,30 @@ def cmd_trace_import(args: argparse.Namespace) -> int:
     for option, path in (("-o", args.out), ("--figure", args.figure)):
         if path is not None and Path(path).is_dir():  # said before the trace is read
             raise IsADirectoryError(f"{option} {path}: is a directory; give a file name")
-    columns = None
-    if args.kind == "csv":
-        columns = {"time_col": args.time_col, "time_unit": args.time_unit,
-                   "delay_col": args.delay_col, "loss_col": args.loss_col,
-                   "rate_col": args.rate_col}
+    # Every option the kind does not use is refused (import_trace): unset ones are None.
+    columns = {"time_col": args.time_col, "time_unit": args.time_unit,
+               "delay_col": args.delay_col, "loss_col": args.loss_col, "rate_col": args.rate_col}
     samples, profile = traces.import_trace(
         args.kind, args.file, share=args.share, interval_ms=args.interval,
-        smooth_ms=args.smooth, stat=args.stat, bin_ms=args.bin,
+        smooth_ms=0.0 if args.smooth is None else args.smooth, stat=args.stat, bin_ms=args.bin,
         ping_interval_s=None if args.ping_interval is None else args.ping_interval / 1000,
-        iface=args.interface, rate_bps=args.rate, queue=args.queue, loss=not args.no_loss, csv_columns=columns)
+        iface=args.interface, rate_bps=args.rate, queue=args.queue, loss=not args.no_loss,
+        csv_columns=columns)
     for warning in samples.warnings:
         print(f"spikelab: warning: {warning}", file=sys.stderr)
-    out = traces.write_profile(profile, args.out)
+    try:
+        out = traces.write_profile(profile, args.out)
+    except OSError as exc:  # named as given, never by the temporary written first
+        raise OSError(f"-o {args.out}: cannot write: {_reason(exc)}") from None
     figure = None
     if not args.no_figure:
-        figure = draw_import(samples, profile, args.figure or out.with_suffix(".png"),
-                             title=f"{Path(args.file).name} ({args.kind}) -> {out.name}")
+        png = args.figure or out.with_suffix(".png")
+        try:
+            figure = draw_import(samples, profile, png,
+                                 title=f"{Path(args.file).name} ({args.kind}) -> {out.name}")
+        except OSError as exc:
+            raise OSError(f"{'--figure' if args.figure else 'figure'} {png}: cannot write: "
+                          f"{_reason(exc)}") from None
     if not args.quiet:
         notes = ", ".join(f"{k} {v:g}" if isinstance(v, float) else f"{k} {v}"
                           for k, v in (samples.notes or {}).items())
@@ -102,7 +111,7 @@ def register(sub, parser_class: type[argparse.ArgumentParser]) -> None:
     a.add_argument("--interval", type=_ms, metavar="MS",
                    help="resample: one row per MS (default 1000 for ping, 100 for pcap; "
                         "0 keeps one row per sample)")
-    a.add_argument("--smooth", type=_ms, default=0.0, metavar="MS",
+    a.add_argument("--smooth", type=_ms, metavar="MS",
                    help="centred moving median over MS before resampling (default 0: none)")
     a.add_argument("--stat", choices=("mean", "median", "min", "max"),
                    help="a resampled row's value from its bin's samples (default min for "
@@ -110,7 +119,7 @@ def register(sub, parser_class: type[argparse.ArgumentParser]) -> None:
     a.add_argument("--no-loss", action="store_true",
                    help="write a zero loss column (e.g. when a rate stage re-creates the "
                         "measured path's queue drops)")
-    a.add_argument("--bin", type=_positive_ms, default=100.0, metavar="MS",
+    a.add_argument("--bin", type=_positive_ms, metavar="MS",
                    help="mahimahi: rate bin (default 100)")
     a.add_argument("--ping-interval", type=_positive_ms, metavar="MS",
                    help="ping: the probe interval (default: from ping -D's timestamps, else "
@@ -125,8 +134,8 @@ def register(sub, parser_class: type[argparse.ArgumentParser]) -> None:
     a.add_argument("--queue", type=_packets, metavar="PACKETS",
                    help="pcap, with --rate: that rate stage's queue; a lost segment that found "
                         "it full is the stage's drop, left out of the loss column")
-    a.add_argument("--time-col", default="time_ms", metavar="NAME", help="csv: time column")
-    a.add_argument("--time-unit", choices=("ms", "s", "us"), default="ms",
+    a.add_argument("--time-col", metavar="NAME", help="csv: time column (default time_ms)")
+    a.add_argument("--time-unit", choices=("ms", "s", "us"),
                    help="csv: the time column's unit (default ms)")
     a.add_argument("--delay-col", metavar="NAME", help="csv: delay column (ms)")
     a.add_argument("--loss-col", metavar="NAME", help="csv: loss probability column")

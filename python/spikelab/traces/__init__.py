@@ -50,9 +50,56 @@ STATS = ("mean", "median", "min", "max")
 #: Mahimahi's packet: one delivery opportunity carries one MTU-sized packet.
 MAHIMAHI_PACKET_BYTES = 1500
 
+#: The largest trace file a stage reads (the simulator's ``MAX_TRACE_FILE_BYTES``).
+MAX_TRACE_FILE_BYTES = 256 << 20
+#: The most rows an import writes. A row is at most 48 bytes (a time and a delay of at most
+#: 1e12 ms with three decimals, a loss in six digits), so 5,000,000 rows stay below the
+#: 256 MiB a stage reads; the count is known before anything is allocated.
+MAX_ROWS = 5_000_000
+#: The most probes a ping log spans (first to last icmp_seq, the lost ones included).
+MAX_PROBES = 10_000_000
+#: The scenario's limit on a profile's times and delays, ms (1e9 s, about 31 years).
+MAX_MS = 1e12
+#: The scenario's limit on a rate stage's rate, bit/s.
+MAX_RATE_BPS = 1e13
+#: Input quoted in an error is cut to this many characters (with an ellipsis).
+QUOTE_CHARS = 80
+
 
 class TraceError(ValueError):
     """Input that cannot be read: one line naming the file and line (or field)."""
+
+
+def _quote(text: str, limit: int = QUOTE_CHARS) -> str:
+    """``repr(text)``, cut to at most ``limit`` characters with an ellipsis: an error quotes a
+    line, never a whole file of one line."""
+    r = repr(text)
+    if len(r) <= limit:
+        return r
+    n = min(len(text), limit)
+    while n > 0 and len(repr(text[:n])) > limit - 1:
+        n -= 1
+    return repr(text[:n]) + "\u2026"
+
+
+def _clip(text: str, limit: int = QUOTE_CHARS) -> str:
+    """``text`` cut to at most ``limit`` characters with an ellipsis."""
+    return text if len(text) <= limit else text[:limit - 1] + "\u2026"
+
+
+def _count(n: float) -> str:
+    """A row count for a message: exact while readable, else two digits."""
+    if not math.isfinite(n):
+        return "more than 1e+308"
+    return f"{int(n):,}" if n < 1e9 else f"{n:.2g}"
+
+
+def _check_ms(option: str, value: float, *, positive: bool = False) -> None:
+    """An option in milliseconds: finite, >= 0 (> 0 if ``positive``), at most 1e12 ms."""
+    if not (math.isfinite(value) and (value > 0 if positive else value >= 0)):
+        raise TraceError(f"{option}: must be {'>' if positive else '>='} 0 ms, got {value:g}")
+    if value > MAX_MS:
+        raise TraceError(f"{option}: must be at most 1e12 ms (about 31 years), got {value:g}")
 
 
 @dataclass
@@ -84,6 +131,8 @@ class Samples:
     backlog_end_ms: np.ndarray | None = None
     #: What the user should know about the input (e.g. a capture cut short), one line each.
     warnings: list[str] = field(default_factory=list)
+    #: csv: the file's line of each row (errors about a row name it).
+    line_no: list[int] | None = None
 
 
 def _ack_gap(s: Samples, t_ms: np.ndarray) -> np.ndarray:
@@ -173,7 +222,8 @@ def read_ping(path: str | Path, *, share: float = 0.5, interval_s: float | None 
         if m is None:
             if _PING_OTHER.match(line.strip()):
                 continue
-            raise TraceError(f"{path} line {no}: not a ping reply or summary line: {line!r}")
+            raise TraceError(f"{path} line {no}: not a ping reply or summary line: "
+                             f"{_quote(line)}")
         if "(DUP!)" in line:
             continue
         try:
@@ -181,10 +231,16 @@ def read_ping(path: str | Path, *, share: float = 0.5, interval_s: float | None 
             rtt = float(m["rtt"])
         except ValueError:
             raise TraceError(f"{path} line {no}: icmp_seq and time must be numbers: "
-                             f"{line!r}") from None
+                             f"{_quote(line)}") from None
         if not math.isfinite(rtt) or rtt < 0 or seq < 0:
-            raise TraceError(f"{path} line {no}: a negative or non-finite value: {line!r}")
+            raise TraceError(f"{path} line {no}: a negative or non-finite value: {_quote(line)}")
+        if seq > 2**53:
+            raise TraceError(f"{path} line {no}: icmp_seq must be at most 2^53, got "
+                             f"{_clip(str(seq))}")
         rtt *= {"s": 1000.0, "us": 0.001}.get(m["unit"] or "ms", 1.0)
+        if rtt > MAX_MS:
+            raise TraceError(f"{path} line {no}: time must be at most 1e12 ms (about 31 years), "
+                             f"got {rtt:g} ms")
         ts = m["ts"]
         if has_ts is None:
             has_ts = ts is not None
@@ -198,6 +254,11 @@ def read_ping(path: str | Path, *, share: float = 0.5, interval_s: float | None 
     seq = np.asarray(seqs, dtype=np.int64)
     # icmp_seq wraps at 65536: unwrap so that it only grows.
     seq = seq + 65536 * np.concatenate([[0], np.cumsum(np.diff(seq) < -32768)])
+    probes = int(seq.max()) - int(seq.min()) + 1
+    if probes > MAX_PROBES:  # said before the lost probes are listed
+        raise TraceError(f"{path}: icmp_seq runs from {int(seq.min())} to {int(seq.max())}: "
+                         f"{_count(probes)} probes, {_count(probes - np.unique(seq).size)} of "
+                         f"them lost (at most {MAX_PROBES:,} probes); is it one ping run?")
     if has_ts:
         # ping -D stamps the reply's arrival; the probe left one RTT earlier.
         t = np.asarray(times) - np.asarray(rtts) / 1000.0
@@ -233,18 +294,20 @@ def read_ping(path: str | Path, *, share: float = 0.5, interval_s: float | None 
 def read_mahimahi(path: str | Path, *, bin_ms: float = 100.0) -> Samples:
     """A Mahimahi trace (one delivery opportunity per line, ms) → the rate of each bin."""
     path = Path(path)
-    if not bin_ms > 0:
-        raise TraceError(f"--bin: must be > 0 ms, got {bin_ms:g}")
+    _check_ms("--bin", bin_ms, positive=True)
     stamps = []
     last = -1
     for no, line in _lines(path):
         s = line.strip()
         if not s:
             continue
-        if not s.isdigit():
+        if not (s.isascii() and s.isdigit()):
             raise TraceError(f"{path} line {no}: expected a whole number of milliseconds, "
-                             f"got {s!r}")
-        v = int(s)
+                             f"got {_quote(s)}")
+        v = int(s) if len(s.lstrip("0")) <= 13 else math.inf  # 13 digits hold 1e12
+        if v > MAX_MS:
+            raise TraceError(f"{path} line {no}: a time must be at most 1e12 ms (about 31 "
+                             f"years), got {_clip(s)}")
         if v < last:
             raise TraceError(f"{path} line {no}: timestamps must not decrease ({v} after {last})")
         last = v
@@ -253,7 +316,12 @@ def read_mahimahi(path: str | Path, *, bin_ms: float = 100.0) -> Samples:
         raise TraceError(f"{path}: no delivery opportunities")
     t = np.asarray(stamps, dtype=np.float64)
     # Mahimahi's trace covers [0, last]; it repeats from there.
-    n_bins = max(1, int(math.ceil((t[-1] + 1) / bin_ms)))
+    bins = (t[-1] + 1) / bin_ms
+    if bins > MAX_ROWS:  # said before the bins are allocated
+        raise TraceError(f"--bin: {bin_ms:g} ms over {(t[-1] + 1) / 1000:.3g} s gives "
+                         f"{_count(math.ceil(bins) if math.isfinite(bins) else bins)} rows "
+                         f"(at most {MAX_ROWS:,}); use a larger bin")
+    n_bins = max(1, int(math.ceil(bins)))
     counts = np.bincount(np.minimum((t // bin_ms).astype(np.int64), n_bins - 1),
                          minlength=n_bins)
     starts = np.arange(n_bins) * bin_ms
@@ -290,18 +358,20 @@ def read_csv_samples(path: str | Path, *, time_col: str = "time_ms", time_unit: 
     for c in wanted:
         if c not in header:
             raise TraceError(f"{path} line {header_no}: no column {c!r} "
-                             f"(columns: {', '.join(header)})")
+                             f"(columns: {_clip(', '.join(header))})")
     idx = {c: header.index(c) for c in wanted}
     cols: dict[str, list[float]] = {c: [] for c in wanted}
     last_t = -math.inf
+    line_no: list[int] = []
     for no, line in lines[1:]:
         cells = next(csv.reader(io.StringIO(line)))
         for c in wanted:
             try:
                 v = float(cells[idx[c]])
             except (IndexError, ValueError):
+                got = cells[idx[c]] if idx[c] < len(cells) else ""
                 raise TraceError(f"{path} line {no}: column {c!r}: expected a number, got "
-                                 f"{cells[idx[c]] if idx[c] < len(cells) else ''!r}") from None
+                                 f"{_quote(got)}") from None
             if not math.isfinite(v):
                 raise TraceError(f"{path} line {no}: column {c!r}: not finite: {v}")
             if c == loss_col and not 0 <= v <= 1:
@@ -309,16 +379,33 @@ def read_csv_samples(path: str | Path, *, time_col: str = "time_ms", time_unit: 
                                  f"in [0, 1], got {v:g}")
             if c in (delay_col, rate_col) and v < 0:
                 raise TraceError(f"{path} line {no}: column {c!r}: must be >= 0, got {v:g}")
+            # What a stage takes as it is (docs/scenario.md): delays up to 1e12 ms, rates a
+            # whole number of bit/s up to 1e13.
+            if c == delay_col and v * share > MAX_MS:
+                of = f" ({v:g} x share {share:g})" if share != 1 else ""
+                raise TraceError(f"{path} line {no}: column {c!r}: a delay must be at most "
+                                 f"1e12 ms (about 31 years), got {v * share:g}{of}")
+            if c == rate_col and v > MAX_RATE_BPS:
+                raise TraceError(f"{path} line {no}: column {c!r}: a rate must be at most "
+                                 f"1e13 bit/s, got {v:g}")
+            if c == rate_col and v != int(v):
+                raise TraceError(f"{path} line {no}: column {c!r}: a rate must be a whole "
+                                 f"number of bit/s, got {v:.15g}")
             cols[c].append(v)
         t = cols[time_col][-1]
         if t < last_t:
             raise TraceError(f"{path} line {no}: time must not decrease ({t:g} after {last_t:g})")
+        if (t - cols[time_col][0]) * scale > MAX_MS:
+            raise TraceError(f"{path} line {no}: column {time_col!r}: a time must be at most "
+                             f"1e12 ms (about 31 years) after the first row's, got "
+                             f"{(t - cols[time_col][0]) * scale:g} ms")
         last_t = t
+        line_no.append(no)
     if not cols[time_col]:
         raise TraceError(f"{path}: no rows after the header")
     t = np.asarray(cols[time_col]) * scale
     t = t - t[0]
-    out = Samples("csv", t, notes={"rows": int(t.size)})
+    out = Samples("csv", t, notes={"rows": int(t.size)}, line_no=line_no)
     if delay_col:
         out.delay_ms = np.asarray(cols[delay_col]) * share
     if loss_col:
@@ -521,7 +608,7 @@ def read_pcap(path: str | Path, *, share: float = 0.5, iface: str | None = None,
         if c is not None:
             chunks.append(c)
     if iface is not None and not matched:
-        known = (f"interfaces: {', '.join(sorted(names))}" if names
+        known = (f"interfaces: {_clip(', '.join(sorted(names)))}" if names
                  else "it has no frames")
         raise TraceError(f"--interface: no frames on {iface!r} in {path} ({known})")
     if not segs and not chunks:
@@ -677,11 +764,36 @@ def smooth(t_ms: np.ndarray, v: np.ndarray, window_ms: float) -> np.ndarray:
     """A centred moving median over ``window_ms`` (0: the values as they are)."""
     if window_ms <= 0 or v.size < 2:
         return v
+    _check_ms("--smooth", window_ms)
     import pandas as pd
 
     s = pd.Series(v, index=pd.to_timedelta(t_ms, unit="ms"))
     return s.rolling(pd.Timedelta(milliseconds=window_ms), center=True,
                      min_periods=1).median().to_numpy()
+
+
+def _check_row_count(samples: Samples, interval_ms: float) -> None:
+    """Refuses a fit of more than :data:`MAX_ROWS` rows, counted before any is allocated."""
+    if samples.rate_bps is not None or samples.delay_ms is not None:
+        t = samples.t_ms
+    else:
+        t = samples.loss_t_ms
+    ends = [t[-1]] if t is not None and t.size else []
+    if (samples.delay_ms is not None and samples.loss_t_ms is not None
+            and samples.loss_t_ms.size):
+        ends.append(samples.loss_t_ms[-1])
+    end = max(ends, default=0.0)
+    if interval_ms > 0:
+        # fit's bin edges: np.arange(0, end + interval + 1e-9, interval), one row per bin.
+        rows = (end + interval_ms + 1e-9) / interval_ms
+        rows = math.ceil(rows) - 1 if math.isfinite(rows) else rows
+        if rows > MAX_ROWS:
+            raise TraceError(f"--interval: {interval_ms:g} ms over {end / 1000:.3g} s gives "
+                             f"{_count(rows)} rows (at most {MAX_ROWS:,}); use a larger "
+                             f"interval")
+    elif t is not None and t.size > MAX_ROWS:
+        raise TraceError(f"--interval 0: {t.size:,} samples give as many rows (at most "
+                         f"{MAX_ROWS:,}); give --interval MS > 0 to resample")
 
 
 def fit(samples: Samples, *, interval_ms: float = 0.0, smooth_ms: float = 0.0,
@@ -691,8 +803,9 @@ def fit(samples: Samples, *, interval_ms: float = 0.0, smooth_ms: float = 0.0,
     bin's probes or segments lost; 0: one row per sample, loss over windows of ten probes)."""
     if stat not in STATS:
         raise TraceError(f"--stat: expected one of {', '.join(STATS)}, got {stat!r}")
-    if interval_ms < 0 or smooth_ms < 0:
-        raise TraceError("--interval and --smooth must be >= 0")
+    _check_ms("--interval", interval_ms)
+    _check_ms("--smooth", smooth_ms)
+    _check_row_count(samples, interval_ms)
     if samples.rate_bps is not None:
         t, r = samples.t_ms, smooth(samples.t_ms, samples.rate_bps, smooth_ms)
         if interval_ms > 0:
@@ -769,43 +882,145 @@ def profile_csv(p: Profile) -> str:
     return out.getvalue()
 
 
+def check_profile(p: Profile, source: str | Path = "the profile", *,
+                  line_no: list[int] | None = None, hint: str = "") -> None:
+    """Refuses a profile that a stage would refuse or alter: more than :data:`MAX_ROWS` rows,
+    a time or a delay outside [0, 1e12] ms, a loss outside [0, 1], a rate (as written: a
+    whole number of bit/s) outside [0, 1e13] or a last rate of 0 (it holds forever). An
+    error names ``source`` and the row: its line there (``line_no``, one per row) or its
+    time; ``hint`` (what made the row) follows a fitted row's time."""
+    n = p.t_ms.size
+    if n > MAX_ROWS:
+        raise TraceError(f"{source}: {n:,} rows (at most {MAX_ROWS:,})")
+
+    def at(i: int) -> str:
+        if line_no is not None and len(line_no) == n:
+            return f"{source} line {line_no[i]}"
+        return f"{source}: the row at {p.t_ms[i]:.6g} ms{hint}"
+
+    def first(bad: np.ndarray) -> int | None:
+        i = np.flatnonzero(bad)
+        return int(i[0]) if i.size else None
+
+    if (i := first(~((p.t_ms >= 0) & (p.t_ms <= MAX_MS)))) is not None:
+        raise TraceError(f"{at(i)}: time must be in [0, 1e12] ms (about 31 years), got "
+                         f"{p.t_ms[i]:.6g}")
+    if p.is_rate:
+        r = np.round(np.asarray(p.rate_bps, dtype=np.float64))
+        if (i := first(~((r >= 0) & (r <= MAX_RATE_BPS)))) is not None:
+            raise TraceError(f"{at(i)}: rate must be a whole number of bit/s in [0, 1e13], "
+                             f"got {p.rate_bps[i]:.6g}")
+        if n and not r[-1] > 0:
+            raise TraceError(f"{at(n - 1)}: the last rate holds forever and must be > 0, "
+                             f"got {p.rate_bps[-1]:.6g}")
+        return
+    d = p.delay_ms if p.delay_ms is not None else np.zeros(n)
+    if (i := first(~((d >= 0) & (d <= MAX_MS)))) is not None:
+        raise TraceError(f"{at(i)}: delay must be in [0, 1e12] ms (about 31 years), got "
+                         f"{d[i]:.6g}")
+    if p.loss is not None and (i := first(~((p.loss >= 0) & (p.loss <= 1)))) is not None:
+        raise TraceError(f"{at(i)}: loss must be in [0, 1], got {p.loss[i]:.6g}")
+
+
 def write_profile(p: Profile, path: str | Path) -> Path:
-    """Writes the profile CSV whole (temporary name, then renamed)."""
+    """Writes the profile CSV whole (temporary name, then renamed), after
+    :func:`check_profile`; an error writing it names ``path``, not the temporary."""
     path = Path(path)
     if path.is_dir():
         raise IsADirectoryError(f"{path}: is a directory; give the profile's file name")
+    check_profile(p, path)
     text = profile_csv(p)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write(path, lambda tmp: Path(tmp).write_text(text, encoding="utf-8"))
+    if len(text) > MAX_TRACE_FILE_BYTES:  # ASCII: one byte a character
+        raise TraceError(f"{path}: the profile would be {len(text):,} bytes; a stage reads "
+                         f"at most {MAX_TRACE_FILE_BYTES >> 20} MiB")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write(path, lambda tmp: Path(tmp).write_text(text, encoding="utf-8"))
+    except OSError as exc:
+        raise OSError(exc.errno, exc.strerror or str(exc), str(path)) from None
     return path
+
+
+#: The options that only some kinds use (docs/traces.md), as the command spells them.
+OPTION_KINDS = {
+    "--share": ("ping", "pcap", "csv"),
+    "--no-loss": ("ping", "pcap", "csv"),
+    "--bin": ("mahimahi",),
+    "--ping-interval": ("ping",),
+    "--interface": ("pcap",),
+    "--rate": ("pcap",),
+    "--queue": ("pcap",),
+    "--time-col": ("csv",),
+    "--time-unit": ("csv",),
+    "--delay-col": ("csv",),
+    "--loss-col": ("csv",),
+    "--rate-col": ("csv",),
+}
+
+
+def _check_options(kind: str, given: dict[str, bool]) -> None:
+    """Refuses an option given for a kind that does not use it (it would be ignored)."""
+    for option, on in given.items():
+        kinds = OPTION_KINDS[option]
+        if on and kind not in kinds:
+            names = " and ".join([", ".join(kinds[:-1]), kinds[-1]] if len(kinds) > 1
+                                 else kinds)
+            raise TraceError(f"{option} does not apply to {kind}: it is for {names} "
+                             f"{'traces' if len(kinds) > 1 else 'only'}")
+    if kind == "csv" and given["--share"] and not given["--delay-col"]:
+        raise TraceError("--share scales a delay column: with csv it needs --delay-col")
+    if kind == "csv" and given["--no-loss"] and not given["--loss-col"]:
+        raise TraceError("--no-loss zeroes a loss column: with csv it needs --loss-col")
 
 
 def import_trace(kind: str, path: str | Path, *, share: float | None = None,
                  interval_ms: float | None = None, smooth_ms: float = 0.0,
-                 stat: str | None = None, bin_ms: float = 100.0,
+                 stat: str | None = None, bin_ms: float | None = None,
                  ping_interval_s: float | None = None, iface: str | None = None,
                  rate_bps: float | None = None, queue: int | None = None, loss: bool = True,
                  csv_columns: dict | None = None
                  ) -> tuple[Samples, Profile]:
     """Reads a trace of ``kind`` and fits its profile. Defaults per kind: ``share`` 0.5 for
     ping and pcap (RTT → one way), 1 for CSV; ``interval_ms`` 1000 for ping, 100 for pcap, 0
-    (rows as they are) for CSV and Mahimahi (whose bins are ``bin_ms``); ``stat`` min for
-    pcap (the lower envelope of the RTT leaves out the queueing a rate stage re-creates),
-    mean otherwise. ``loss=False`` writes a zero loss column."""
+    (rows as they are) for CSV and Mahimahi (whose bins are ``bin_ms``, 100 by default);
+    ``stat`` min for pcap (the lower envelope of the RTT leaves out the queueing a rate stage
+    re-creates), mean otherwise. ``loss=False`` writes a zero loss column. An option the
+    kind does not use (:data:`OPTION_KINDS`; ``csv_columns`` only for csv) is refused, as is
+    a profile a stage would refuse or alter (:func:`check_profile`)."""
     if kind not in KINDS:
         raise TraceError(f"unknown trace kind {kind!r}; expected one of {', '.join(KINDS)}")
+    csv_columns = {k: v for k, v in (csv_columns or {}).items() if v is not None}
+    given = {"--share": share is not None, "--no-loss": not loss, "--bin": bin_ms is not None,
+             "--ping-interval": ping_interval_s is not None, "--interface": iface is not None,
+             "--rate": rate_bps is not None, "--queue": queue is not None}
+    for option in OPTION_KINDS:
+        if OPTION_KINDS[option] == ("csv",):
+            given[option] = option[2:].replace("-", "_") in csv_columns
+    unknown = set(csv_columns) - {"time_col", "time_unit", "delay_col", "loss_col", "rate_col"}
+    if unknown:
+        raise TraceError(f"csv_columns: unknown key {sorted(unknown)[0]!r}")
+    _check_options(kind, given)
     if share is not None and not 0 < share <= 1:
         raise TraceError(f"--share: must be in (0, 1], got {share:g}")
+    if interval_ms is not None:
+        _check_ms("--interval", interval_ms)
+    _check_ms("--smooth", smooth_ms)
+    if ping_interval_s is not None:
+        _check_ms("--ping-interval", ping_interval_s * 1000, positive=True)
     if kind == "ping":
         s = read_ping(path, share=0.5 if share is None else share, interval_s=ping_interval_s)
     elif kind == "mahimahi":
-        s = read_mahimahi(path, bin_ms=bin_ms)
+        s = read_mahimahi(path, bin_ms=100.0 if bin_ms is None else bin_ms)
     elif kind == "pcap":
         s = read_pcap(path, share=0.5 if share is None else share, iface=iface,
                       rate_bps=rate_bps, queue=queue)
     else:
-        s = read_csv_samples(path, share=1.0 if share is None else share,
-                             **(csv_columns or {}))
+        s = read_csv_samples(path, share=1.0 if share is None else share, **csv_columns)
+    span = max((float(np.max(a)) for a in (s.t_ms, s.loss_t_ms) if a is not None and a.size),
+               default=0.0)
+    if not span <= MAX_MS:  # said before smoothing or resampling them
+        raise TraceError(f"{path}: its samples span {span:.3g} ms; a profile's times must be "
+                         f"at most 1e12 ms (about 31 years)")
     if interval_ms is None:
         interval_ms = {"ping": 1000.0, "pcap": 100.0}.get(kind, 0.0)
     if stat is None:
@@ -813,4 +1028,9 @@ def import_trace(kind: str, path: str | Path, *, share: float | None = None,
     prof = fit(s, interval_ms=interval_ms, smooth_ms=smooth_ms, stat=stat)
     if not loss and prof.loss is not None:
         prof.loss = np.zeros_like(prof.loss)
+    # What is written is what a stage takes as it is: a row a fit made is named by its time
+    # (and what made it), a CSV's row kept as it is by its line.
+    check_profile(prof, path, line_no=s.line_no if interval_ms == 0 else None,
+                  hint=(f" (--interval {interval_ms:g}, --stat {stat})" if interval_ms > 0
+                        else ""))
     return s, prof
