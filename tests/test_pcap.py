@@ -247,6 +247,11 @@ def test_cli_pcap_flag_and_its_errors(tmp_path):
     assert proc.returncode == 2
     assert proc.stderr.strip() == ("spikelab: error: --pcap: captures are written into the "
                                    "results directory; give -o OUTDIR")
+    for bad in ("--pcap=", "--pcap=sender,,receiver"):
+        proc = cli("run", EXAMPLES / "minimal.toml", "-o", tmp_path / "bad", bad)
+        assert proc.returncode == 2 and proc.stderr.startswith(
+            "spikelab: error: --pcap: expected observation points separated by commas"), bad
+    assert not (tmp_path / "bad").exists()
     proc = cli("run", EXAMPLES / "minimal.toml", "-o", tmp_path / "m", "--no-plots",
                "--pcap=sender,path.fwd.stage[2]", "--set", 'sim.duration="1s"')
     assert proc.returncode == 0, proc.stderr

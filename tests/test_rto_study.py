@@ -203,6 +203,10 @@ def test_same_inputs_give_identical_tables(tmp_path):
     ({}, ["wlan-walkaway", "--betas", "0:1"], ["--betas", "START:STOP:STEP"]),
     ({}, ["wlan-walkaway", "--rto-min", "2s", "--rto-max", "1s"], ["rto-max", "rto-min"]),
     ({}, ["wlan-walkaway", "--rto-min", "soon"], ["--rto-min", "soon"]),
+    ({}, ["wlan-walkaway", "--rto-max", "0s", "--rto-min", "0s"], ["rto-max", "> 0", "0 s"]),
+    ({}, ["wlan-walkaway", "--rto-initial", "0s", "--rto-min", "0s"],
+     ["rto-initial", "> 0", "0 s"]),
+    ({}, ["wlan-walkaway", "--rto-initial", "100s"], ["rto-initial", "rto-max (60 s)", "100 s"]),
     ({"t.csv": "time_s,rtt_ms\n0,5\n"}, ["t.csv", "--noise", "0.2"], ["--noise", "preset"]),
 ])
 def test_bad_input_is_one_line_with_exit_code_2(tmp_path, files, args, fragments):

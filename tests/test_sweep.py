@@ -342,6 +342,22 @@ def test_a_sweep_cannot_sweep_its_own_settings(tmp_path, capsys):
     assert not (tmp_path / "o").exists()
 
 
+@pytest.mark.parametrize("params, message", [
+    # Sweeping the trace level changed nothing: sweep.trace decides what every run keeps.
+    ('"sim.trace" = ["summary", "packets"]',
+     'sweep.params."sim.trace": the trace level cannot be swept'),
+    # A parameter table without values read as the keys inside it ("...delay.labels").
+    ('[sweep.params."path.fwd.delay.delay"]\nlabels = ["a"]',
+     'sweep.params."path.fwd.delay.delay": must be a non-empty array of values'),
+])
+def test_a_parameter_that_would_change_nothing_or_has_no_values_is_refused(tmp_path, capsys,
+                                                                           params, message):
+    scenario = write(tmp_path, LOSSY + f"[sweep.params]\n{params}\n")
+    assert main(["sweep", str(scenario), "-o", str(tmp_path / "o")]) == 2
+    assert capsys.readouterr().err.strip().startswith(f"spikelab: error: {scenario}: {message}")
+    assert not (tmp_path / "o").exists()
+
+
 def test_sweep_errors_are_one_line(tmp_path, capsys):
     scenario = write(tmp_path, LOSSY + '[sweep]\nmode = "diagonal"\n')
     assert main(["sweep", str(scenario), "-o", str(tmp_path / "o")]) == 2

@@ -110,11 +110,16 @@ class Params:
                 raise ValueError(f"{name}: must be in [0, 1], got {bad[0]:g}")
         for name in ("rto_initial", "rto_min", "rto_max"):
             v = getattr(self, name)
-            if not (math.isfinite(v) and v >= 0):
-                raise ValueError(f"{name.replace('_', '-')}: must be >= 0 s, got {v:g} s")
+            # RTO.Min may be 0 (no floor, as 004's delay sums suggest); the others may not.
+            if not (math.isfinite(v) and (v > 0 or name == "rto_min" and v == 0)):
+                low = ">= 0" if name == "rto_min" else "> 0"
+                raise ValueError(f"{name.replace('_', '-')}: must be {low} s, got {v:g} s")
         if self.rto_max < self.rto_min:
             raise ValueError(f"rto-max: must be >= rto-min ({self.rto_min:g} s), "
                              f"got {self.rto_max:g} s")
+        if not self.rto_min <= self.rto_initial <= self.rto_max:
+            raise ValueError(f"rto-initial: must be from rto-min ({self.rto_min:g} s) to "
+                             f"rto-max ({self.rto_max:g} s), got {self.rto_initial:g} s")
         if self.alignment not in ("after", "before"):
             raise ValueError(f"alignment: must be 'after' or 'before', got {self.alignment!r}")
 

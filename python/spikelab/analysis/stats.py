@@ -118,8 +118,8 @@ def labelled(name: str) -> str:
 def fmt_value(name: str, x: object) -> str:
     """``x`` of column ``name`` by the unit's rule: Mbit/s and MB with 2 decimals, seconds with
     3, percentages with 1; counts as integers with thousands separators; other numbers (a mean
-    of counts, a ratio) with 4 significant digits, at least one decimal (1.004, 12.35,
-    1,234.5)."""
+    of counts, a ratio) with up to 4 significant digits, at least one decimal (1.004, 12.35,
+    42.2, 1,234.5)."""
     x = as_py(x)
     if x is None or (isinstance(x, float) and math.isnan(x)):
         return "-"
@@ -132,13 +132,19 @@ def fmt_value(name: str, x: object) -> str:
     if float(x).is_integer():
         return f"{int(x):,}"
     if abs(x) >= 1:
-        return f"{x:,.{_decimals(abs(x))}f}"
+        return f"{x:,.{_decimals([x])}f}"
     return f"{x:.4g}"
 
 
-def _decimals(biggest: float) -> int:
-    """Decimals that give a number of at least 1 four significant digits (one at least)."""
-    return max(1, 3 - math.floor(math.log10(biggest)))
+def _decimals(values: Sequence[float]) -> int:
+    """Decimals for numbers of which the biggest is at least 1: as many as four significant
+    digits of the biggest need, at least one, fewer where every value has no more (42.2 and
+    38.0 keep one decimal, 1.0044 gets three)."""
+    cap = max(1, 3 - math.floor(math.log10(max(abs(v) for v in values))))
+    for d in range(1, cap):
+        if all(round(v, d) == round(v, cap) for v in values):
+            return d
+    return cap
 
 
 def as_py(v: Any) -> Any:
@@ -173,7 +179,7 @@ def column_cells(name: str, values: Sequence[Any]) -> list[str]:
     if unit_of(name) or not nums or all(v.is_integer() for v in nums):
         return [fmt_value(name, v) for v in values]
     biggest = max(abs(v) for v in nums)
-    decimals = (_decimals(biggest) if biggest >= 1
+    decimals = (_decimals(nums) if biggest >= 1
                 else min(6, 2 - math.floor(math.log10(biggest or 1e-6))))
     return [f"{v:,.{decimals}f}" if is_number(v) else fmt_value(name, v) for v in values]
 

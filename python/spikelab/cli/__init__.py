@@ -89,7 +89,10 @@ def cmd_run(args: argparse.Namespace) -> int:
         if args.out is None:
             raise ValueError("--pcap: captures are written into the results directory; "
                              "give -o OUTDIR")
-        points = [p.strip() for p in args.pcap.split(",") if p.strip()]
+        points = [p.strip() for p in args.pcap.split(",")]
+        if not all(points):
+            raise ValueError(f"--pcap: expected observation points separated by commas "
+                             f"(sender, receiver, path.NAME.stage[K]), got {args.pcap!r}")
         args.set = [*args.set, f"sim.pcap={json.dumps(points)}"]
     with _scenario_file(args.scenario) as scenario:
         result = spikelab.run(scenario, seed=args.seed, overrides=args.set, trace=args.trace,

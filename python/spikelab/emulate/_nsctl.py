@@ -117,7 +117,11 @@ def write_sysctl(key: str, value: str) -> str:
     path = _sysctl_path(key)
     if not path.exists():
         raise FileNotFoundError(f"sysctl {key} does not exist in this kernel")
-    path.write_text(f"{value}\n")
+    try:
+        path.write_text(f"{value}\n")
+    except OSError as exc:  # EINVAL: a value the kernel does not take
+        raise ValueError(f"sysctl {key}={value}: the kernel refused the value "
+                         f"({exc.strerror or exc})") from None
     return read_sysctl(key)
 
 

@@ -127,7 +127,11 @@ def _flatten(table: dict[str, Any], prefix: str = "") -> list[tuple[str, Any]]:
     out = []
     for key, value in table.items():
         full = f"{prefix}.{key}" if prefix else key
-        if isinstance(value, dict) and "values" not in value:
+        # A parameter's table has values; one with labels, or a name that is a string (a
+        # swept key's values are an array), but no values, is a parameter that lacks them.
+        param_table = "values" in value or "labels" in value or isinstance(
+            value.get("name"), str) if isinstance(value, dict) else True
+        if not param_table:
             out.extend(_flatten(value, full))
         else:
             out.append((full, value))
@@ -140,6 +144,10 @@ def _param(key: str, spec: Any, mode: str = "grid") -> Param:
         # Each run's scenario has its [sweep] removed: the value would change nothing.
         raise _err(at, "a sweep's own settings (replications, mode, params) cannot be swept; "
                        "set them in [sweep]")
+    if key == "sim.trace":
+        # Every run of a sweep keeps the same tables: sweep.trace says which.
+        raise _err(at, "the trace level cannot be swept (every run keeps the tables "
+                       "sweep.trace names); set trace in [sweep]")
     name, labels = None, None
     if isinstance(spec, dict):
         unknown = sorted(set(spec) - _PARAM_KEYS)

@@ -385,7 +385,13 @@ def _finish(outdir: Path, manifest: dict[str, Any], figures: list[str],
 def prepare(outdir: str | os.PathLike[str]) -> Path:
     """Create ``outdir`` if needed and check that it is writable."""
     outdir = Path(outdir)
-    outdir.mkdir(parents=True, exist_ok=True)
+    try:
+        outdir.mkdir(parents=True, exist_ok=True)
+    except FileExistsError:
+        raise  # a file where a folder goes: the caller's message says so
+    except OSError as exc:
+        raise OSError(exc.errno, f"cannot create the results directory "
+                                 f"({exc.strerror or exc})", str(outdir)) from None
     if not os.access(outdir, os.W_OK | os.X_OK):
         raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), str(outdir))
     return outdir

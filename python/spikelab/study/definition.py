@@ -240,10 +240,13 @@ def available() -> dict[str, Path]:
 
 def find(name_or_path: str | os.PathLike[str]) -> Study:
     """A study by name (bundled or ./studies/NAME) or by its directory / study.toml path."""
+    known = available()
+    if not str(name_or_path).strip():
+        raise ValueError(f"no study named: give a study's name ({', '.join(known) or 'none'}) "
+                         f"or its directory")
     path = Path(name_or_path)
     if path.exists():
         return parse(path)
-    known = available()
     if str(name_or_path) in known:
         return parse(known[str(name_or_path)])
     names = ", ".join(known) or "none"
