@@ -544,3 +544,69 @@ def test_a_damaged_sweep_or_run_manifest_is_named_in_one_line(run_dir, sweep_dir
     line = one_line_error(capsys, main(["plot", str(run_dir)]))
     assert line == (f"spikelab: error: {run_dir}: manifest.json lacks scenario; not a "
                     f"manifest spikelab wrote")
+
+
+def test_force_removes_only_what_the_other_result_wrote(tmp_path, sweep_dir):
+    """A fidelity suite lists its files as plain names; a user's scenario.toml beside an RTO
+    study or a run is not a sweep's copy of its scenario."""
+    fid = tmp_path / "fid"
+    fid.mkdir()
+    for name in ("fidelity.parquet", "fidelity.csv", "report.md", "scenario.toml"):
+        (fid / name).write_text("x")
+    results.write_json({"kind": "fidelity", "status": "complete",
+                        "files": ["fidelity.parquet", "fidelity.csv", "report.md"]},
+                       fid / "manifest.json")
+    results.claim(fid, "run", force=True)
+    assert sorted(p.name for p in fid.iterdir()) == ["scenario.toml"]
+    rto = tmp_path / "rto"
+    (rto / "figures").mkdir(parents=True)
+    (rto / "scenario.toml").write_text("mine")
+    results.write_json({"kind": "rto-study", "files": []}, rto / "manifest.json")
+    results.claim(rto, "sweep", force=True)
+    assert sorted(p.name for p in rto.iterdir()) == ["scenario.toml"]
+    # A sweep's own copy goes with it.
+    assert (sweep_dir / "scenario.toml").is_file()
+    results.claim(sweep_dir, "run", force=True)
+    assert not (sweep_dir / "scenario.toml").exists()
+
+
+def test_query_reads_a_fidelity_suites_table(tmp_path):
+    import pyarrow as pa
+
+    fid = tmp_path / "fid"
+    fid.mkdir()
+    results.write_parquet(pa.table({"scenario": ["a"], "agrees": [True]}),
+                          fid / "fidelity.parquet")
+    results.write_json({"kind": "fidelity", "status": "complete",
+                        "files": ["fidelity.parquet", "fidelity.csv", "report.md"]},
+                       fid / "manifest.json")
+    assert query(fid, "SELECT agrees FROM fidelity").to_dict("list") == {"agrees": [True]}
+
+
+def test_a_full_disk_after_the_captures_leaves_no_complete_manifest(tmp_path, monkeypatch,
+                                                                     capsys):
+    """The core replaces the captures in pcap/ as the run finishes: the earlier manifest no
+    longer describes the directory, so a failure while the tables are written must not
+    leave it saying complete."""
+    out = tmp_path / "out"
+    spikelab.run(SHORT, out=out, progress=False, plots=False, overrides=["sim.pcap=true"])
+
+    def full(table, path):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(results, "stage_parquet", full)
+    (tmp_path / "s.toml").write_text(TRACED)
+    line = one_line_error(capsys, main(["run", str(tmp_path / "s.toml"), "-q", "--pcap",
+                                        "-o", str(out)]))
+    assert line.endswith("cannot write the results (No space left on device); it holds no "
+                         "complete result")
+    with pytest.raises(FileNotFoundError):
+        results.read_manifest(out)
+    assert temporaries(out) == []
+
+
+def test_infinite_numbers_are_shown_not_a_crash():
+    from spikelab.analysis import stats
+
+    assert stats.fmt_value("ratio", float("inf")) == "inf"
+    assert stats.column_cells("x", [1.5, float("inf"), float("-inf")]) == ["1.5", "inf", "-inf"]

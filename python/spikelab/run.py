@@ -168,6 +168,11 @@ def _simulate(sim: Any, scenario_dict: dict[str, Any], progress: bool | None,
         import pyarrow.parquet as pq
 
         previous = results._previous_manifest(sink.outdir)
+        if sink.committed:
+            # The core has put this run's captures in pcap/: the earlier manifest (whose
+            # captures they replaced) no longer describes the directory.
+            with contextlib.suppress(FileNotFoundError):
+                (sink.outdir / results.MANIFEST).unlink()
         staged = sink.finish({n: tables[n] for n in ("timeseries", "packets")})
         for name in staged:
             # Read from where write_tables puts them.
@@ -234,11 +239,12 @@ def run(
 
     With ``out``, the trace tables stream to disk while the run goes (bounded memory), and
     the result's tables are read back from the files. ``out`` must not hold another kind of
-    result (a sweep, a study) unless ``force``. Interrupted (Ctrl-C, SIGTERM in the CLI), the
-    directory gets a manifest with ``status`` = ``interrupted`` and KeyboardInterrupt is
-    raised; a complete result it held stays as it was if the run had not begun to replace
-    it (interrupted while simulating). A failed run removes ``out`` if it created it and
-    wrote nothing there.
+    result (a sweep, a study) unless ``force``, which removes that result first.
+    Interrupted (Ctrl-C, SIGTERM in the CLI), the directory gets a manifest with ``status`` =
+    ``interrupted`` and KeyboardInterrupt is raised; a complete run it held stays as it was
+    if this run had not begun to replace it (interrupted while simulating or while its tables
+    are written; a run that writes captures replaces the earlier ones as it finishes). A
+    failed run removes ``out`` if it created it and wrote nothing there.
     """
     if trace is not None and trace not in TRACE_LEVELS:
         raise ValueError(f"trace must be one of {', '.join(TRACE_LEVELS)}, got {trace!r}")
@@ -252,6 +258,8 @@ def run(
     sink = None
     if out is not None:
         created = results.new_root(out)
+        # With force, a sweep or a study there is removed now (claim).
+        replaced = results.kind_of(out) not in (None, "run", "emulate")
         outdir = results.claim(out, "run", force=force)  # fail before the run, not after it
         before = results._previous_manifest(outdir)
         sink = _TraceFiles(outdir)
@@ -278,11 +286,13 @@ def run(
             sink.abandon()
             if not sink.committed:
                 results.remove_created(created)
-                if isinstance(exc, OSError):  # a full disk: say where, and that nothing changed
-                    reason = exc.strerror or (os.strerror(exc.errno) if exc.errno else str(exc))
-                    held = "nothing was written" if created else "it holds what it held before"
-                    raise OSError(exc.errno, f"cannot write the results ({reason}); {held}",
-                                  str(out)) from exc
+            if isinstance(exc, OSError):  # a full disk: say where, and what is left
+                reason = exc.strerror or (os.strerror(exc.errno) if exc.errno else str(exc))
+                held = ("it holds no complete result" if sink.committed or replaced
+                        else "nothing was written" if created
+                        else "it holds what it held before")
+                raise OSError(exc.errno, f"cannot write the results ({reason}); {held}",
+                              str(out)) from exc
         raise
     if out is not None:
         # The manifest lists the tables; interrupted here, the run is complete without

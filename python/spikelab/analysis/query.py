@@ -50,7 +50,7 @@ def connect(outdir: str | os.PathLike[str]) -> duckdb.DuckDBPyConnection:
         if manifest.get("status") == results.INTERRUPTED:
             raise results.OutdirError(f"{outdir}: the run was interrupted and wrote no tables; "
                                       f"run it again")
-        listed = {f.get("path") for f in manifest.get("files", [])}
+        listed = set(results.listed_files(manifest))
         # A run's tables; a fidelity suite's or an RTO study's own (fidelity, rto_study,
         # rto_series), each under its file's name.
         names = (results.TABLES if kind not in ("fidelity", "rto-study") else

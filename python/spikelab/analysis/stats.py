@@ -131,6 +131,8 @@ def fmt_value(name: str, x: object) -> str:
         return f"{x * scale:,.{decimals}f}"
     if float(x).is_integer():
         return f"{int(x):,}"
+    if not math.isfinite(x):
+        return str(x)  # inf, -inf
     if abs(x) >= 1:
         return f"{x:,.{_decimals([x])}f}"
     return f"{x:.4g}"
@@ -175,13 +177,14 @@ def column_cells(name: str, values: Sequence[Any]) -> list[str]:
     decimals for the whole column: where a count or a number without a unit is not whole (a
     mean over replications), every value of the column gets the same decimals."""
     values = [as_py(v) for v in values]
-    nums = [float(v) for v in values if is_number(v)]
+    nums = [float(v) for v in values if is_number(v) and math.isfinite(v)]
     if unit_of(name) or not nums or all(v.is_integer() for v in nums):
         return [fmt_value(name, v) for v in values]
     biggest = max(abs(v) for v in nums)
     decimals = (_decimals(nums) if biggest >= 1
                 else min(6, 2 - math.floor(math.log10(biggest or 1e-6))))
-    return [f"{v:,.{decimals}f}" if is_number(v) else fmt_value(name, v) for v in values]
+    return [f"{v:,.{decimals}f}" if is_number(v) and math.isfinite(v) else fmt_value(name, v)
+            for v in values]
 
 
 def _fmt(x: float) -> str:

@@ -156,30 +156,52 @@ _HOLDS = {"run": "a run's results", "sweep": "a sweep's results", "study": "a st
           "rto-study": "an RTO alpha/beta study's results"}
 
 
-# What a result may have written in its directory besides the files its manifest lists
-# (a sweep's identity and parts, a study's report, a run's folders), removed when another
-# result replaces it.
-RESULT_FILES = (*(f"{t}.parquet" for t in TABLES), "points.json", "sweep.json",
-                "scenario.toml", "report.html", "report.md", "claims.json")
-RESULT_DIRS = (FIGURES, "runs-figures", "emulation", "compare", PCAP)
+# What each kind of result may have written in its directory besides the files its manifest
+# lists (a sweep's identity, points and scenario copy, a study's report, a run's folders):
+# files, then folders. Removed when another result replaces it; nothing a result of that kind
+# does not write (a user's own scenario.toml beside a run is not a sweep's copy).
+_TABLE_FILES = tuple(f"{t}.parquet" for t in TABLES)
+_SWEEP_FILES = (*_TABLE_FILES, "points.json", "sweep.json", "scenario.toml")
+_SWEEP_DIRS = (FIGURES, PCAP, "parts", "runs-figures", "compare")
+_WRITES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    "run": (_TABLE_FILES, (FIGURES, PCAP)),
+    "emulate": (_TABLE_FILES, (FIGURES, PCAP, "emulation")),
+    "sweep": (_SWEEP_FILES, _SWEEP_DIRS),
+    "study": ((*_SWEEP_FILES, "report.html", "report.md", "claims.json"),
+              (*_SWEEP_DIRS, "study")),
+    "fidelity": ((), ()),
+    "rto-study": ((), (FIGURES,)),
+}
 
 
-def discard_result(outdir: Path, dirs: Iterable[str] = RESULT_DIRS) -> None:
-    """Remove an earlier result from ``outdir``: its manifest, the files it lists,
-    :data:`RESULT_FILES` and the folders ``dirs``; nothing else."""
+def listed_files(manifest: Mapping[str, Any] | None) -> list[str]:
+    """The paths a manifest's ``files`` lists (entries ``{"path": ...}``, or plain names as
+    the fidelity suite writes them)."""
+    out = []
+    for entry in (manifest or {}).get("files") or []:
+        name = entry.get("path") if isinstance(entry, Mapping) else entry
+        if isinstance(name, str) and name:
+            out.append(name)
+    return out
+
+
+def discard_result(outdir: Path, keep: Iterable[str] = ()) -> None:
+    """Remove the result ``outdir`` holds: its manifest, the files it lists, and what its
+    kind writes besides them, except the folders in ``keep``; nothing else (nothing at all
+    where no spikelab result is)."""
+    kind = kind_of(outdir)
+    if kind is None:
+        return
     old = _previous_manifest(outdir)
+    files, dirs = _WRITES[kind]
     with contextlib.suppress(FileNotFoundError):
         (outdir / MANIFEST).unlink()
-    for entry in (old or {}).get("files", []):
-        name = str(entry.get("path", "")) if isinstance(entry, Mapping) else ""
-        if name and not name.startswith("/") and ".." not in Path(name).parts:
+    for name in [*listed_files(old), *files]:
+        if not name.startswith("/") and ".." not in Path(name).parts:
             with contextlib.suppress(FileNotFoundError, IsADirectoryError):
                 (outdir / name).unlink()
-    for name in RESULT_FILES:
-        with contextlib.suppress(FileNotFoundError):
-            (outdir / name).unlink()
     for name in dirs:
-        if (outdir / name).is_dir() and not (outdir / name).is_symlink():
+        if name not in keep and (outdir / name).is_dir() and not (outdir / name).is_symlink():
             shutil.rmtree(outdir / name)
 
 
@@ -215,7 +237,7 @@ def claim(outdir: str | os.PathLike[str], kind: str, *, force: bool = False) -> 
         raise OutdirError(f"{outdir}: holds {_HOLDS[held]}; refusing to write {_HOLDS[kind]} "
                           f"there (use another directory, or --force to replace it)")
     if not compatible:  # --force: nothing of the other kind's result may stay beside this one
-        discard_result(path, RESULT_DIRS + ("parts", "study"))
+        discard_result(path)
     path = prepare(path)
     sweep_temporaries(path)
     return path

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from .._interrupts import interrupts_deferred
 from . import results
 
 if TYPE_CHECKING:
@@ -109,12 +110,14 @@ def write_tables(result: RunResult, outdir: str | os.PathLike[str], *,
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(tmp)
         raise
-    if on_commit is not None:
-        on_commit()
-    with contextlib.suppress(FileNotFoundError):
-        (outdir / results.MANIFEST).unlink()
-    for name, tmp in staged.items():
-        os.replace(tmp, outdir / f"{name}.parquet")
+    # A Ctrl-C lands after the renames: none of the temporaries is left behind.
+    with interrupts_deferred():
+        if on_commit is not None:
+            on_commit()
+        with contextlib.suppress(FileNotFoundError):
+            (outdir / results.MANIFEST).unlink()
+        for name, tmp in staged.items():
+            os.replace(tmp, outdir / f"{name}.parquet")
     # An earlier run's figures (zoomed ones too) are stale.
     results._remove_figures(outdir, previous)
     # The tables are complete: say so before drawing, so a slow or killed figure step loses

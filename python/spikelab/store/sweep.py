@@ -115,7 +115,7 @@ class Store:
         """Remove every file an earlier result wrote here (parts, dataset tables, figures,
         reports, manifest; files its manifest listed), so nothing of it can be served again.
         A study's copy of its definition (``study/``) stays: it is written first."""
-        results.discard_result(self.dir)
+        results.discard_result(self.dir, keep=("study", "parts"))
         if self.parts.is_dir():
             for f in self.parts.iterdir():
                 if f.is_file():

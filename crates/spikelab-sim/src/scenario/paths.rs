@@ -1246,6 +1246,17 @@ fn clipped(line: &str) -> String {
 /// from 1), where the user can find it.
 fn at_lines<T>(r: Result<T>, path: &Path, lines: &[usize]) -> Result<T> {
     r.map_err(|mut e| {
+        // A value's error names its row as an index of the field (`FIELD[I]`, profile_rows).
+        let indexed = e
+            .field
+            .strip_suffix(']')
+            .and_then(|f| f.rsplit_once('['))
+            .and_then(|(f, i)| Some((f.to_string(), lines.get(i.parse::<usize>().ok()?)?)));
+        if let Some((field, line)) = indexed {
+            e.message = format!("{} line {line}: {}", path.display(), e.message);
+            e.field = field;
+            return e;
+        }
         let row = e
             .message
             .strip_prefix("row ")
