@@ -247,6 +247,12 @@ def test_cli_pcap_flag_and_its_errors(tmp_path):
     assert proc.returncode == 2
     assert proc.stderr.strip() == ("spikelab: error: --pcap: captures are written into the "
                                    "results directory; give -o OUTDIR")
+    # Set in the file without -o: said, not silently skipped.
+    proc = cli("run", EXAMPLES / "minimal.toml", "-q", "--set", "sim.pcap=true", "--set",
+               'sim.duration="1s"')
+    assert proc.returncode == 0 and proc.stderr == (
+        "spikelab: warning: sim.pcap is set, but captures are written only into a results "
+        "directory: none were written (give -o OUTDIR)\n")
     for bad in ("--pcap=", "--pcap=sender,,receiver"):
         proc = cli("run", EXAMPLES / "minimal.toml", "-o", tmp_path / "bad", bad)
         assert proc.returncode == 2 and proc.stderr.startswith(

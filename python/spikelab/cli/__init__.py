@@ -98,6 +98,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         result = spikelab.run(scenario, seed=args.seed, overrides=args.set, trace=args.trace,
                               out=args.out, plots=not args.no_plots,
                               progress=False if args.quiet else None, force=args.force)
+    if args.out is None and result.scenario.get("sim", {}).get("pcap"):
+        print(f"{PROG}: warning: sim.pcap is set, but captures are written only into a "
+              f"results directory: none were written (give -o OUTDIR)", file=sys.stderr)
     if args.quiet:
         return 0
     print(f"{args.scenario}: seed {result.seed}, {result.events:,} events "
