@@ -55,7 +55,7 @@ def connect(outdir: str | os.PathLike[str]) -> duckdb.DuckDBPyConnection:
         # rto_series), each under its file's name.
         names = (results.TABLES if kind not in ("fidelity", "rto-study") else
                  [p[:-len(".parquet")] for p in sorted(listed)
-                  if isinstance(p, str) and p.endswith(".parquet") and "/" not in p])
+                  if p.endswith(".parquet") and "/" not in p])
         for name in names:
             path = outdir / f"{name}.parquet"
             if f"{name}.parquet" in listed and path.is_file():

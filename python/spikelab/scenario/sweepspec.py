@@ -129,9 +129,9 @@ def _flatten(table: dict[str, Any], prefix: str = "") -> list[tuple[str, Any]]:
         full = f"{prefix}.{key}" if prefix else key
         # A parameter's table has values; one with labels, or a name that is a string (a
         # swept key's values are an array), but no values, is a parameter that lacks them.
-        param_table = "values" in value or "labels" in value or isinstance(
-            value.get("name"), str) if isinstance(value, dict) else True
-        if not param_table:
+        nested = isinstance(value, dict) and not (
+            "values" in value or "labels" in value or isinstance(value.get("name"), str))
+        if nested:
             out.extend(_flatten(value, full))
         else:
             out.append((full, value))

@@ -75,14 +75,25 @@ def temporary_name(path: str | os.PathLike[str]) -> Path:
     return path.with_name(f".{path.name}.{os.getpid()}-{secrets.token_hex(4)}.tmp")
 
 
-def atomic_write(path: str | os.PathLike[str], write: Callable[[Path], None]) -> None:
-    """Call ``write(tmp)`` for a temporary sibling of ``path``, fsync it, rename it to ``path``."""
-    path = Path(path)
+def write_temporary(path: str | os.PathLike[str], write: Callable[[Path], None]) -> Path:
+    """Call ``write(tmp)`` for a temporary sibling of ``path``, fsync it and return its name
+    (nothing is left behind on failure); the caller renames it into place."""
     tmp = temporary_name(path)
     try:
         write(tmp)
         with open(tmp, "rb") as f:
             os.fsync(f.fileno())
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+    return tmp
+
+
+def atomic_write(path: str | os.PathLike[str], write: Callable[[Path], None]) -> None:
+    """Call ``write(tmp)`` for a temporary sibling of ``path``, fsync it, rename it to ``path``."""
+    tmp = write_temporary(path, write)
+    try:
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
@@ -264,16 +275,7 @@ def stage_parquet(table: pa.Table, path: str | os.PathLike[str]) -> Path:
     """Write ``table`` as :func:`write_parquet` does, but under a temporary sibling of
     ``path``, synced, and return that name (nothing is left behind on failure): the caller
     renames it into place once everything it writes together is whole."""
-    tmp = temporary_name(path)
-    try:
-        pq.write_table(table, tmp, compression="zstd")
-        with open(tmp, "rb") as f:
-            os.fsync(f.fileno())
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
-    return tmp
+    return write_temporary(path, lambda tmp: pq.write_table(table, tmp, compression="zstd"))
 
 
 def write_parquet(table: pa.Table, path: str | os.PathLike[str]) -> None:

@@ -326,12 +326,12 @@ pub(crate) fn field_error(
 /// A stage preset's knob written beside `preset` (`p_max = 0.5` next to `preset =
 /// "wlan-walkaway"`): serde lists the stage's fields; say where the knob goes instead.
 fn preset_knob_hint(field: &str, msg: String) -> String {
-    const KNOBS: [&str; 5] = ["noise", "seed", "share", "p_max", "tau"];
     let Some((table, key)) = field.rsplit_once('.') else {
         return msg;
     };
     let unknown = format!("unknown field `{key}`");
-    if !KNOBS.contains(&key) || !table.ends_with(']') || !msg.starts_with(&unknown) {
+    let knob = paths::DELAY_PRESET_KNOBS.contains(&key) || paths::LOSS_PRESET_KNOBS.contains(&key);
+    if !knob || !table.ends_with(']') || !msg.starts_with(&unknown) {
         return msg;
     }
     if !table

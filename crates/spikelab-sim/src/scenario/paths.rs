@@ -38,6 +38,10 @@ pub struct PresetTable {
     pub tau: Option<Duration>,
 }
 
+/// The knobs of a delay stage's preset and of a loss stage's ([`PresetTable`]).
+pub(super) const DELAY_PRESET_KNOBS: &[&str] = &["noise", "seed", "share"];
+pub(super) const LOSS_PRESET_KNOBS: &[&str] = &["p_max", "tau"];
+
 /// A preset's knobs table, each with its `name` (stage and path presets alike).
 pub trait PresetKnobs: Default + Serialize + for<'de> Deserialize<'de> {
     fn name(&self) -> &str;
@@ -144,8 +148,8 @@ impl PresetSpec {
         )?;
         let (allowed, present): (&[&str], Vec<(&str, bool)>) = (
             match kind {
-                StageKind::Delay => &["noise", "seed", "share"],
-                StageKind::Loss => &["p_max", "tau"],
+                StageKind::Delay => DELAY_PRESET_KNOBS,
+                StageKind::Loss => LOSS_PRESET_KNOBS,
                 _ => &[],
             },
             vec![
