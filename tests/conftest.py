@@ -13,6 +13,14 @@ ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples"
 _DTYPES = {"int64": "<i8", "int32": "<i4", "float64": "<f8"}
 
+# How soon an interrupted command must have exited, in wall-clock seconds. On an idle 2-core
+# machine a run stops 0.03-0.05 s after the signal and a sweep or study well under a second;
+# a shared CI machine once took 1.4 s for a run, so the bound leaves room for a busy host. What
+# the interrupt tests pin is that the command stops at once instead of running on: each of them
+# starts work that would take far longer than this uninterrupted, and also checks (reached_s,
+# runs kept) that the work was cut short.
+PROMPT_EXIT_S = 5.0
+
 
 def core_table(*columns: tuple) -> dict:
     """A TABLE dict as the Rust core hands it over.

@@ -21,9 +21,10 @@ import spikelab
 from spikelab.figures import run as plots
 from spikelab.store import results
 from spikelab.cli import main
+from conftest import PROMPT_EXIT_S
 
 ROOT = Path(__file__).resolve().parents[1]
-LONG = '[sim]\nduration = "2000s"\n[[flow]]\n'
+LONG = '[sim]\nduration = "100000s"\n[[flow]]\n'  # about 6 min uninterrupted
 
 
 def spikelab_cmd(*args: str) -> list[str]:
@@ -60,11 +61,11 @@ def test_an_interrupted_run_exits_130_within_a_second_with_an_interrupted_manife
     proc.send_signal(sig)
     _, err = proc.communicate(timeout=30)
     assert proc.returncode == 130, err
-    assert time.monotonic() - sent < 1.0
+    assert time.monotonic() - sent < PROMPT_EXIT_S
     assert err.strip() == "spikelab: interrupted"  # not "FATAL: exception not rethrown"
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["status"] == "interrupted" and manifest["kind"] == "run"
-    assert 0 < manifest["reached_s"] < 2000 and manifest["files"] == []
+    assert 0 < manifest["reached_s"] < 100000 and manifest["files"] == []
     assert not list(out.glob("*.tmp")) and not list(out.glob(".*.tmp"))
     with pytest.raises(results.OutdirError, match="interrupted"):
         spikelab.load(out)
