@@ -302,8 +302,44 @@ def test_an_output_that_cannot_be_written_is_named_as_given(capsys, tmp_path):
     line = error(capsys, "ping", PING, "-o", "/proc/o.csv", "--no-figure")
     assert line == "-o /proc/o.csv: cannot write: No such file or directory"
     line = error(capsys, "ping", PING, "-o", tmp_path / "o.csv", "--figure", "/proc/f.png")
-    assert line == "--figure /proc/f.png: cannot write: No such file or directory"
+    assert line == ("--figure /proc/f.png: cannot write: No such file or directory (the delay "
+                    f"profile {tmp_path / 'o.csv'} is written)")
     assert not re.search(r"\.tmp\b", line)
+    assert (tmp_path / "o.csv").is_file()  # as said
+
+
+# ------------------------------------------------- 6b. options that would be silently ignored
+
+
+def test_stat_without_bins_is_refused(capsys, tmp_path, two_rows):
+    # Was accepted and ignored: a CSV keeps one row per sample unless --interval is given.
+    assert error(capsys, "csv", two_rows, "-o", tmp_path / "o.csv", "--no-figure",
+                 "--delay-col", "d", "--stat", "max") == (
+        "--stat: picks each resampled row's value from its bin, but csv rows are kept one "
+        "per sample here; give --interval MS > 0 too")
+    assert error(capsys, "ping", PING, "-o", tmp_path / "o.csv", "--no-figure",
+                 "--interval", "0", "--stat", "min").startswith("--stat: picks")
+    assert written(tmp_path) == []
+    # With bins it applies: max over 5 s bins of a 10 -> 20 ms ramp's two samples.
+    code, _, err = run(capsys, "csv", two_rows, "-o", tmp_path / "o.csv", "--no-figure", "-q",
+                       "--delay-col", "d", "--stat", "max", "--interval", "5000")
+    assert code == 0, err
+
+
+def test_stat_on_a_loss_only_csv_is_refused(capsys, tmp_path):
+    f = tmp_path / "loss.csv"
+    f.write_text("time_ms,p\n0,0.1\n1000,0.2\n")
+    assert error(capsys, "csv", f, "-o", tmp_path / "o.csv", "--no-figure", "--loss-col",
+                 "p", "--interval", "500", "--stat", "max") == (
+        "--stat: this CSV has only a loss column, whose bins are always averaged; leave "
+        "--stat out")
+
+
+def test_figure_and_no_figure_together_are_refused(capsys, tmp_path):
+    code, _, err = run(capsys, "ping", PING, "-o", tmp_path / "o.csv", "--no-figure",
+                       "--figure", tmp_path / "f.png")
+    assert code == 2 and "not allowed with argument" in err, err
+    assert written(tmp_path) == []
 
 
 # ---------------------------------------------------------- 7. "> 0" where 0 is refused too

@@ -78,9 +78,10 @@ def cmd_trace_import(args: argparse.Namespace) -> int:
         try:
             figure = draw_import(samples, profile, png,
                                  title=f"{Path(args.file).name} ({args.kind}) -> {out.name}")
-        except OSError as exc:
+        except OSError as exc:  # the profile stands: said, so it is not looked for again
             raise OSError(f"{'--figure' if args.figure else 'figure'} {png}: cannot write: "
-                          f"{_reason(exc)}") from None
+                          f"{_reason(exc)} (the {'rate trace' if profile.is_rate else 'delay profile'} "
+                          f"{out} is written)") from None
     if not args.quiet:
         notes = ", ".join(f"{k} {v:g}" if isinstance(v, float) else f"{k} {v}"
                           for k, v in (samples.notes or {}).items())
@@ -140,8 +141,9 @@ def register(sub, parser_class: type[argparse.ArgumentParser]) -> None:
     a.add_argument("--delay-col", metavar="NAME", help="csv: delay column (ms)")
     a.add_argument("--loss-col", metavar="NAME", help="csv: loss probability column")
     a.add_argument("--rate-col", metavar="NAME", help="csv: rate column (bit/s): a rate trace")
-    a.add_argument("--figure", metavar="PNG",
-                   help="the comparison figure (default: the profile's name with .png)")
-    a.add_argument("--no-figure", action="store_true")
+    figure = a.add_mutually_exclusive_group()
+    figure.add_argument("--figure", metavar="PNG",
+                        help="the comparison figure (default: the profile's name with .png)")
+    figure.add_argument("--no-figure", action="store_true")
     a.add_argument("-q", "--quiet", action="store_true")
     a.set_defaults(func=cmd_trace_import)

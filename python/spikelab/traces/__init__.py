@@ -1023,6 +1023,12 @@ def import_trace(kind: str, path: str | Path, *, share: float | None = None,
                          f"at most 1e12 ms (about 31 years)")
     if interval_ms is None:
         interval_ms = {"ping": 1000.0, "pcap": 100.0}.get(kind, 0.0)
+    if stat is not None and interval_ms == 0:  # it would be ignored: no bins to take it over
+        raise TraceError(f"--stat: picks each resampled row's value from its bin, but {kind} "
+                         f"rows are kept one per sample here; give --interval MS > 0 too")
+    if stat is not None and s.delay_ms is None and s.rate_bps is None:
+        raise TraceError("--stat: this CSV has only a loss column, whose bins are always "
+                         "averaged; leave --stat out")
     if stat is None:
         stat = "min" if kind == "pcap" else "mean"
     prof = fit(s, interval_ms=interval_ms, smooth_ms=smooth_ms, stat=stat)
