@@ -531,6 +531,8 @@ fn frto_basic_two_new_segments_then_ack_of_original_data_is_spurious() {
     let out = s.ack(ms(1100), ack(1000));
     assert_eq!(kinds(&out), new_segments(4000, 2));
     assert!(s.verdicts().is_empty());
+    // In flight: the two new segments; 1000-4000 wait for go-back-N (the trace said 0).
+    assert_eq!(s.s.inflight(), 2000);
     // Step 3b: the next ACK acknowledges segment 1, never retransmitted: spurious.
     let out = s.ack(ms(1101), ack(2000));
     assert_eq!(

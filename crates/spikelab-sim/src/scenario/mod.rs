@@ -585,6 +585,13 @@ impl Scenario {
                      sender's own interface queue)",
                 )?;
             }
+            for i in 0..path.stage.len() {
+                paths::check_up_reachable_bytes(
+                    &path.stage,
+                    i,
+                    &format!("path.{name}.stage[{i}]"),
+                )?;
+            }
             let mut seen = std::collections::BTreeSet::new();
             for (i, st) in path.stage.iter_mut().enumerate() {
                 if let Some(n) = &st.name {
@@ -771,6 +778,9 @@ impl Scenario {
                 continue;
             };
             for (i, st) in path.stage.iter().enumerate() {
+                if paths::stall_follows(&path.stage, i) {
+                    continue; // what the stall holds counts: any up_bytes is reachable
+                }
                 if let (Some(a), Some(q)) = (&st.adapt, st.queue) {
                     let at = format!("path.{name}.stage[{i}]");
                     paths::check_up_reachable_packets(

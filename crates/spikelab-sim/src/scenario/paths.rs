@@ -756,19 +756,8 @@ impl StageSpec {
                         format!("must be >= 1 byte, got {}", b.0),
                     )?;
                 }
-                if let (Some(a), Some(b)) = (&self.adapt, self.queue_bytes) {
-                    check_up_reachable(
-                        &a.params(at)?,
-                        b.0,
-                        format!("{at}.adapt.up_bytes"),
-                        [
-                            "the queue",
-                            "the lowest rate",
-                            "queue_bytes scaled by scale_queue",
-                            "the rate",
-                        ],
-                    )?;
-                }
+                // Whether `adapt.up_bytes` is reachable depends on the stages after this one
+                // (a stall's held data counts): checked with the path (`check_up_reachable_bytes`).
                 if self.queue.is_none() && self.queue_bytes.is_none() {
                     self.queue = Some(1000);
                 }
@@ -1638,6 +1627,38 @@ pub struct PathPresetTable {
     pub leo_seed: Option<u64>,
 }
 
+/// Checks that a load-driven rate stage with a byte queue can step up (`stage` is its index
+/// in `stages`, the path's, `at` its name). A stall stage with stalls after it in the path makes
+/// any `up_bytes` reachable: what the stall holds counts as buffered
+/// ([`spikelab_net::RateStage::count_stalled`]), and a stall holds whatever the link sends.
+pub(super) fn check_up_reachable_bytes(stages: &[StageSpec], stage: usize, at: &str) -> Result<()> {
+    let st = &stages[stage];
+    let (Some(a), Some(b)) = (&st.adapt, st.queue_bytes) else {
+        return Ok(());
+    };
+    if stall_follows(stages, stage) {
+        return Ok(());
+    }
+    check_up_reachable(
+        &a.params(at)?,
+        b.0,
+        format!("{at}.adapt.up_bytes"),
+        [
+            "the queue",
+            "the lowest rate",
+            "queue_bytes scaled by scale_queue",
+            "the rate",
+        ],
+    )
+}
+
+/// A stall stage that stalls (a positive `stall_rate`) comes after `stages[stage]`.
+pub(super) fn stall_follows(stages: &[StageSpec], stage: usize) -> bool {
+    stages[stage + 1..]
+        .iter()
+        .any(|s| s.kind == StageKind::Stall && s.stall_rate.unwrap_or(0.0) > 0.0)
+}
+
 /// Checks that a load-driven rate can step up: `up_bytes` below what its queue of
 /// `queue_bytes` holds at the lowest level (scaled to that level's rate with `scale_queue`),
 /// or event 4a never fires. `words`: the queue, the lowest level, the scaling switch and what
@@ -1941,17 +1962,24 @@ impl PathPreset {
                 };
                 ScenarioError::new(field(knob), e.message)
             })?;
-            check_up_reachable(
-                &p,
-                buffer,
-                field("up_bytes"),
-                [
-                    "the buffer",
-                    "low_rate",
-                    "the buffer scaled by scale_buffer",
-                    "the bearer",
-                ],
-            )
+            // With stalls (stall_rate > 0) what they hold counts as buffered: any up_bytes
+            // can be reached (check_up_reachable_bytes).
+            let stalls = t.stall_rate.unwrap_or(d.stall_rate) > 0.0;
+            (if stalls {
+                Ok(())
+            } else {
+                check_up_reachable(
+                    &p,
+                    buffer,
+                    field("up_bytes"),
+                    [
+                        "the buffer",
+                        "low_rate",
+                        "the buffer scaled by scale_buffer",
+                        "the bearer",
+                    ],
+                )
+            })
             .map_err(|mut e| {
                 // The user may not have set up_bytes at all (umts-uplink's 12 KB buffer is
                 // below the 20 KB default): say where the number comes from.

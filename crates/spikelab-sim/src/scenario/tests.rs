@@ -1265,7 +1265,7 @@ fn bad_bearer_input_gets_one_line_naming_the_field() {
         // A load-driven bearer whose buffer at the low rate cannot exceed up_bytes never
         // steps up: refused (issue found in review: 128 of 330 kbit/s with a scaled 45 KB).
         (
-            "[path.fwd]\npreset = { name = \"umts-downlink\", low_rate = \"128kbps\", scale_buffer = true }\n[[flow]]\n".into(),
+            "[path.fwd]\npreset = { name = \"umts-downlink\", low_rate = \"128kbps\", scale_buffer = true, stall_rate = 0 }\n[[flow]]\n".into(),
             "path.fwd.preset.up_bytes: must be below what the buffer holds at low_rate (17454 bytes, the buffer scaled by scale_buffer), or the bearer never steps up; got 20000 bytes, the preset's default: set up_bytes",
         ),
         (
@@ -1705,6 +1705,34 @@ fn a_load_driven_rate_behind_a_packet_queue_must_be_able_to_step_up() {
     // The default queue (1000 packets) too.
     let e = err(&stage("", &adapt.replace("38KB", "2MB")));
     assert!(e.contains("(1000 packets of at most 1500 bytes"), "{e}");
+    // A stall stage after the rate: what it holds counts as buffered, so 38 KB is reachable
+    // during stalls (review item: such a bearer was refused); a stall_rate of 0 stalls never.
+    let stall = |rate: &str| {
+        format!("[[path.fwd.stage]]\ntype = \"stall\"\nstall_rate = {rate}\n[[flow]]\n")
+    };
+    let with_stall = |rate: &str| stage("queue = 1\n", adapt).replace("[[flow]]\n", &stall(rate));
+    parse(&with_stall("0.05"), &[], Path::new(".")).unwrap();
+    assert!(err(&with_stall("0")).starts_with("path.fwd.stage[0].adapt.up_bytes: must be below"));
+    let bytes = |rate: &str| {
+        format!(
+            "[path.fwd]\n[[path.fwd.stage]]\ntype = \"rate\"\nqueue_bytes = \"10KB\"\n{adapt}\n{}",
+            stall(rate)
+        )
+    };
+    parse(&bytes("0.05"), &[], Path::new(".")).unwrap();
+    assert_eq!(
+        err(&bytes("0")),
+        "path.fwd.stage[0].adapt.up_bytes: must be below what the queue holds at the lowest rate \
+         (10000 bytes), or the rate never steps up; got 38000 bytes"
+    );
+    // The umts-downlink preset stalls by default: 128 kbit/s with a scaled 45 KB buffer
+    // (17.4 KB at low_rate) steps up to 20 KB during stalls.
+    parse(
+        "[path.fwd]\npreset = { name = \"umts-downlink\", low_rate = \"128kbps\", scale_buffer = true }\n[[flow]]\n",
+        &[],
+        Path::new("."),
+    )
+    .unwrap();
     // The packet size is the largest the flows on the path send: 5 jumbo segments hold 45 KB.
     let jumbo = format!("{}[flow.tcp]\nmss = 8948\n", stage("queue = 5\n", adapt));
     parse(&jumbo, &[], Path::new(".")).unwrap();

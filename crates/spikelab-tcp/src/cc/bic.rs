@@ -13,7 +13,10 @@
 //! the kernel's packets-per-ACK estimate `delayed_ack` (a 15/16 moving average, scaled by 16,
 //! starting at 2 packets per ACK). Congestion avoidance counts ACKs, slow start packets
 //! acknowledged (`tcp_slow_start`), as the kernel does; the cubic function is re-evaluated at
-//! most every `HZ/32` (31 ms) while cwnd is unchanged; entering Loss clears the state.
+//! most every `HZ/32` (31 ms) while cwnd is unchanged; entering Loss clears the state. While no
+//! `W_max` is known (before the first loss, and after a timeout cleared it) the increase is at
+//! least 5 % of the window per RTT (`cnt` at most 20), as in the kernel, so a large window is
+//! not held to `max_increment` packets per RTT.
 //!
 //! Simplified: no `tcp_is_cwnd_limited` check, the module's `initial_ssthresh` is not applied
 //! (the sender's `initial_ssthresh` is), jiffies are milliseconds (HZ = 1000).
@@ -140,6 +143,11 @@ impl Bic {
             // Max probing: linear.
             cwnd / max_inc
         };
+        // No loss seen yet, or none since a timeout cleared the state: at least 5 % per RTT
+        // (one packet per 20 ACK-units), whatever max_increment would allow.
+        if s.last_max_cwnd == 0 {
+            s.cnt = s.cnt.min(20);
+        }
         s.cnt = ((s.cnt << ACK_RATIO_SHIFT) / s.delayed_ack.max(1)).max(1);
     }
 }
@@ -340,6 +348,30 @@ mod tests {
             );
         }
         assert!(w.cwnd / MSS < 150, "W_max is approached, not passed");
+    }
+
+    #[test]
+    fn without_a_w_max_a_large_window_grows_5_percent_per_rtt() {
+        // No loss yet (W_max unknown), 1000 packets: cnt = min(1000/16, 20) = 20 packet-ACKs,
+        // i.e. 50 packets per RTT of delayed ACKs, not max_increment's 16 (review finding).
+        let mut c = Bic::new(BicParams::default());
+        let mut w = Window {
+            cwnd: 1000 * MSS,
+            ssthresh: 1000 * MSS,
+            mss: MSS,
+        };
+        let mut t = SimTime::from_millis(1000);
+        let g = one_rtt(&mut c, &mut w, &mut t, SimDuration::from_millis(1));
+        assert!((50..=53).contains(&g), "grew {g} packets in one RTT");
+        // Below 320 packets the cap does not bind: 200/16 = 12 < 20, so 16 per RTT.
+        let mut c = Bic::new(BicParams::default());
+        let mut w = Window {
+            cwnd: 200 * MSS,
+            ssthresh: 200 * MSS,
+            mss: MSS,
+        };
+        let g = one_rtt(&mut c, &mut w, &mut t, SimDuration::from_millis(1));
+        assert!((15..=17).contains(&g), "grew {g} packets in one RTT");
     }
 
     #[test]

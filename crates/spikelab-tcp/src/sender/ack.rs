@@ -433,6 +433,20 @@ impl TcpSender {
         if !self.cwnd_limited() {
             return;
         }
+        let mut acked = acked;
+        if self.rto_slow_start {
+            if self.cwnd >= self.ssthresh {
+                self.rto_slow_start = false;
+            } else if matches!(
+                self.cfg.ack_counting(),
+                crate::cc::AckCounting::ByteCounting { limit_segments } if limit_segments <= 2
+            ) {
+                // RFC 3465 §2.3: in the slow start after a timeout, where one ACK often covers
+                // much data sent before it, L = 1·SMSS. (A limit above 2 is outside RFC 3465,
+                // Linux's uncapped counting, which has no such rule.)
+                acked = acked.min(self.mss);
+            }
+        }
         let mut w = self.window();
         self.cc.cong_avoid(&mut w, acked);
         self.cwnd = w.cwnd;

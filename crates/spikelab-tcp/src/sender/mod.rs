@@ -286,6 +286,9 @@ pub struct TcpSender {
     state: CaState,
     /// When the current timeout recovery began (`state == Loss`).
     loss_since: Option<SimTime>,
+    /// In the slow start that follows a timeout (until cwnd reaches ssthresh): RFC 3465
+    /// §2.3's L = 1·SMSS applies there (see [`Sender::grow`]).
+    rto_slow_start: bool,
     dupacks: u32,
     /// RFC 6582 `recover` / RFC 6675 `RecoveryPoint`, as one past the byte (exclusive).
     recover: Option<u64>,
@@ -418,6 +421,7 @@ impl TcpSender {
             ssthresh: cfg.initial_ssthresh.unwrap_or(u64::MAX),
             state: CaState::Open,
             loss_since: None,
+            rto_slow_start: false,
             dupacks: 0,
             recover: None,
             cwr_high: 0,
@@ -500,13 +504,19 @@ impl TcpSender {
         self.last_rtt_sample
     }
     /// Bytes believed in the network: RFC 6675 `pipe` during SACK recovery, otherwise
-    /// `snd_nxt − snd_una` less the SACKed bytes.
+    /// `snd_nxt − snd_una` less the SACKed bytes, plus, after a timeout, what was sent above
+    /// the timeout's `recover` while go-back-N is below it (F-RTO's new segments; Linux counts
+    /// them in `packets_out` and not as lost).
     pub fn inflight(&self) -> u64 {
         if self.state == CaState::Recovery && self.cfg.variant == Variant::Sack {
-            self.pipe
-        } else {
-            (self.snd_nxt - self.snd_una).saturating_sub(self.board.sacked_bytes())
+            return self.pipe;
         }
+        let mut out = self.snd_nxt - self.snd_una;
+        if self.state == CaState::Loss {
+            let above = self.recover.map_or(self.snd_max, |r| r.max(self.snd_nxt));
+            out += self.snd_max.saturating_sub(above);
+        }
+        out.saturating_sub(self.board.sacked_bytes())
     }
     /// The current (latest) loss-recovery episode.
     pub fn episode(&self) -> Option<&Episode> {

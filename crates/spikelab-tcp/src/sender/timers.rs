@@ -110,6 +110,7 @@ impl TcpSender {
             self.ssthresh = self.cc.ssthresh(&w, basis);
         }
         self.cwnd = self.mss;
+        self.rto_slow_start = true;
         self.recover = Some(self.snd_max);
         self.set_ca_state(now, CaState::Loss);
         self.cc_event(now, crate::cc::CaEvent::Loss);

@@ -143,7 +143,8 @@ impl TcpSender {
                 self.cwnd = (flight + acked.min(iw)).max(self.mss);
                 self.ssthresh = self.ledger.pipe_prev;
                 self.cc.restore_state(std::mem::take(&mut self.ledger.cc));
-                // Step (11) was armed by `on_ack`.
+                self.rto_slow_start = false; // the timeout is reversed
+                                             // Step (11) was armed by `on_ack`.
             }
             Response::Undo => {
                 // Linux tcp_undo_cwnd_reduction.
@@ -153,6 +154,7 @@ impl TcpSender {
                     self.ssthresh = self.ledger.prior_ssthresh;
                 }
                 self.cc.restore_state(std::mem::take(&mut self.ledger.cc));
+                self.rto_slow_start = false;
                 if in_recovery {
                     self.stop_retransmitting(now);
                 }
