@@ -1935,6 +1935,8 @@ impl PathPreset {
         let empty = blank_stage;
         let top = t.rate.unwrap_or(Rate(d.rate));
         let low = t.low_rate.map_or(d.low_rate, |r| r.0);
+        let stall_rate = t.stall_rate.unwrap_or(d.stall_rate);
+        let stalls = stall_rate > 0.0;
         let ms =
             |v: Option<Duration>, def: u64| v.unwrap_or(Duration(SimDuration::from_millis(def)));
         let adapt = (low > 0).then(|| AdaptSpec {
@@ -1964,10 +1966,7 @@ impl PathPreset {
             })?;
             // With stalls (stall_rate > 0) what they hold counts as buffered: any up_bytes
             // can be reached (check_up_reachable_bytes).
-            let stalls = t.stall_rate.unwrap_or(d.stall_rate) > 0.0;
-            (if stalls {
-                Ok(())
-            } else {
+            if !stalls {
                 check_up_reachable(
                     &p,
                     buffer,
@@ -1979,15 +1978,15 @@ impl PathPreset {
                         "the bearer",
                     ],
                 )
-            })
-            .map_err(|mut e| {
-                // The user may not have set up_bytes at all (umts-uplink's 12 KB buffer is
-                // below the 20 KB default): say where the number comes from.
-                if t.up_bytes.is_none() {
-                    e.message.push_str(", the preset's default: set up_bytes");
-                }
-                e
-            })?;
+                .map_err(|mut e| {
+                    // The user may not have set up_bytes at all (umts-uplink's 12 KB buffer
+                    // is below the 20 KB default): say where the number comes from.
+                    if t.up_bytes.is_none() {
+                        e.message.push_str(", the preset's default: set up_bytes");
+                    }
+                    e
+                })?;
+            }
         }
         let rate = StageSpec {
             kind: StageKind::Rate,
@@ -2014,7 +2013,6 @@ impl PathPreset {
             };
             named_err(e, knob)
         })?;
-        let stall_rate = t.stall_rate.unwrap_or(d.stall_rate);
         let stall = StageSpec {
             kind: StageKind::Stall,
             stall_rate: Some(stall_rate),
@@ -2039,7 +2037,7 @@ impl PathPreset {
             ..empty()
         };
         let mut out = vec![rate, rlc];
-        if stall_rate > 0.0 {
+        if stalls {
             out.push(stall);
         }
         out.push(delay);

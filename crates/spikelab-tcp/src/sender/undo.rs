@@ -143,8 +143,7 @@ impl TcpSender {
                 self.cwnd = (flight + acked.min(iw)).max(self.mss);
                 self.ssthresh = self.ledger.pipe_prev;
                 self.cc.restore_state(std::mem::take(&mut self.ledger.cc));
-                self.rto_slow_start = false; // the timeout is reversed
-                                             // Step (11) was armed by `on_ack`.
+                // Step (11) was armed by `on_ack`.
             }
             Response::Undo => {
                 // Linux tcp_undo_cwnd_reduction.
@@ -154,7 +153,6 @@ impl TcpSender {
                     self.ssthresh = self.ledger.prior_ssthresh;
                 }
                 self.cc.restore_state(std::mem::take(&mut self.ledger.cc));
-                self.rto_slow_start = false;
                 if in_recovery {
                     self.stop_retransmitting(now);
                 }
@@ -166,6 +164,7 @@ impl TcpSender {
                 }
             }
         }
+        self.rto_slow_start = false; // the timeout's slow start (RFC 3465 §2.3) is reversed
         self.ledger.undo_marker = None;
         self.stats.undo_count += 1;
         self.events.push(SpuriousEvent::Undo {
