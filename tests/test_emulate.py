@@ -885,8 +885,10 @@ def test_a_lost_syn_times_and_sizes_the_first_flight_as_the_kernel_does(tmp_path
           f"({n_kernel})")
     # The last SYN at `retransmitted_at` (the 250 Hz timer wheel makes each expiry up to
     # 32 ms late), data one 50 ms round trip later; 2 s would mean the 1 s RTO had doubled.
-    for t in (t_sim, t_kernel):
-        assert retransmitted_at + 0.05 <= t <= retransmitted_at + 0.05 + 0.035 * len(lost)
+    # The kernel's time also carries the host's scheduling of the real-time emulator: 10 ms
+    # more (a busy CI host once gave 1.086 s against 1.085 s).
+    for t, host in ((t_sim, 0.0), (t_kernel, 0.01)):
+        assert retransmitted_at + 0.05 <= t <= retransmitted_at + 0.05 + 0.035 * len(lost) + host
     assert abs(t_sim - t_kernel) < 0.04
     assert n_sim == n_kernel == flight
     # The SYN's timeouts are the handshake's: the kernel's tcpi_total_rto has them, and the
