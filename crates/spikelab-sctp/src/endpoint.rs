@@ -7,7 +7,7 @@
 //! COOKIE-ACK, HEARTBEAT-ACK, SACK) go back on index `i` (RFC 9260 §6.4: the SACK goes to the
 //! source address of the DATA it acknowledges).
 
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, VecDeque};
 
 use crate::config::SctpConfig;
 use crate::packet::{Chunk, HeartbeatInfo, Packet};
@@ -231,6 +231,9 @@ pub(crate) struct Path {
     pub(crate) rtt_probe: Option<(u64, SimTime)>,
     pub(crate) last_data_sent: Option<SimTime>,
     pub(crate) idle_adjusted: bool,
+    /// Set by a T3-rtx expiry: one packet in flight on this destination until data sent
+    /// there is acknowledged (RFC 9260 §7.2.1).
+    pub(crate) one_packet: bool,
 }
 
 /// The endpoint. See the module docs for the destination-index model.
@@ -267,6 +270,10 @@ pub struct Endpoint {
     pub(crate) n_marked: usize,
     /// Payload bytes of the chunks in flight (§6.2.1's "outstanding" for the peer's rwnd).
     pub(crate) inflight_payload: u64,
+    /// (destination, size) of recently acknowledged chunks that were sent more than once, by
+    /// TSN: the peer may still report them as Duplicate TSNs, whose bytes count towards
+    /// partial_bytes_acked (RFC 9260 §7.2.2). At most `DUP_ORIGINS` entries.
+    pub(crate) dup_origin: BTreeMap<u64, (usize, u64)>,
     pub(crate) assoc_errors: u32,
     pub(crate) burst_left: Vec<u32>,
     pub(crate) next_tx_id: u64,
@@ -306,6 +313,7 @@ impl Endpoint {
             rtt_probe: None,
             last_data_sent: None,
             idle_adjusted: false,
+            one_packet: false,
         };
         let (app_total, has_source) = match source {
             DataSource::None => (Some(0), false),
@@ -337,6 +345,7 @@ impl Endpoint {
             forced: VecDeque::new(),
             n_marked: 0,
             inflight_payload: 0,
+            dup_origin: BTreeMap::new(),
             assoc_errors: 0,
             burst_left: vec![0; n],
             next_tx_id: 0,

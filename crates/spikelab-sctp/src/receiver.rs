@@ -108,7 +108,10 @@ impl Receiver {
         let has_gap = !self.ooo.is_empty();
         // §6.7: SACK at once while a hole exists (and when it closes); §6.2: at once on a
         // duplicate, at least every `sack_freq` packets, else within SACK.Delay.
-        if dup
+        // §5.1: the association's first DATA is SACKed at once.
+        let first = self.stats.data_packets_received == 1;
+        if first
+            || dup
             || dropped
             || has_gap
             || had_gap

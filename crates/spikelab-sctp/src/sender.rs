@@ -7,6 +7,9 @@ use crate::endpoint::{Endpoint, Mark, MarkedTsn, PathState, SctpEvent, T3Record,
 use crate::packet::{Chunk, DataChunk, Packet, SackChunk, COMMON_HEADER, IPV4_HEADER};
 use spikelab_core::SimTime;
 
+/// How many acknowledged, retransmitted chunks the sender remembers for Duplicate TSN reports.
+const DUP_ORIGINS: usize = 4096;
+
 impl Endpoint {
     fn idx_of(&self, tsn: u64) -> Option<usize> {
         if tsn <= self.cum_ack {
@@ -96,9 +99,30 @@ impl Endpoint {
                 self.clear_path_errors(now, d);
             }
         }
-        // Drop the cumulatively acked prefix.
+        // Bytes of the Duplicate TSNs reported, by the destination their last copy went to
+        // (§7.2.2: they count towards partial_bytes_acked). Looked up before the acked prefix
+        // leaves the queue.
+        let mut dup_bytes = vec![0u64; n];
+        for &t in &s.dup_tsns {
+            let found = match self.idx_of(t) {
+                Some(i) => Some((self.queue[i].dest, self.queue[i].size())),
+                None => self.dup_origin.get(&t).copied(),
+            };
+            if let Some((d, size)) = found {
+                dup_bytes[d] += size;
+            }
+        }
+        // Drop the cumulatively acked prefix, remembering where the chunks sent more than
+        // once went: their duplicates may be reported later.
         for _ in 0..upto.min(self.queue.len()) {
-            self.queue.pop_front();
+            if let Some(c) = self.queue.pop_front() {
+                if c.tx_count > 1 {
+                    self.dup_origin.insert(c.tsn, (c.dest, c.size()));
+                }
+            }
+        }
+        while self.dup_origin.len() > DUP_ORIGINS {
+            self.dup_origin.pop_first();
         }
         self.cum_ack = s.cum_tsn_ack;
         // A probe whose chunk left the queue unsampled (it was retransmitted) is stale.
@@ -125,17 +149,20 @@ impl Endpoint {
         let needs_cum = self.cfg.profile == Profile::Rfc4960;
         for d in 0..n {
             let a = acked_bytes[d];
-            if a == 0 || (needs_cum && !cum_advanced) {
+            if a > 0 {
+                self.paths[d].one_packet = false;
+            }
+            if (a == 0 && dup_bytes[d] == 0) || (needs_cum && !cum_advanced) {
                 continue;
             }
             let p = &mut self.paths[d];
             let full = flight_before[d] >= p.cwnd;
             if p.cwnd <= p.ssthresh {
-                if full && !in_fr_at_arrival {
+                if a > 0 && full && !in_fr_at_arrival {
                     p.cwnd += a.min(unit);
                 }
             } else {
-                p.pba += a;
+                p.pba += a + dup_bytes[d];
                 if p.pba >= p.cwnd && full {
                     p.pba -= p.cwnd;
                     p.cwnd += unit;
@@ -274,10 +301,11 @@ impl Endpoint {
         self.stats.per_dest[d].t3_expiries += 1;
         {
             let p = &mut self.paths[d];
-            // E1.
+            // E1, and §7.2.1: one packet in flight until an acknowledgement.
             p.ssthresh = (p.cwnd / 2).max(4 * unit);
             p.cwnd = unit;
             p.pba = 0;
+            p.one_packet = true;
             // E2.
             p.rto.backoff();
             p.rtt_probe = None;
@@ -367,7 +395,7 @@ impl Endpoint {
             if blocked[t] {
                 continue;
             }
-            if self.paths[t].flight < self.paths[t].cwnd {
+            if self.paths[t].flight < self.paths[t].cwnd && self.room_for_a_packet(t) {
                 let idxs = self.collect_marked(|c| c.mark != Mark::None, Some((t, tsn)));
                 return Some((t, self.transmit(now, t, &idxs)));
             }
@@ -380,7 +408,7 @@ impl Endpoint {
         }
         self.idle_cwnd_validation(now, d);
         let p = &self.paths[d];
-        if p.flight >= p.cwnd || self.burst_left[d] == 0 {
+        if p.flight >= p.cwnd || self.burst_left[d] == 0 || !self.room_for_a_packet(d) {
             return None;
         }
         let room = self.packet_room();
@@ -438,6 +466,13 @@ impl Endpoint {
         }
         self.burst_left[d] -= 1;
         Some((d, self.transmit(now, d, &idxs)))
+    }
+
+    /// §7.2.1: after a T3-rtx expiry only one packet may be in flight on `d` until data
+    /// is acknowledged, whatever the unit of cwnd and the size of the chunks.
+    fn room_for_a_packet(&self, d: usize) -> bool {
+        let p = &self.paths[d];
+        !p.one_packet || p.flight_chunks == 0
     }
 
     /// Queue indices of marked chunks matching `pred` that fit one packet, ascending; with
@@ -502,6 +537,16 @@ impl Endpoint {
     fn transmit(&mut self, now: SimTime, d: usize, idxs: &[usize]) -> Packet {
         let mut chunks = Vec::with_capacity(idxs.len());
         let mut min_rtx: Option<u64> = None;
+        // §7.2.4 step 4: a fast retransmission of the first outstanding chunk sent to `d`
+        // restarts its T3-rtx (the lowest TSN not yet acked whose last copy went to `d`).
+        let fast_first = idxs.iter().any(|&i| self.queue[i].mark == Mark::Fast)
+            && self
+                .queue
+                .iter()
+                .find(|c| !c.acked && c.dest == d)
+                .is_some_and(|c| {
+                    c.mark == Mark::Fast && idxs.iter().any(|&i| self.queue[i].tsn == c.tsn)
+                });
         for &i in idxs {
             let tx_id = self.next_tx_id;
             self.next_tx_id += 1;
@@ -560,7 +605,7 @@ impl Endpoint {
         p.last_data_sent = Some(now);
         p.idle_adjusted = false;
         // R1: start T3 if not running, with the (backed-off) RTO of this destination.
-        if p.t3.is_none() {
+        if p.t3.is_none() || fast_first {
             p.t3 = Some(now + p.rto.rto());
             p.t3_armed_at = now;
         }

@@ -78,8 +78,19 @@ fn feed(b: &mut Endpoint, t: SimTime, tsn: u64) -> Option<SackChunk> {
 #[test]
 fn receiver_reports_gap_blocks_and_duplicates() {
     let mut b = server(SctpConfig::rfc9260(2));
-    assert!(feed(&mut b, ms(100), 1).is_none(), "delayed");
+    let s = feed(&mut b, ms(90), 1).expect("§5.1: the first DATA is SACKed at once");
+    assert_eq!((s.cum_tsn_ack, s.gap_blocks.len()), (1, 0));
+    b.on_packet(ms(100), 1, &data(1));
+    b.poll_transmit(ms(100)).expect("a duplicate: SACK at once");
+    assert!(feed(&mut b, ms(100), 2).is_none(), "later DATA is delayed");
     assert_eq!(b.next_timer(), Some(ms(300)), "within SACK.Delay 200 ms");
+    let s = feed(&mut b, ms(110), 4).expect("a gap: SACK at once");
+    assert_eq!((s.cum_tsn_ack, s.gap_blocks.clone()), (2, vec![(2, 2)]));
+    // Renumber the rest of the script from the gap at TSN 3.
+    let s = feed(&mut b, ms(112), 3).expect("the hole closes: SACK at once");
+    assert_eq!((s.cum_tsn_ack, s.gap_blocks.len()), (4, 0));
+    let mut b = server(SctpConfig::rfc9260(2));
+    feed(&mut b, ms(90), 1);
     let s = feed(&mut b, ms(110), 3).expect("a gap: SACK at once");
     assert_eq!((s.cum_tsn_ack, s.gap_blocks.clone()), (1, vec![(2, 2)]));
     let s = feed(&mut b, ms(120), 4).unwrap();
@@ -285,4 +296,139 @@ fn karn_no_rtt_sample_from_a_retransmitted_chunk() {
     );
     assert_eq!(a.stats().per_dest[0].rtt_samples, samples);
     assert_eq!(a.stats().per_dest[1].rtt_samples, 0);
+}
+
+#[test]
+fn a_fast_retransmission_of_the_first_outstanding_chunk_restarts_t3() {
+    // RFC 9260 §7.2.4 step 4.
+    let cfg = SctpConfig {
+        iw_floor: 100_000,
+        max_burst: None,
+        ..SctpConfig::rfc9260(2)
+    };
+    let mut a = client(cfg);
+    drain(&mut a, ms(20));
+    let armed = a.path(0).t3.unwrap();
+    for (k, gaps) in [vec![(2, 2)], vec![(2, 3)]].into_iter().enumerate() {
+        a.on_packet(ms(40 + k as u64), 0, &sack(0, &gaps));
+        drain(&mut a, ms(40 + k as u64));
+        assert_eq!(
+            a.path(0).t3,
+            Some(armed),
+            "no restart without a retransmission"
+        );
+    }
+    a.on_packet(ms(900), 0, &sack(0, &[(2, 4)]));
+    let sent = drain(&mut a, ms(900));
+    assert_eq!(sent[0], (0, vec![(1, 1)]));
+    assert_eq!(a.path(0).t3, Some(ms(900) + a.path(0).rto));
+    assert!(a.path(0).t3.unwrap() > armed);
+}
+
+#[test]
+fn a_fast_retransmission_of_a_later_chunk_leaves_t3_alone() {
+    let cfg = SctpConfig {
+        iw_floor: 100_000,
+        max_burst: None,
+        ..SctpConfig::rfc9260(2)
+    };
+    let mut a = client(cfg);
+    drain(&mut a, ms(20));
+    for (k, gaps) in [vec![(2, 2)], vec![(2, 3)], vec![(2, 4)]]
+        .into_iter()
+        .enumerate()
+    {
+        a.on_packet(ms(40 + k as u64), 0, &sack(0, &gaps));
+        drain(&mut a, ms(40 + k as u64));
+    }
+    let restarted = ms(42) + a.path(0).rto;
+    assert_eq!(a.path(0).t3, Some(restarted), "TSN 1 fast retransmitted");
+    // In Fast Recovery TSN 5 is lost too; TSN 1's retransmission is still the first
+    // outstanding chunk, so retransmitting TSN 5 does not restart the timer.
+    let mut resent = Vec::new();
+    for (k, hi) in [6u32, 7, 8].into_iter().enumerate() {
+        let t = ms(60 + k as u64);
+        a.on_packet(t, 0, &sack(0, &[(2, 4), (6, hi)]));
+        resent.extend(drain(&mut a, t).into_iter().flat_map(|(_, c)| c));
+    }
+    assert!(resent.contains(&(5, 1)), "{resent:?}");
+    assert_eq!(a.path(0).t3, Some(restarted));
+}
+
+#[test]
+fn after_a_t3_expiry_one_packet_is_in_flight_until_an_acknowledgement() {
+    // RFC 9260 §7.2.1: with the rfc4960 profile cwnd is one MTU (1500 B), and rule B alone
+    // would let a second 1468-byte chunk follow the first.
+    let mut a = client(SctpConfig::rfc4960(1));
+    let first = drain(&mut a, ms(20));
+    assert_eq!(first.len(), 3);
+    let t3 = a.path(0).t3.unwrap();
+    a.on_timer(t3);
+    assert_eq!(a.path(0).cwnd, 1500);
+    let sent = drain(&mut a, t3);
+    assert_eq!(
+        sent,
+        vec![(0, vec![(1, 1)])],
+        "one packet, the earliest TSN"
+    );
+    assert!(drain(&mut a, t3 + spikelab_core::SimDuration::from_millis(5)).is_empty());
+    // An acknowledgement of TSN 1 lifts the rule: cwnd rules again.
+    let t = t3 + spikelab_core::SimDuration::from_millis(10);
+    a.on_packet(t, 0, &sack(1, &[]));
+    let sent = drain(&mut a, t);
+    assert!(sent.len() >= 2, "{sent:?}");
+    assert_eq!(sent[0].1, vec![(2, 1)]);
+}
+
+#[test]
+fn duplicate_tsns_count_towards_partial_bytes_acked() {
+    // RFC 9260 §7.2.2: in congestion avoidance partial_bytes_acked grows by the bytes of the
+    // new chunks acknowledged and of the chunks reported in Duplicate TSNs.
+    let cfg = SctpConfig {
+        max_burst: None,
+        ..SctpConfig::rfc9260(1)
+    };
+    let mut a = client(cfg);
+    drain(&mut a, ms(20));
+    let t3 = a.path(0).t3.unwrap();
+    a.on_timer(t3); // TSNs 1-3 are sent again: their duplicates may come back
+    let mut t = t3;
+    let mut top = 0;
+    // Acknowledge everything sent, round trip after round trip, until slow start ends.
+    for _ in 0..200 {
+        for (_, c) in drain(&mut a, t) {
+            top = c.iter().map(|x| x.0).max().unwrap_or(top).max(top);
+        }
+        if a.path(0).cwnd > a.path(0).ssthresh && a.cum_ack() > 3 {
+            break;
+        }
+        t += spikelab_core::SimDuration::from_millis(30);
+        a.on_packet(t, 0, &sack(top, &[]));
+    }
+    let p = a.path(0);
+    assert!(
+        p.cwnd > p.ssthresh && a.cum_ack() > 3 && p.flight > 0,
+        "{p:?}"
+    );
+    let mut b = a.clone();
+    let with_dup = Packet::single(Chunk::Sack(SackChunk {
+        cum_tsn_ack: a.cum_ack(),
+        a_rwnd: 1 << 20,
+        gap_blocks: vec![],
+        dup_tsns: vec![2],
+    }));
+    let t = t + spikelab_core::SimDuration::from_millis(1);
+    a.on_packet(t, 0, &with_dup);
+    b.on_packet(t, 0, &sack(b.cum_ack(), &[]));
+    let (pa, pb) = (a.path(0), b.path(0));
+    assert_eq!(
+        pb.partial_bytes_acked, p.partial_bytes_acked,
+        "nothing new: no change"
+    );
+    assert_eq!(pa.cwnd, pb.cwnd);
+    assert_eq!(
+        pa.partial_bytes_acked,
+        pb.partial_bytes_acked + 1468,
+        "TSN 2: 16 + 1452 bytes"
+    );
 }

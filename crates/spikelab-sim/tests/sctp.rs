@@ -251,3 +251,60 @@ fn each_fast_retransmit_is_marked_on_its_own_retransmission() {
         }
     }
 }
+
+/// One loss on a long path (600 ms each way: the RTO sits near the RTT): the fast
+/// retransmission of the first outstanding chunk restarts T3-rtx (RFC 9260 §7.2.4 step 4), so
+/// its SACK returns before T3 can expire and no timeout follows. Without the restart T3 kept
+/// the deadline of the last cumulative advance and expired just before that SACK (28 of 32
+/// such single-loss runs, 2026-11-29; these four among them).
+#[test]
+fn a_single_loss_on_a_long_path_is_repaired_without_a_timeout() {
+    let text = |loss: &str| {
+        format!(
+            r#"
+[sim]
+duration = "60s"
+seed = 1
+[path.fwd]
+[[path.fwd.stage]]
+type = "rate"
+rate = "2Mbps"
+queue = 1000
+[[path.fwd.stage]]
+type = "delay"
+delay = "600ms"
+{loss}
+[path.rev]
+[[path.rev.stage]]
+type = "delay"
+delay = "600ms"
+[[flow]]
+protocol = "sctp"
+fwd = "fwd"
+rev = "rev"
+rwnd = "1MiB"
+"#
+        )
+    };
+    let (_, clean, _) = run(&text(""), TraceLevel::Summary);
+    // The association's start times out once (RTO.Initial 1 s < the 1.2 s RTT).
+    let before = f64s(&clean, "rto_count")[0];
+    assert_eq!(f64s(&clean, "fast_retx_count")[0], 0.0);
+    for at in [21200, 22000, 34300, 36100] {
+        let loss = format!(
+            "[[path.fwd.stage]]\ntype = \"loss\"\n\
+             profile = [[0, 0], [{at}, 0], [{at}, 1], [{e}, 1], [{e}, 0]]",
+            e = at + 10
+        );
+        let (_, runs, _) = run(&text(&loss), TraceLevel::Summary);
+        assert!(
+            f64s(&runs, "fast_retx_count")[0] >= 1.0,
+            "loss at {at} ms: no fast retransmit"
+        );
+        assert_eq!(
+            f64s(&runs, "rto_count")[0],
+            before,
+            "loss at {at} ms: a T3 expiry"
+        );
+    }
+}
