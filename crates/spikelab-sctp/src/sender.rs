@@ -43,6 +43,7 @@ impl Endpoint {
             }
         }
         let cum_advanced = s.cum_tsn_ack > self.cum_ack;
+        let needs_cum = self.cfg.profile == Profile::Rfc4960;
         let in_fr_at_arrival = self.fast_recovery.is_some();
         let mut acked_bytes = vec![0u64; n];
         let mut htna: Option<u64> = None;
@@ -100,10 +101,14 @@ impl Endpoint {
             }
         }
         // Bytes of the Duplicate TSNs reported, by the destination their last copy went to
-        // (§7.2.2: they count towards partial_bytes_acked). Looked up before the acked prefix
-        // leaves the queue.
-        let mut dup_bytes = vec![0u64; n];
-        for &t in &s.dup_tsns {
+        // (RFC 9260 §7.2.2: they count towards partial_bytes_acked; RFC 4960's text counts
+        // newly acknowledged chunks only). Looked up before the acked prefix leaves the
+        // queue. Which copy arrived second is not known: the bytes go to the last copy's
+        // destination. Only chunks sent more than once are remembered once acknowledged, so a
+        // duplicate the network itself made is counted only while its chunk is queued.
+        let dups: &[u64] = if needs_cum { &[] } else { &s.dup_tsns };
+        let mut dup_bytes = vec![0u64; if dups.is_empty() { 0 } else { n }];
+        for &t in dups {
             let found = match self.idx_of(t) {
                 Some(i) => Some((self.queue[i].dest, self.queue[i].size())),
                 None => self.dup_origin.get(&t).copied(),
@@ -146,13 +151,13 @@ impl Endpoint {
 
         // §7.2.1 / §7.2.2: per-destination window growth.
         let unit = self.cfg.unit();
-        let needs_cum = self.cfg.profile == Profile::Rfc4960;
         for d in 0..n {
             let a = acked_bytes[d];
             if a > 0 {
                 self.paths[d].one_packet = false;
             }
-            if (a == 0 && dup_bytes[d] == 0) || (needs_cum && !cum_advanced) {
+            let dup = dup_bytes.get(d).copied().unwrap_or(0);
+            if (a == 0 && dup == 0) || (needs_cum && !cum_advanced) {
                 continue;
             }
             let p = &mut self.paths[d];
@@ -162,7 +167,7 @@ impl Endpoint {
                     p.cwnd += a.min(unit);
                 }
             } else {
-                p.pba += a + dup_bytes[d];
+                p.pba += a + dup;
                 if p.pba >= p.cwnd && full {
                     p.pba -= p.cwnd;
                     p.cwnd += unit;
@@ -469,7 +474,10 @@ impl Endpoint {
     }
 
     /// §7.2.1: after a T3-rtx expiry only one packet may be in flight on `d` until data
-    /// is acknowledged, whatever the unit of cwnd and the size of the chunks.
+    /// is acknowledged, whatever the unit of cwnd and the size of the chunks. The forced
+    /// packets (E3's retransmission, the first fast-retransmission packet) do not ask: when
+    /// another address's T3 expiry or fast retransmission picks `d` while its one packet is
+    /// out, `d` carries two.
     fn room_for_a_packet(&self, d: usize) -> bool {
         let p = &self.paths[d];
         !p.one_packet || p.flight_chunks == 0
@@ -538,12 +546,14 @@ impl Endpoint {
         let mut chunks = Vec::with_capacity(idxs.len());
         let mut min_rtx: Option<u64> = None;
         // §7.2.4 step 4: a fast retransmission of the first outstanding chunk sent to `d`
-        // restarts its T3-rtx (the lowest TSN not yet acked whose last copy went to `d`).
+        // restarts its T3-rtx (the lowest TSN not yet acked whose last copy went to `d` and
+        // that `d`'s timer still guards: in flight there, or waiting for its fast
+        // retransmission; a chunk a T3 expiry on `d` marked for another address is not).
         let fast_first = idxs.iter().any(|&i| self.queue[i].mark == Mark::Fast)
             && self
                 .queue
                 .iter()
-                .find(|c| !c.acked && c.dest == d)
+                .find(|c| !c.acked && c.dest == d && (c.in_flight || c.mark == Mark::Fast))
                 .is_some_and(|c| {
                     c.mark == Mark::Fast && idxs.iter().any(|&i| self.queue[i].tsn == c.tsn)
                 });

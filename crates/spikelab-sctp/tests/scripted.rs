@@ -221,7 +221,7 @@ fn t3_rtx_sets_ssthresh_cwnd_backs_off_and_retransmits_to_the_alternate() {
     let mut t = 20;
     loop {
         drain(&mut a, ms(t));
-        if a.path(0).cwnd > 8 * unit {
+        if a.path(0).cwnd > 30 * unit {
             break;
         }
         t += 30;
@@ -383,52 +383,130 @@ fn after_a_t3_expiry_one_packet_is_in_flight_until_an_acknowledgement() {
 #[test]
 fn duplicate_tsns_count_towards_partial_bytes_acked() {
     // RFC 9260 §7.2.2: in congestion avoidance partial_bytes_acked grows by the bytes of the
-    // new chunks acknowledged and of the chunks reported in Duplicate TSNs.
+    // new chunks acknowledged and of the chunks reported in Duplicate TSNs. RFC 4960's text
+    // (the rfc4960 profile) counts the new chunks only.
+    for (cfg, dup_counts) in [
+        (SctpConfig::rfc9260(1), true),
+        (SctpConfig::rfc4960(1), false),
+    ] {
+        let mut a = client(SctpConfig {
+            max_burst: None,
+            ..cfg
+        });
+        drain(&mut a, ms(20));
+        let t3 = a.path(0).t3.unwrap();
+        a.on_timer(t3); // TSNs 1-3 are sent again: their duplicates may come back
+        let mut t = t3;
+        let mut top = 0;
+        // Acknowledge everything sent, round trip after round trip, until slow start ends.
+        for _ in 0..200 {
+            for (_, c) in drain(&mut a, t) {
+                top = c.iter().map(|x| x.0).max().unwrap_or(top).max(top);
+            }
+            if a.path(0).cwnd > a.path(0).ssthresh && a.cum_ack() > 3 {
+                break;
+            }
+            t += spikelab_core::SimDuration::from_millis(30);
+            a.on_packet(t, 0, &sack(top, &[]));
+        }
+        let p = a.path(0);
+        assert!(
+            p.cwnd > p.ssthresh && a.cum_ack() > 3 && p.flight > 1468,
+            "{p:?}"
+        );
+        assert_eq!(p.partial_bytes_acked, 0, "everything was acknowledged");
+        // The next SACK acknowledges one more chunk, with and without TSN 2 reported again.
+        let mut b = a.clone();
+        let with_dup = Packet::single(Chunk::Sack(SackChunk {
+            cum_tsn_ack: a.cum_ack() + 1,
+            a_rwnd: 1 << 20,
+            gap_blocks: vec![],
+            dup_tsns: vec![2],
+        }));
+        let t = t + spikelab_core::SimDuration::from_millis(1);
+        a.on_packet(t, 0, &with_dup);
+        b.on_packet(t, 0, &sack(b.cum_ack() + 1, &[]));
+        let (pa, pb) = (a.path(0), b.path(0));
+        assert_eq!(
+            pb.partial_bytes_acked, 1468,
+            "one new chunk: 16 + 1452 bytes"
+        );
+        assert_eq!(pa.cwnd, pb.cwnd);
+        let extra = if dup_counts { 1468 } else { 0 };
+        assert_eq!(pa.partial_bytes_acked, pb.partial_bytes_acked + extra);
+    }
+}
+
+#[test]
+fn a_chunk_marked_for_another_address_is_not_the_first_outstanding_one() {
+    // After a T3 expiry on address 0 most of its chunks wait for room on address 1 (their
+    // last copy went to 0, but 0's timer no longer guards them). New data on 0 that is
+    // fast-retransmitted there is the first outstanding chunk 0's T3-rtx guards: §7.2.4
+    // step 4 restarts that timer.
     let cfg = SctpConfig {
         max_burst: None,
-        ..SctpConfig::rfc9260(1)
+        ..SctpConfig::rfc9260(2)
     };
+    let unit = 1468u64;
     let mut a = client(cfg);
-    drain(&mut a, ms(20));
-    let t3 = a.path(0).t3.unwrap();
-    a.on_timer(t3); // TSNs 1-3 are sent again: their duplicates may come back
-    let mut t = t3;
-    let mut top = 0;
-    // Acknowledge everything sent, round trip after round trip, until slow start ends.
-    for _ in 0..200 {
-        for (_, c) in drain(&mut a, t) {
-            top = c.iter().map(|x| x.0).max().unwrap_or(top).max(top);
+    let mut t = ms(20);
+    let mut top = 0u64;
+    let send = |a: &mut Endpoint, t: SimTime, top: &mut u64| {
+        let out = drain(a, t);
+        for (_, c) in &out {
+            for x in c {
+                *top = (*top).max(x.0);
+            }
         }
-        if a.path(0).cwnd > a.path(0).ssthresh && a.cum_ack() > 3 {
+        out
+    };
+    loop {
+        send(&mut a, t, &mut top);
+        if a.path(0).cwnd > 30 * unit {
             break;
         }
         t += spikelab_core::SimDuration::from_millis(30);
         a.on_packet(t, 0, &sack(top, &[]));
     }
-    let p = a.path(0);
-    assert!(
-        p.cwnd > p.ssthresh && a.cum_ack() > 3 && p.flight > 0,
-        "{p:?}"
-    );
-    let mut b = a.clone();
-    let with_dup = Packet::single(Chunk::Sack(SackChunk {
-        cum_tsn_ack: a.cum_ack(),
-        a_rwnd: 1 << 20,
-        gap_blocks: vec![],
-        dup_tsns: vec![2],
-    }));
-    let t = t + spikelab_core::SimDuration::from_millis(1);
-    a.on_packet(t, 0, &with_dup);
-    b.on_packet(t, 0, &sack(b.cum_ack(), &[]));
-    let (pa, pb) = (a.path(0), b.path(0));
+    let cum = a.cum_ack();
+    assert!(top - cum >= 30, "{top} {cum}");
+    let t3 = a.path(0).t3.unwrap();
+    a.on_timer(t3);
+    let sent = send(&mut a, t3, &mut top);
+    let to = |d: usize| -> Vec<u64> {
+        sent.iter()
+            .filter(|(x, _)| *x == d)
+            .flat_map(|(_, c)| c.iter().map(|y| y.0))
+            .collect()
+    };
     assert_eq!(
-        pb.partial_bytes_acked, p.partial_bytes_acked,
-        "nothing new: no change"
+        to(1),
+        vec![cum + 1, cum + 2, cum + 3],
+        "E3, then as 1's cwnd (4404 B) allows"
     );
-    assert_eq!(pa.cwnd, pb.cwnd);
-    assert_eq!(
-        pa.partial_bytes_acked,
-        pb.partial_bytes_acked + 1468,
-        "TSN 2: 16 + 1452 bytes"
-    );
+    let new0 = top;
+    assert_eq!(to(0), vec![new0], "one new packet on address 0 (§7.2.1)");
+    // The chunk after `new0` is lost; the others sent to 0 arrive, the newest of them not yet
+    // acknowledged once there are two (so 0's timer keeps running: with nothing in flight R2
+    // would stop it and R1 start it afresh).
+    let lost = new0 + 1;
+    let off = |tsn: u64| (tsn - cum) as u32;
+    let mut resent_at = None;
+    for k in 1..12 {
+        let t = t3 + spikelab_core::SimDuration::from_millis(50 * k);
+        let mut gaps = vec![(off(new0), off(new0))];
+        if top > lost + 1 {
+            gaps.push((off(lost + 1), off(top - 1)));
+        } else if top == lost + 1 {
+            gaps.push((off(top), off(top)));
+        }
+        a.on_packet(t, 0, &sack(cum, &gaps));
+        let out = send(&mut a, t, &mut top);
+        if out.iter().any(|(d, c)| *d == 0 && c.contains(&(lost, 1))) {
+            resent_at = Some(t);
+            break;
+        }
+    }
+    let t = resent_at.expect("the lost chunk fast-retransmitted to address 0");
+    assert_eq!(a.path(0).t3, Some(t + a.path(0).rto));
 }
