@@ -307,12 +307,29 @@ impl SctpConfig {
         if let Some(m) = self.message_size.filter(|&m| m > self.max_payload()) {
             return Err(("message_size", self.message_too_large(m.into())));
         }
+        if let Some(ps) = self.psmr {
+            let (floor, name) = match self.pf_max_retrans {
+                Some(pf) => (pf, "pf_max_retrans"),
+                None => (self.path_max_retrans, "path_max_retrans"),
+            };
+            if ps < floor {
+                return Err((
+                    "psmr",
+                    format!(
+                        "{ps} is below {name} {floor}: RFC 7829 §5 rule 1 requires \
+                         Primary.Switchover.Max.Retrans >= PFMR with PF on, >= \
+                         Path.Max.Retrans without"
+                    ),
+                ));
+            }
+        }
         if let Some(pf) = self.pf_max_retrans {
             if pf > self.path_max_retrans {
                 return Err((
                     "pf_max_retrans",
                     format!(
-                        "{pf} exceeds path_max_retrans {} (RFC 7829 §3)",
+                        "{pf} exceeds path_max_retrans {}: the destination would go inactive \
+                         before it could be potentially failed (RFC 7829 §3.2 rule 1)",
                         self.path_max_retrans
                     ),
                 ));
@@ -432,6 +449,23 @@ mod tests {
             }),
             "pf_max_retrans"
         );
+        // RFC 7829 §5 rule 1: PSMR >= PFMR with PF, >= PMR without.
+        for (pf, psmr, ok) in [
+            (None, 4, false),
+            (None, 5, true),
+            (Some(2), 1, false),
+            (Some(2), 2, true),
+        ] {
+            let c = SctpConfig {
+                pf_max_retrans: pf,
+                psmr: Some(psmr),
+                ..base.clone()
+            };
+            assert_eq!(
+                c.validate().map_err(|e| e.0),
+                if ok { Ok(()) } else { Err("psmr") }
+            );
+        }
         assert_eq!(
             field(SctpConfig {
                 max_burst: Some(0),

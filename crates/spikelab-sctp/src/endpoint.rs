@@ -72,6 +72,9 @@ pub(crate) struct TxChunk {
     pub(crate) mark: Mark,
     pub(crate) miss: u32,
     pub(crate) fast_rtx_done: bool,
+    /// Sent to more than one destination (RFC 7829 §3.2 rule 9: its acknowledgement cannot
+    /// tell which copy arrived).
+    pub(crate) multi_dest: bool,
 }
 
 impl TxChunk {
@@ -747,12 +750,26 @@ impl Endpoint {
             // §8.3: an unanswered HEARTBEAT counts one error and backs the RTO off; §8.1: it
             // counts for the association only on the path used for data.
             self.paths[d].rto.backoff();
-            if self.paths[d].state != PathState::Inactive {
+            let before = self.paths[d].state;
+            if before != PathState::Inactive {
                 let assoc = d == self.data_dest;
                 self.path_error(now, d, assoc);
                 if self.state == AssocState::Failed {
                     return;
                 }
+            }
+            let after = self.paths[d].state;
+            if after == PathState::PotentiallyFailed && before != after {
+                // Entering PF sent its HEARTBEAT and armed the timer (set_path_state).
+                return;
+            }
+            if after == PathState::Inactive && before == PathState::PotentiallyFailed {
+                // RFC 7829 §3.2 rule 8: an inactive destination is probed at the HB.interval
+                // pace again, not at once.
+                if self.cfg.heartbeats {
+                    self.arm_hb(d, now);
+                }
+                return;
             }
         }
         let p = &self.paths[d];
@@ -897,7 +914,15 @@ impl Endpoint {
         if self.data_dest != last && self.paths[self.data_dest].state == PathState::Active {
             return self.data_dest;
         }
-        self.choose_data_dest(Some(last))
+        let d = self.choose_data_dest(Some(last));
+        // RFC 7829 §3.2 rule 4: with no active destination a PF one MUST carry the data,
+        // `last` itself when it is the only one.
+        if self.paths[d].state == PathState::Inactive
+            && self.paths[last].state == PathState::PotentiallyFailed
+        {
+            return last;
+        }
+        d
     }
 
     // ---------------------------------------------------------------- output

@@ -91,9 +91,16 @@ impl Endpoint {
             self.assoc_errors = 0;
         }
         // §8.2: clear the error counter of the destination each acked TSN was last sent to.
+        // RFC 7829 §3.2 rules 9-10 (with PF on): a TSN sent to more than one destination
+        // clears an active destination's counter only; it neither clears an inactive one's
+        // nor brings a PF one back (which copy arrived is unknown).
+        let pf_on = self.cfg.pf_max_retrans.is_some();
         let mut cleared = vec![false; n];
         for &i in &newly {
-            cleared[self.queue[i].dest] = true;
+            let c = &self.queue[i];
+            if !(pf_on && c.multi_dest && self.paths[c.dest].state != PathState::Active) {
+                cleared[c.dest] = true;
+            }
         }
         for (d, &c) in cleared.iter().enumerate() {
             if c {
@@ -464,6 +471,7 @@ impl Endpoint {
                 mark: Mark::None,
                 miss: 0,
                 fast_rtx_done: false,
+                multi_dest: false,
             });
             self.next_tsn += 1;
             self.app_chunked += len as u64;
@@ -570,6 +578,9 @@ impl Endpoint {
                     _ => self.stats.t3_retransmitted_chunks += 1,
                 }
                 min_rtx = Some(min_rtx.map_or(c.tsn, |m: u64| m.min(c.tsn)));
+            }
+            if rtx && c.dest != d {
+                c.multi_dest = true;
             }
             c.dest = d;
             c.tx_count += 1;

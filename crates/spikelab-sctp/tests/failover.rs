@@ -218,3 +218,55 @@ fn with_psmr_the_switchover_is_permanent() {
         .iter()
         .any(|e| matches!(e, SctpEvent::PrimaryChange { from: 0, to: 1, .. })));
 }
+
+/// RFC 7829 §3.2 rule 4: with the primary inactive and the alternate just gone PF (its first
+/// T3 expiry, PFMR 0), the alternate is the only PF destination, and the retransmission MUST
+/// go to it, not back to the inactive primary.
+#[test]
+fn with_no_active_destination_a_timeout_retransmits_to_the_pf_one() {
+    let cfg = SctpConfig {
+        pf_max_retrans: Some(0),
+        path_max_retrans: 2,
+        ..SctpConfig::rfc4960(2)
+    };
+    let (mut net, t0) = scenario(cfg, None, true);
+    assert!(
+        net.run_while(t0 + dur_ms(200_000), |n| became(n, 0, PathState::Inactive)
+            .is_some())
+    );
+    let dead = became(&net, 0, PathState::Inactive).unwrap();
+    assert_eq!(net.a.data_destination(), 1);
+    net.fwd[1].down.push((net.now, SimTime::MAX));
+    net.a.send_more(1_000_000);
+    net.flush();
+    assert!(net.run_while(dead + dur_ms(100_000), |n| !t3s(n, 1).is_empty()));
+    let r = &t3s(&net, 1)[0];
+    assert_eq!(net.a.path(1).state, PathState::PotentiallyFailed);
+    assert_eq!(net.a.path(0).state, PathState::Inactive);
+    assert_eq!(
+        r.rtx_dest, 1,
+        "to the PF alternate, not the inactive primary"
+    );
+}
+
+/// RFC 7829 §3.2 rules 5-6: an idle alternate whose HEARTBEAT goes unanswered becomes PF
+/// (PFMR 0) and is probed with one HEARTBEAT at once, not two.
+#[test]
+fn a_destination_that_goes_pf_on_a_heartbeat_timeout_gets_one_heartbeat() {
+    let cfg = SctpConfig {
+        pf_max_retrans: Some(0),
+        ..SctpConfig::rfc4960(2)
+    };
+    let mut net = Net::new(cfg, Some(20_000), &[10, 10], 7);
+    net.fwd[1].down.push((SimTime::ZERO, SimTime::MAX));
+    net.connect();
+    assert!(
+        net.run_while(secs(300.0), |n| became(n, 1, PathState::PotentiallyFailed)
+            .is_some())
+    );
+    let pf_at = became(&net, 1, PathState::PotentiallyFailed).unwrap();
+    net.run_until(pf_at + dur_ms(1));
+    // The first HEARTBEAT timed out (the PF transition), the second went at once.
+    assert_eq!(net.a.stats().per_dest[1].heartbeats_sent, 2);
+    assert_eq!(net.a.path(1).errors, 1);
+}

@@ -510,3 +510,62 @@ fn a_chunk_marked_for_another_address_is_not_the_first_outstanding_one() {
     let t = resent_at.expect("the lost chunk fast-retransmitted to address 0");
     assert_eq!(a.path(0).t3, Some(t + a.path(0).rto));
 }
+
+#[test]
+fn an_ack_of_a_chunk_sent_to_two_destinations_does_not_bring_a_pf_one_back() {
+    // RFC 7829 §3.2 rules 9-10, PFMR 0: TSN 1 goes to 0, then (T3) to 1, then (T3 on 1, both
+    // PF, 0 chosen) to 0 again. Its acknowledgement cannot tell which copy arrived: 0 stays
+    // PF. New data sent to 0 alone and acknowledged brings it back.
+    let cfg = SctpConfig {
+        max_burst: None,
+        heartbeats: false,
+        pf_max_retrans: Some(0),
+        ..SctpConfig::rfc9260(2)
+    };
+    let mut a = client(cfg);
+    drain(&mut a, ms(20));
+    let t3 = a.path(0).t3.unwrap();
+    a.on_timer(t3);
+    assert_eq!(a.path(0).state, spikelab_sctp::PathState::PotentiallyFailed);
+    let sent = drain(&mut a, t3);
+    assert_eq!(sent[0], (1, vec![(1, 1)]));
+    let t3b = a.path(1).t3.unwrap();
+    a.on_timer(t3b);
+    assert_eq!(a.path(1).state, spikelab_sctp::PathState::PotentiallyFailed);
+    let sent = drain(&mut a, t3b);
+    assert_eq!(
+        sent[0],
+        (0, vec![(1, 2)]),
+        "both PF, equal errors: the primary"
+    );
+    let t = t3b + spikelab_core::SimDuration::from_millis(10);
+    a.on_packet(t, 0, &sack(1, &[]));
+    assert_eq!(a.path(0).state, spikelab_sctp::PathState::PotentiallyFailed);
+    assert_eq!(a.path(0).errors, 1);
+    // TSNs 2 and 3 follow TSN 1's path (0, 1, 0): their acknowledgements leave 0 PF too. The
+    // first new TSN, sent only to 0, brings it back.
+    let mut t = t;
+    let mut first_new = None;
+    for _ in 0..20 {
+        let mut top = 0;
+        for (_, c) in drain(&mut a, t) {
+            for x in c {
+                top = top.max(x.0);
+                if x.1 == 0 && first_new.is_none() {
+                    first_new = Some(x.0);
+                }
+            }
+        }
+        t += spikelab_core::SimDuration::from_millis(10);
+        let before_new = first_new.is_none_or(|f| top < f);
+        a.on_packet(t, 0, &sack(top, &[]));
+        if before_new {
+            assert_eq!(a.path(0).state, spikelab_sctp::PathState::PotentiallyFailed);
+        } else {
+            break;
+        }
+    }
+    assert!(first_new.is_some_and(|f| f > 3), "new data to 0");
+    assert_eq!(a.path(0).state, spikelab_sctp::PathState::Active);
+    assert_eq!(a.path(0).errors, 0);
+}

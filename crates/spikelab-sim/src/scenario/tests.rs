@@ -954,6 +954,7 @@ fn sctp_flows_are_checked_with_the_field_named() {
         (flow("[flow.sctp]\nprofile = \"rfc2960\"\n"), "flow[0].sctp.profile", "unknown"),
         (flow("[flow.sctp]\nrto_min = \"2s\"\nrto_max = \"1s\"\n"), "flow[0].sctp.rto_min", "must not exceed"),
         (flow("[flow.sctp]\npf_max_retrans = 9\n"), "flow[0].sctp.pf_max_retrans", "7829"),
+        (flow("[flow.sctp]\npsmr = 2\n"), "flow[0].sctp.psmr", "below path_max_retrans 5"),
         (flow("cc = \"cubic\"\n"), "flow[0].cc", "TCP"),
         (flow("[flow.tcp]\nsack = false\n"), "flow[0].tcp", "[flow.sctp]"),
         (
