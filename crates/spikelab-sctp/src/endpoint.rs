@@ -766,9 +766,7 @@ impl Endpoint {
             if after == PathState::Inactive && before == PathState::PotentiallyFailed {
                 // RFC 7829 §3.2 rule 8: an inactive destination is probed at the HB.interval
                 // pace again, not at once.
-                if self.cfg.heartbeats {
-                    self.arm_hb(d, now);
-                }
+                self.arm_hb(d, now);
                 return;
             }
         }

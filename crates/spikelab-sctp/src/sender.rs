@@ -561,10 +561,8 @@ impl Endpoint {
             && self
                 .queue
                 .iter()
-                .find(|c| !c.acked && c.dest == d && (c.in_flight || c.mark == Mark::Fast))
-                .is_some_and(|c| {
-                    c.mark == Mark::Fast && idxs.iter().any(|&i| self.queue[i].tsn == c.tsn)
-                });
+                .position(|c| !c.acked && c.dest == d && (c.in_flight || c.mark == Mark::Fast))
+                .is_some_and(|j| self.queue[j].mark == Mark::Fast && idxs.contains(&j));
         for &i in idxs {
             let tx_id = self.next_tx_id;
             self.next_tx_id += 1;

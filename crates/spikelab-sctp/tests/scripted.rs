@@ -152,6 +152,27 @@ fn drain(a: &mut Endpoint, t: SimTime) -> Vec<(usize, Vec<(u64, u32)>)> {
     v
 }
 
+/// From `t`, sends what `a` may send and, 30 ms later, acknowledges every TSN sent, until
+/// `done` holds after a send; returns that time and the highest TSN sent.
+fn ack_all_until(
+    a: &mut Endpoint,
+    mut t: SimTime,
+    done: impl Fn(&Endpoint) -> bool,
+) -> (SimTime, u64) {
+    let mut top = 0;
+    for _ in 0..200 {
+        for (_, c) in drain(a, t) {
+            top = c.iter().map(|x| x.0).fold(top, u64::max);
+        }
+        if done(a) {
+            return (t, top);
+        }
+        t += spikelab_core::SimDuration::from_millis(30);
+        a.on_packet(t, 0, &sack(top, &[]));
+    }
+    panic!("not reached in 200 round trips");
+}
+
 #[test]
 fn full_data_packet_carries_1452_bytes_at_mtu_1500() {
     let mut a = client(SctpConfig::rfc9260(1));
@@ -218,16 +239,7 @@ fn t3_rtx_sets_ssthresh_cwnd_backs_off_and_retransmits_to_the_alternate() {
     let unit = 1468u64;
     let mut a = client(cfg);
     // Grow cwnd in slow start until it exceeds 8 units so the halving shows.
-    let mut t = 20;
-    loop {
-        drain(&mut a, ms(t));
-        if a.path(0).cwnd > 30 * unit {
-            break;
-        }
-        t += 30;
-        let top = a.stats().data_chunks_sent;
-        a.on_packet(ms(t), 0, &sack(top, &[]));
-    }
+    ack_all_until(&mut a, ms(20), |a| a.path(0).cwnd > 8 * unit);
     let cwnd = a.path(0).cwnd;
     let rto = a.path(0).rto;
     let t3 = a.path(0).t3.unwrap();
@@ -396,19 +408,10 @@ fn duplicate_tsns_count_towards_partial_bytes_acked() {
         drain(&mut a, ms(20));
         let t3 = a.path(0).t3.unwrap();
         a.on_timer(t3); // TSNs 1-3 are sent again: their duplicates may come back
-        let mut t = t3;
-        let mut top = 0;
-        // Acknowledge everything sent, round trip after round trip, until slow start ends.
-        for _ in 0..200 {
-            for (_, c) in drain(&mut a, t) {
-                top = c.iter().map(|x| x.0).max().unwrap_or(top).max(top);
-            }
-            if a.path(0).cwnd > a.path(0).ssthresh && a.cum_ack() > 3 {
-                break;
-            }
-            t += spikelab_core::SimDuration::from_millis(30);
-            a.on_packet(t, 0, &sack(top, &[]));
-        }
+                        // Acknowledge everything sent, round trip after round trip, until slow start ends.
+        let (t, _) = ack_all_until(&mut a, t3, |a| {
+            a.path(0).cwnd > a.path(0).ssthresh && a.cum_ack() > 3
+        });
         let p = a.path(0);
         assert!(
             p.cwnd > p.ssthresh && a.cum_ack() > 3 && p.flight > 1468,
@@ -449,8 +452,7 @@ fn a_chunk_marked_for_another_address_is_not_the_first_outstanding_one() {
     };
     let unit = 1468u64;
     let mut a = client(cfg);
-    let mut t = ms(20);
-    let mut top = 0u64;
+    let (_, mut top) = ack_all_until(&mut a, ms(20), |a| a.path(0).cwnd > 30 * unit);
     let send = |a: &mut Endpoint, t: SimTime, top: &mut u64| {
         let out = drain(a, t);
         for (_, c) in &out {
@@ -460,14 +462,6 @@ fn a_chunk_marked_for_another_address_is_not_the_first_outstanding_one() {
         }
         out
     };
-    loop {
-        send(&mut a, t, &mut top);
-        if a.path(0).cwnd > 30 * unit {
-            break;
-        }
-        t += spikelab_core::SimDuration::from_millis(30);
-        a.on_packet(t, 0, &sack(top, &[]));
-    }
     let cum = a.cum_ack();
     assert!(top - cum >= 30, "{top} {cum}");
     let t3 = a.path(0).t3.unwrap();
