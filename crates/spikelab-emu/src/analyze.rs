@@ -85,6 +85,8 @@ pub struct FlowSummary {
     /// The sender's SYNs, retransmissions included (each after the first is a SYN timeout,
     /// which the kernel's `tcpi_total_rto` counts and the simulator's `rto_count` does not).
     pub syns_sent: u64,
+    /// SCTP: HEARTBEAT chunks from the sender.
+    pub heartbeats_sent: u64,
     pub retransmissions: Vec<Retransmission>,
 }
 
@@ -251,6 +253,9 @@ struct FlowState {
     snd_una: u64,
     last_ack: Option<(u64, u16)>,
     rtts: Vec<f64>,
+    /// SCTP: payload bytes of each TSN (relative, from 0), to count delivered bytes.
+    tsn_bytes: Option<HashMap<u64, u32>>,
+    delivered_bytes: u64,
     s: FlowSummary,
 }
 
@@ -271,6 +276,64 @@ impl FlowState {
         ))
     }
 
+    /// The acknowledged end on the sender's scale: TCP's cumulative ACK; for SCTP the TSN
+    /// after the cumulative TSN ack (on the relative scale from 0), which the rows show as
+    /// the cumulative TSN ack itself counted from 1.
+    fn ack_of(&self, f: &TcpFrame) -> Option<u64> {
+        match &f.sctp {
+            Some(s) => Some(self.rel_ack(s.cum_tsn?)? + 1),
+            None => self.rel_ack(f.ack),
+        }
+    }
+
+    /// One transmission of [seq, end) that left the sender at `t` (`delivered`: it left the
+    /// emulator towards the receiver): an original or the how-many-th retransmission, which
+    /// it returns. `shown` is the number its [`Retransmission`] carries.
+    fn push_tx(
+        &mut self,
+        seq: u64,
+        end: u64,
+        t: u64,
+        len: u32,
+        shown: u64,
+        delivered: bool,
+    ) -> u32 {
+        let idx = self.txs.len();
+        let tx = if seq >= self.snd_max {
+            self.originals.push(idx);
+            self.by_end.insert(end, (t, false));
+            0
+        } else {
+            let same = self.retx_by_seq.entry(seq).or_default();
+            same.push(idx);
+            if let Some(e) = self.by_end.get_mut(&end) {
+                e.1 = true;
+            }
+            same.len() as u32
+        };
+        self.snd_max = self.snd_max.max(end);
+        self.txs.push(DataTx {
+            seq,
+            end,
+            delivered,
+        });
+        self.s.segments_sent += 1;
+        if self.s.first_send_ns == 0 {
+            self.s.first_send_ns = t.max(1);
+        }
+        if tx > 0 {
+            self.s.retx_segments += 1;
+            self.s.retransmissions.push(Retransmission {
+                t_ns: t,
+                seq: shown,
+                len,
+                tx,
+                spurious: false,
+            });
+        }
+        tx
+    }
+
     fn deliver_data(&mut self, t: u64, seq: u64, end: u64, flow: i32, series: &mut Series) {
         if end <= self.rcv_nxt {
             return;
@@ -289,7 +352,17 @@ impl FlowState {
             self.longest_stall = self.longest_stall.max(t.saturating_sub(self.last_progress));
             self.last_progress = t;
             self.last_delivery = t;
-            series.push(t, flow, 1, self.rcv_nxt as f64);
+            // SCTP counts TSNs: the series and the summary count their payload bytes.
+            self.delivered_bytes = match &self.tsn_bytes {
+                Some(b) => {
+                    self.delivered_bytes
+                        + (before..self.rcv_nxt)
+                            .map(|k| b.get(&k).copied().unwrap_or(0) as u64)
+                            .sum::<u64>()
+                }
+                None => self.rcv_nxt,
+            };
+            series.push(t, flow, 1, self.delivered_bytes as f64);
         }
     }
 }
@@ -414,16 +487,24 @@ pub fn analyze(cap: &Capture, duration_ns: u64) -> Result<Analysis, String> {
         }
         let Some(tcp) = p.tcp else { continue };
         let fl = &mut flows[p.flow as usize];
+        let sctp = tcp.sctp;
         let control = tcp.has(frame::SYN) || tcp.has(frame::FIN) || tcp.has(frame::RST);
-        if p.side_a && tcp.has(frame::SYN) && !tcp.has(frame::ACK) {
-            fl.isn = Some(tcp.seq);
+        let origin = if p.side_a { tcp.origin() } else { None };
+        if let Some(o) = origin {
+            fl.isn = Some(o);
             fl.last_rel = 0;
+            if sctp.is_some() {
+                fl.tsn_bytes.get_or_insert_with(HashMap::new);
+            }
         }
         if p.t_in > duration_ns {
             continue;
         }
-        if p.side_a && tcp.has(frame::SYN) && !tcp.has(frame::ACK) {
+        if origin.is_some() && sctp.is_none() {
             fl.s.syns_sent += 1;
+        }
+        if p.side_a && sctp.is_some_and(|s| s.heartbeat) {
+            fl.s.heartbeats_sent += 1;
         }
         // Drops of any frame of the flow count (handshake frames too). A frame the emulator
         // could not send (`tx_error`) was dropped by no stage.
@@ -437,8 +518,12 @@ pub fn analyze(cap: &Capture, duration_ns: u64) -> Result<Analysis, String> {
                 fl.s.drops[g] += 1;
             }
         }
-        let is_data = p.side_a && tcp.payload > 0 && !tcp.has(frame::SYN);
-        let is_ack = !p.side_a && !control;
+        let is_data = p.side_a && tcp.is_data();
+        let is_ack = !p.side_a
+            && match &sctp {
+                Some(s) => s.cum_tsn.is_some(),
+                None => !control,
+            };
         if !(is_data || is_ack) {
             fl.s.control_frames += 1;
             continue;
@@ -454,64 +539,51 @@ pub fn analyze(cap: &Capture, duration_ns: u64) -> Result<Analysis, String> {
             size: tcp.ip_len as i32,
             tx: -1,
         };
+        let delivered = p.out.is_some();
         if is_data {
-            let Some(seq) = fl.rel(tcp.seq) else { continue };
-            let end = seq + tcp.payload as u64;
-            let idx = fl.txs.len();
-            let tx = if seq >= fl.snd_max {
-                fl.originals.push(idx);
-                fl.by_end.insert(end, (p.t_in, false));
-                0
-            } else {
-                let same = fl.retx_by_seq.entry(seq).or_default();
-                same.push(idx);
-                if let Some(e) = fl.by_end.get_mut(&end) {
-                    e.1 = true;
+            let shown = |seq: u64| seq + sctp.is_some() as u64;
+            let mut first = None;
+            let mut top_tx = 0;
+            match &sctp {
+                // One transmission per DATA chunk; the row names the first TSN (from 1) and
+                // the highest transmission number among the chunks, as the simulator's do.
+                Some(s) => {
+                    for (tsn, bytes) in s.data() {
+                        let Some(seq) = fl.rel(tsn) else { continue };
+                        first.get_or_insert(seq);
+                        let tx = fl.push_tx(seq, seq + 1, p.t_in, bytes, shown(seq), delivered);
+                        top_tx = top_tx.max(tx);
+                        if let Some(b) = fl.tsn_bytes.as_mut() {
+                            b.entry(seq).or_insert(bytes);
+                        }
+                    }
                 }
-                same.len() as u32
-            };
-            fl.snd_max = fl.snd_max.max(end);
-            fl.txs.push(DataTx {
-                seq,
-                end,
-                delivered: false,
-            });
-            fl.s.segments_sent += 1;
-            if fl.s.first_send_ns == 0 {
-                fl.s.first_send_ns = p.t_in.max(1);
+                None => {
+                    let Some(seq) = fl.rel(tcp.seq) else { continue };
+                    first = Some(seq);
+                    let end = seq + tcp.payload as u64;
+                    top_tx = fl.push_tx(seq, end, p.t_in, tcp.payload, seq, delivered);
+                }
             }
-            if tx > 0 {
-                fl.s.retx_segments += 1;
-                fl.s.retransmissions.push(Retransmission {
-                    t_ns: p.t_in,
-                    seq,
-                    len: tcp.payload,
-                    tx,
-                    spurious: false,
-                });
-            }
-            ctx.seq = seq as i64;
-            ctx.tx = tx as i32;
+            let Some(first) = first else { continue };
+            ctx.seq = shown(first) as i64;
+            ctx.tx = top_tx as i32;
             rows.push(
                 p.t_in,
                 &ctx,
-                if tx == 0 { EV_SEND } else { EV_RETX },
+                if top_tx == 0 { EV_SEND } else { EV_RETX },
                 -1,
                 -1,
             );
-            if let Some((actual, _, _)) = p.out {
-                fl.txs[idx].delivered = true;
-                deliveries.push((actual, id));
-            }
         } else {
-            let Some(ack) = fl.rel_ack(tcp.ack) else {
+            let Some(ack) = fl.ack_of(&tcp) else {
                 continue;
             };
             ctx.ack = ack as i64;
             rows.push(p.t_in, &ctx, EV_ACK, -1, -1);
-            if let Some((actual, _, _)) = p.out {
-                deliveries.push((actual, id));
-            }
+        }
+        if let Some((actual, _, _)) = p.out {
+            deliveries.push((actual, id));
         }
         // Stage rows at the emulator's intended times.
         let (exits, dropped) = match (&p.out, &p.drop) {
@@ -588,12 +660,20 @@ pub fn analyze(cap: &Capture, duration_ns: u64) -> Result<Analysis, String> {
         let tcp = p.tcp.expect("classified");
         let fl = &mut flows[p.flow as usize];
         if p.side_a {
+            if let Some(s) = &tcp.sctp {
+                for (tsn, _) in s.data() {
+                    if let Some(seq) = fl.rel_ack(tsn) {
+                        fl.deliver_data(t, seq, seq + 1, p.flow, &mut series);
+                    }
+                }
+                continue;
+            }
             let Some(seq) = fl.rel_ack(tcp.seq) else {
                 continue;
             };
             fl.deliver_data(t, seq, seq + tcp.payload as u64, p.flow, &mut series);
         } else {
-            let Some(ack) = fl.rel_ack(tcp.ack) else {
+            let Some(ack) = fl.ack_of(&tcp) else {
                 continue;
             };
             if ack > fl.snd_una {
@@ -603,7 +683,10 @@ pub fn analyze(cap: &Capture, duration_ns: u64) -> Result<Analysis, String> {
                     series.push(t, p.flow, 0, rtt);
                 }
                 fl.snd_una = ack;
-            } else if tcp.payload == 0 && fl.last_ack == Some((ack, tcp.window)) && ack < fl.snd_max
+            } else if tcp.sctp.is_none()
+                && tcp.payload == 0
+                && fl.last_ack == Some((ack, tcp.window))
+                && ack < fl.snd_max
             {
                 fl.s.dupacks_rcvd += 1;
             }
@@ -641,7 +724,7 @@ pub fn analyze(cap: &Capture, duration_ns: u64) -> Result<Analysis, String> {
             fl.longest_stall
                 .max(duration_ns.saturating_sub(fl.last_progress))
         };
-        fl.s.bytes_delivered = fl.rcv_nxt;
+        fl.s.bytes_delivered = fl.delivered_bytes;
         fl.s.isn = fl.isn;
         fl.s.last_delivery_ns = fl.last_delivery;
         fl.s.rtt_samples = n as u64;
@@ -711,6 +794,7 @@ mod tests {
         buf: Vec<u8>,
         next: u64,
         s: String,
+        snap: usize,
     }
 
     impl Cap {
@@ -741,6 +825,7 @@ mod tests {
                 buf: pcapng::header(&meta, "test", &["a", "b"], 128),
                 next: 0,
                 s: String::new(),
+                snap: 128,
             }
         }
 
@@ -750,16 +835,33 @@ mod tests {
             self.next += 1;
             let (iface, path) = if side_a { (0, 0) } else { (1, 1) };
             write_in(&mut self.s, pkt, 0, path);
-            pcapng::packet(&mut self.buf, iface, T0 + t_in, f, 128, INBOUND, &self.s);
+            pcapng::packet(
+                &mut self.buf,
+                iface,
+                T0 + t_in,
+                f,
+                self.snap,
+                INBOUND,
+                &self.s,
+            );
             let exits: Vec<u64> = if side_a { vec![due] } else { vec![] };
             match actual {
                 Some(a) => {
                     write_out(&mut self.s, pkt, due, &exits);
-                    pcapng::packet(&mut self.buf, 1 - iface, T0 + a, f, 128, OUTBOUND, &self.s);
+                    let snap = self.snap;
+                    pcapng::packet(&mut self.buf, 1 - iface, T0 + a, f, snap, OUTBOUND, &self.s);
                 }
                 None => {
                     write_drop(&mut self.s, pkt, 0, "random", due, &[]);
-                    pcapng::packet(&mut self.buf, iface, T0 + due, f, 128, INBOUND, &self.s);
+                    pcapng::packet(
+                        &mut self.buf,
+                        iface,
+                        T0 + due,
+                        f,
+                        self.snap,
+                        INBOUND,
+                        &self.s,
+                    );
                 }
             }
         }
@@ -929,6 +1031,111 @@ mod tests {
         let t = a.packets.i64s("t_ns");
         assert!(t.iter().all(|&x| x <= 100 * MS as i64));
         assert_eq!(a.flows[0].bytes_delivered, 0);
+    }
+
+    #[test]
+    fn sctp_chunks_are_transmissions_and_tsns_count_from_one() {
+        use crate::frame::tests::{build_sctp, chunk, data_chunk, init_chunk, sack_chunk};
+        let up = |c: &[Vec<u8>]| build_sctp(40000, 5000, c);
+        let down = |c: &[Vec<u8>]| build_sctp(5000, 40000, c);
+        let mut c = Cap::new();
+        c.snap = 65_535; // whole frames: a bundle's later chunks are past a short snap length
+        c.frame(true, &up(&[init_chunk(1, 100)]), 0, 50 * MS, Some(50 * MS));
+        c.frame(
+            false,
+            &down(&[init_chunk(2, 7)]),
+            51 * MS,
+            51 * MS,
+            Some(51 * MS),
+        );
+        // TSN 100 arrives; 101 is dropped; 100 is resent needlessly, 101 properly.
+        c.frame(
+            true,
+            &up(&[data_chunk(100, 1000)]),
+            60 * MS,
+            110 * MS,
+            Some(110 * MS),
+        );
+        c.frame(true, &up(&[data_chunk(101, 1000)]), 61 * MS, 111 * MS, None);
+        c.frame(
+            true,
+            &up(&[data_chunk(100, 1000)]),
+            80 * MS,
+            130 * MS,
+            Some(130 * MS),
+        );
+        c.frame(
+            false,
+            &down(&[sack_chunk(100, &[], &[])]),
+            111 * MS,
+            111 * MS,
+            Some(111 * MS),
+        );
+        c.frame(
+            true,
+            &up(&[data_chunk(101, 1000)]),
+            140 * MS,
+            190 * MS,
+            Some(192 * MS),
+        );
+        // Two chunks bundled in one packet.
+        let two = up(&[data_chunk(102, 500), data_chunk(103, 500)]);
+        c.frame(true, &two, 150 * MS, 200 * MS, Some(200 * MS));
+        c.frame(
+            false,
+            &down(&[sack_chunk(101, &[], &[100])]),
+            193 * MS,
+            193 * MS,
+            Some(193 * MS),
+        );
+        c.frame(
+            false,
+            &down(&[sack_chunk(103, &[], &[])]),
+            205 * MS,
+            205 * MS,
+            Some(205 * MS),
+        );
+        let hb = up(&[chunk(4, &[0, 1, 0, 8, 1, 2, 3, 4])]);
+        c.frame(true, &hb, 300 * MS, 350 * MS, Some(350 * MS));
+        let a = c.analyze(10_000 * MS);
+        let f = &a.flows[0];
+        assert_eq!(f.segments_sent, 6, "DATA chunk transmissions");
+        assert_eq!((f.retx_segments, f.spurious_retx_true), (2, 1));
+        let r: Vec<(u64, u32, bool)> = f
+            .retransmissions
+            .iter()
+            .map(|r| (r.seq, r.tx, r.spurious))
+            .collect();
+        assert_eq!(r, vec![(1, 1, true), (2, 1, false)]);
+        assert_eq!(f.bytes_delivered, 3000, "payload bytes, not TSNs");
+        assert_eq!(f.last_delivery_ns, 200 * MS);
+        // Karn: only the bundle (sent once) gives a sample, its last TSN acked at 205 ms.
+        assert_eq!(f.rtt_samples, 1);
+        assert!((f.rtt_mean_s - 0.055).abs() < 1e-9);
+        assert_eq!(
+            (f.heartbeats_sent, f.dupacks_rcvd, f.dsacks_rcvd),
+            (1, 0, 0)
+        );
+        assert_eq!(f.control_frames, 3, "INIT, INIT ACK, HEARTBEAT");
+        let ev = a.packets.strings("event");
+        let seq = a.packets.i64s("seq");
+        let ack = a.packets.i64s("ack");
+        let tx = match a.packets.column("tx") {
+            Some(ColumnData::I32(v)) => v.clone(),
+            _ => panic!("tx is an i32 column"),
+        };
+        let rows = |e: &str| -> Vec<usize> { (0..ev.len()).filter(|&i| ev[i] == e).collect() };
+        let sends: Vec<(i64, i32)> = rows("send").iter().map(|&i| (seq[i], tx[i])).collect();
+        assert_eq!(sends, vec![(1, 0), (2, 0), (3, 0)]);
+        let retx: Vec<i64> = rows("retransmit").iter().map(|&i| seq[i]).collect();
+        assert_eq!(retx, vec![1, 2]);
+        let acks: Vec<i64> = rows("ack").iter().map(|&i| ack[i]).collect();
+        assert_eq!(
+            acks,
+            vec![1, 2, 4],
+            "the cumulative TSN ack, counted from 1"
+        );
+        assert_eq!(rows("drop").len(), 1);
     }
 
     #[test]

@@ -348,14 +348,14 @@ impl Pipeline {
         };
         let mut data_seq = None;
         if side == Side::A {
-            if f.has(frame::SYN) && !f.has(frame::ACK) {
-                fl.isn = Some(f.seq);
+            if let Some(origin) = f.origin() {
+                fl.isn = Some(origin);
                 fl.last_rel = 0;
-            } else if f.payload > 0 {
+            } else if f.is_data() {
                 if let Some(isn) = fl.isn {
                     let rel = unwrap_seq(fl.last_rel, f.seq.wrapping_sub(isn.wrapping_add(1)));
                     fl.last_rel = rel;
-                    data_seq = Some(rel);
+                    data_seq = Some(f.data_seq(rel));
                 }
             }
         }
@@ -493,13 +493,13 @@ impl Pipeline {
         let f = frame::parse(p.frame());
         let mut data_seq = None;
         if let (Some(f), Side::A) = (f, p.side_in) {
-            if f.payload > 0 && !f.has(frame::SYN) {
+            if f.is_data() {
                 if let Some(isn) = self.flows[p.flow as usize].isn {
                     let rel = unwrap_seq(
                         self.flows[p.flow as usize].last_rel,
                         f.seq.wrapping_sub(isn.wrapping_add(1)),
                     );
-                    data_seq = Some(rel);
+                    data_seq = Some(f.data_seq(rel));
                 }
             }
         }
@@ -677,6 +677,58 @@ mod tests {
             .map(|(id, _)| *id)
             .collect();
         assert_eq!(dropped, vec![2]);
+    }
+
+    #[test]
+    fn sctp_packets_are_a_flows_and_their_tsns_count_from_one() {
+        use crate::frame::tests::{build_sctp, data_chunk, init_chunk, sack_chunk};
+        // As in the simulator, `seqs` of a deterministic loss stage counts SCTP TSNs from 1:
+        // the second DATA chunk of the association is dropped, whatever its Initial TSN.
+        let sc = scenario(
+            "[path.fwd]\n[[path.fwd.stage]]\ntype = \"loss\"\nseqs = [2]\n[path.rev]\n[[path.rev.stage]]\ntype = \"delay\"\ndelay = \"5ms\"\n",
+        );
+        let mut p = Pipeline::new(&sc, 1, &[5000], 2048).unwrap();
+        let init = u32::MAX; // the TSNs wrap around 2^32
+        let frames = vec![
+            (0, Side::A, build_sctp(40000, 5000, &[init_chunk(1, init)])),
+            (
+                MS,
+                Side::A,
+                build_sctp(40000, 5000, &[data_chunk(init, 1452)]),
+            ),
+            (
+                2 * MS,
+                Side::A,
+                build_sctp(40000, 5000, &[data_chunk(init.wrapping_add(1), 1452)]),
+            ),
+            (
+                3 * MS,
+                Side::A,
+                build_sctp(40000, 5000, &[data_chunk(init.wrapping_add(2), 1452)]),
+            ),
+            (
+                4 * MS,
+                Side::B,
+                build_sctp(5000, 40000, &[sack_chunk(init, &[], &[])]),
+            ),
+            // Another port is no flow's: forwarded at once.
+            (
+                5 * MS,
+                Side::A,
+                build_sctp(40000, 6000, &[data_chunk(1, 100)]),
+            ),
+        ];
+        let fates = run(&mut p, &frames);
+        let dropped: Vec<u64> = fates
+            .iter()
+            .filter(|(_, f)| matches!(f.kind, FateKind::Drop { .. }))
+            .map(|(id, _)| *id)
+            .collect();
+        assert_eq!(dropped, vec![2]);
+        // The SACK travelled the flow's reverse path (5 ms).
+        let sack = fates.iter().find(|(id, _)| *id == 4).unwrap();
+        assert_eq!(sack.1.at, 9 * MS);
+        assert_eq!(p.stats.unclassified, 1);
     }
 
     #[test]
