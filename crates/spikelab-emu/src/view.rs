@@ -4,6 +4,7 @@
 
 use serde_json::{json, Value};
 use spikelab_net::{QueueLimit, Stage};
+use spikelab_sctp::{MaxBurstMode, Profile, SctpConfig};
 use spikelab_sim::build_stage;
 use spikelab_sim::scenario::{AppKind, Scenario};
 use spikelab_tcp::{RtoAlgorithm, Variant};
@@ -25,6 +26,7 @@ pub fn scenario_view(sc: &Scenario) -> Value {
                 "cc": f.cc.algo(),
                 "fwd": f.fwd,
                 "rev": f.rev,
+                "sctp": f.sctp_config().map(|s| sctp_view(&s)),
                 "tcp": {
                     "variant": match c.variant {
                         Variant::Reno => "reno",
@@ -96,6 +98,38 @@ pub fn scenario_view(sc: &Scenario) -> Value {
     })
 }
 
+/// An SCTP flow's endpoint settings (what the emulated SCTP stack is given).
+fn sctp_view(s: &SctpConfig) -> Value {
+    json!({
+        "profile": match s.profile { Profile::Rfc4960 => "rfc4960", Profile::Rfc9260 => "rfc9260" },
+        "destinations": s.n_destinations,
+        "rto_initial_ns": s.rto_initial.as_nanos(),
+        "rto_min_ns": s.rto_min.as_nanos(),
+        "rto_max_ns": s.rto_max.as_nanos(),
+        "rto_alpha": s.rto_alpha,
+        "rto_beta": s.rto_beta,
+        "rto_max_cap_on_backoff": s.rto_max_cap_on_backoff,
+        "max_burst": s.max_burst,
+        "max_burst_mode": match s.max_burst_mode {
+            MaxBurstMode::LimitPackets => "packets",
+            MaxBurstMode::ClampCwnd => "clamp",
+        },
+        "assoc_max_retrans": s.assoc_max_retrans,
+        "path_max_retrans": s.path_max_retrans,
+        "max_init_retransmits": s.max_init_retransmits,
+        "heartbeats": s.heartbeats,
+        "hb_interval_ns": s.hb_interval.as_nanos(),
+        "sack_delay_ns": s.sack_delay.as_nanos(),
+        "sack_freq": s.sack_freq,
+        "mtu": s.mtu,
+        "recv_buffer": s.recv_buffer,
+        "pf_max_retrans": s.pf_max_retrans,
+        "psmr": s.psmr,
+        "message_size": s.message_size.unwrap_or(s.max_payload()),
+        "cwnd_validation": s.cwnd_validation,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -115,6 +149,34 @@ mod tests {
         assert_eq!(v["flows"][0]["tcp"]["rto"]["min_ns"], 200_000_000u64);
         assert_eq!(v["flows"][0]["tcp"]["rto"]["estimator"], "linux");
         assert_eq!(v["backpressure"], json!([]));
+        assert_eq!(v["flows"][0]["sctp"], Value::Null);
+    }
+
+    #[test]
+    fn an_sctp_flow_gives_its_endpoint_settings() {
+        let sc = spikelab_sim::parse(
+            "[[flow]]\nprotocol = \"sctp\"\n[flow.sctp]\nprofile = \"rfc4960\"\nrto_min = \"300ms\"\nheartbeats = false\n",
+            &[],
+            std::path::Path::new("."),
+        )
+        .unwrap();
+        let s = &scenario_view(&sc)["flows"][0]["sctp"];
+        // RFC 4960 §15: RTO.Initial 3 s, RTO.Max 60 s; Max.Burst 4 by clamping cwnd (§6.1 D).
+        assert_eq!(s["rto_initial_ns"], 3_000_000_000u64);
+        assert_eq!(s["rto_min_ns"], 300_000_000u64);
+        assert_eq!(s["rto_max_ns"], 60_000_000_000u64);
+        assert_eq!(
+            (&s["max_burst"], &s["max_burst_mode"]),
+            (&json!(4), &json!("clamp"))
+        );
+        assert_eq!(
+            (&s["path_max_retrans"], &s["assoc_max_retrans"]),
+            (&json!(5), &json!(10))
+        );
+        assert_eq!(s["heartbeats"], false);
+        // An MTU of 1500 less the IPv4, common and DATA chunk headers.
+        assert_eq!(s["message_size"], 1452);
+        assert_eq!(s["destinations"], 1);
     }
 
     #[test]

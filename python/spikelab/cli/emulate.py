@@ -64,6 +64,11 @@ def timing_line(timing: dict) -> str:
 
 def kernel_line(emulation: dict) -> str:
     c = emulation.get("counters", {}).get("sender", {})
+    if isinstance(c, list):  # SCTP: usrsctp's counters, one stack per flow
+        return "\n".join(f"usrsctp (flow {i} sender): T3-rtx expiries {f['timodata']}, "
+                         f"chunks retransmitted {f['sendretransdata']} (fast "
+                         f"{f['sendfastretrans']}), HEARTBEATs {f['sendheartbeat']}"
+                         for i, f in enumerate(c)) or "usrsctp: no counters"
     parts = [f"{name.removeprefix('TcpExt')} {c[name]}"
              for name in ("TcpExtTCPTimeouts", "TcpExtTCPSpuriousRTOs", "TcpExtTCPLossUndo",
                           "TcpExtTCPFullUndo", "TcpExtTCPPartialUndo", "TcpExtTCPDSACKUndo")
@@ -98,7 +103,9 @@ def cmd_emulate(args: argparse.Namespace) -> int:
     if args.quiet:
         return 0
     em = result.manifest["emulation"]
-    print(f"{args.scenario}: emulated {result.duration_s:g} s against the Linux TCP stack "
+    stack = ("usrsctp (the FreeBSD SCTP stack)" if em["kernel"].get("protocol") == "sctp"
+             else "the Linux TCP stack")
+    print(f"{args.scenario}: emulated {result.duration_s:g} s against {stack} "
           f"(seed {result.seed})")
     print(summary_table(result.runs))
     print(timing_line(em["timing"]))
@@ -107,7 +114,8 @@ def cmd_emulate(args: argparse.Namespace) -> int:
         print(host_queue_line(q))
     unmapped = em["kernel"]["unmapped"]
     if unmapped:
-        print(f"{len(unmapped)} scenario setting(s) have no exact kernel equivalent "
+        real = "usrsctp" if em["kernel"].get("protocol") == "sctp" else "kernel"
+        print(f"{len(unmapped)} scenario setting(s) have no exact {real} equivalent "
               "(manifest.json: emulation.kernel.unmapped)")
     if args.out is not None:
         capture = Path(args.out) / "emulation" / "capture.pcapng"

@@ -104,6 +104,59 @@ def _sysctl_exists(name: str) -> bool:
     return (SYSCTL_DIR / name).exists()
 
 
+def plan_sctp(view: dict[str, Any], protocols: list[str],
+              extra_sysctls: dict[str, str] | None = None, base_port: int = 5000
+              ) -> KernelPlan:
+    """The plan of a scenario whose flows are SCTP associations: usrsctp endpoints
+    (``_sctp_endpoint``), one process per flow and side, with the flow's ``[flow.sctp]``
+    settings as the stack's defaults. What has no usrsctp equivalent is listed in
+    ``unmapped``."""
+    for i, proto in enumerate(protocols):
+        if proto != "sctp":
+            raise ValueError(
+                f"flow[{i}].protocol: an emulated scenario's flows are all TCP (the kernel's) "
+                "or all SCTP (usrsctp); this one mixes them")
+    p = KernelPlan(protocol="sctp")
+    u = p.unmapped
+    for i, f in enumerate(view["flows"]):
+        s = f["sctp"]
+        if s["destinations"] != 1:
+            raise ValueError(
+                f"flow[{i}].paths: emulation runs single-homed SCTP associations (one "
+                f"destination); this flow has {s['destinations']} (multihoming is simulated "
+                "only)")
+        if s["mtu"] != 1500:
+            raise ValueError(f"flow[{i}].sctp.mtu: emulation runs over veths of MTU 1500; "
+                             f"{s['mtu']} is simulated only")
+        if (s["rto_alpha"], s["rto_beta"]) != (0.125, 0.25):
+            u.append(f"flow[{i}].sctp.rto_alpha/rto_beta: usrsctp's estimator has fixed gains "
+                     "1/8 and 1/4")
+        if s["profile"] == "rfc9260":
+            u.append(f"flow[{i}].sctp.profile = rfc9260: usrsctp counts cwnd in MTUs (RFC "
+                     "4960), not in PMDCS units")
+        if s["psmr"] is not None:
+            u.append(f"flow[{i}].sctp.psmr: usrsctp has no Primary.Switchover.Max.Retrans")
+        if not s["cwnd_validation"]:
+            u.append(f"flow[{i}].sctp.cwnd_validation = false: usrsctp always halves an "
+                     "idle destination's cwnd")
+        if not s["rto_max_cap_on_backoff"]:
+            u.append(f"flow[{i}].sctp.rto_max_cap_on_backoff = false: usrsctp caps the "
+                     "backed-off RTO at RTO.Max")
+        p.flows.append({
+            "flow": i,
+            "port": base_port + i,
+            "start_ns": f["start_ns"],
+            "cc": "sctp",
+            "size": f["size"] if f["app"] == "file" else None,
+            "sctp": s,
+        })
+    for k, v in (extra_sysctls or {}).items():
+        p.sysctl_snd[k] = str(v)
+        p.sysctl_rcv[k] = str(v)
+    p.unmapped = list(dict.fromkeys(u))
+    return p
+
+
 @dataclass
 class KernelPlan:
     """What the kernel side of a run is set to."""
@@ -120,6 +173,8 @@ class KernelPlan:
     # {"path", "side" ("s", Topology.host_queue's host), "rate_bps", "limit_bytes",
     # "limit_packets"}.
     host_queues: list[dict[str, Any]] = field(default_factory=list)
+    # "tcp": the kernel's TCP; "sctp": usrsctp endpoints (plan_sctp).
+    protocol: str = "tcp"
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -132,6 +187,7 @@ class KernelPlan:
             "detectors": self.detectors,
             "unmapped": self.unmapped,
             "host_queues": self.host_queues,
+            "protocol": self.protocol,
         }
 
 
@@ -307,11 +363,9 @@ def plan(view: dict[str, Any], resolved: dict[str, Any], ccs: list[str],
     """Map a scenario (``view``: the numbers from ``_core.emu_scenario``; ``resolved``: the
     resolved scenario, which may carry fields such as ``spurious``) to kernel settings.
     ``ccs`` are the congestion controls asked for, per flow."""
-    for i, f in enumerate(resolved.get("flow", [])):
-        if f.get("protocol", "tcp") != "tcp":
-            raise ValueError(
-                f"flow[{i}].protocol: the emulator runs the kernel's TCP and this kernel has no "
-                f"SCTP sockets: SCTP flows are simulated only (spikelab run)")
+    protocols = [f.get("protocol", "tcp") for f in resolved.get("flow", [])]
+    if "sctp" in protocols:
+        return plan_sctp(view, protocols, extra_sysctls, base_port)
     p = KernelPlan()
     flows = view["flows"]
     tcps = [f["tcp"] for f in flows]

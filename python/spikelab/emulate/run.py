@@ -30,7 +30,7 @@ from ..scenario import overrides_list as _overrides
 from ..store import results
 from ..store.arrow import to_arrow
 from ..store.run import RunResult, write_tables
-from . import kernel, tables
+from . import kernel, tables, usrsctp
 from .kernel import EmulationError
 from .probe import Probe
 from .topology import Topology, TopologyError, in_ns
@@ -204,8 +204,14 @@ def emulate(
     text, base_dir = read_scenario(scenario)
     resolved, view, emu_overrides, ccs = resolve(text, _overrides(overrides), base_dir)
     for i, cc in enumerate(ccs):
-        kernel.check_congestion_control(cc, f"flow[{i}].cc")
+        if resolved["flow"][i].get("protocol", "tcp") == "tcp":
+            kernel.check_congestion_control(cc, f"flow[{i}].cc")
     plan = kernel.plan(view, resolved, ccs, _parse_sysctls(sysctls))
+    if plan.protocol == "sctp":
+        try:
+            usrsctp.load()
+        except usrsctp.Unavailable as exc:
+            raise EmulationError(str(exc)) from None
     seed = int(seed if seed is not None else view["seed"])
     check_seed(seed)
     duration_ns = int(view["duration_ns"])
@@ -255,8 +261,9 @@ def _run(text, overrides, base_dir, seed, duration_ns, plan, workdir, *, realtim
          snaplen, sample_ns, tcp_probe, progress) -> dict[str, Any]:
     topo = Topology(mtu=plan.mtu)
     probe = Probe(topo.run_id, [f["port"] for f in plan.flows])
-    if not tcp_probe:
-        probe.dir, probe.error = None, "not asked for"
+    sctp = plan.protocol == "sctp"
+    if not tcp_probe or sctp:
+        probe.dir, probe.error = None, "SCTP flows" if sctp else "not asked for"
     py = sys.executable
     emu_cpu, rps_mask = cpu_plan()
     pcap = workdir / "capture.pcapng"
@@ -282,6 +289,18 @@ def _run(text, overrides, base_dir, seed, duration_ns, plan, workdir, *, realtim
                "out": str(files["receiver"])}
     for name, cfg in (("sender", snd_cfg), ("receiver", rcv_cfg)):
         results.write_json(cfg, workdir / f"{name}-config.json")
+    # SCTP: one usrsctp process per flow and side (its counters are then the flow's).
+    sctp_files: dict[str, list[Path]] = {"sender": [], "receiver": []}
+    if sctp:
+        for fl in plan.flows:
+            for name, cfg in (("sender", snd_cfg), ("receiver", rcv_cfg)):
+                out = workdir / f"{name}-{fl['flow']}.json"
+                with contextlib.suppress(FileNotFoundError):
+                    out.unlink()
+                one = {k: v for k, v in cfg.items() if k != "flows"}
+                results.write_json({**one, "flow": fl, "out": str(out)},
+                                   workdir / f"{name}-{fl['flow']}-config.json")
+                sctp_files[name].append(out)
     installed: list[dict[str, Any]] = []
     children: list[_Child] = []
     bar = ProgressBar(duration_ns / 1e9, progress)
@@ -294,15 +313,23 @@ def _run(text, overrides, base_dir, seed, duration_ns, plan, workdir, *, realtim
             emu_cfg["host_queue_paths"] = [q["path"] for q in installed]
             results.write_json(emu_cfg, workdir / "emulator-config.json")
             mod = "spikelab.emulate"
-            children.append(_Child("receiver", in_ns(topo.ns_rcv, [
-                py, "-m", f"{mod}._endpoint", "receiver",
-                str(workdir / "receiver-config.json")]), workdir))
+
+            def endpoints(name: str, ns: str) -> None:
+                if not sctp:
+                    children.append(_Child(name, in_ns(ns, [
+                        py, "-m", f"{mod}._endpoint", name,
+                        str(workdir / f"{name}-config.json")]), workdir))
+                    return
+                for fl in plan.flows:
+                    children.append(_Child(f"{name} of flow {fl['flow']}", in_ns(ns, [
+                        py, "-m", f"{mod}._sctp_endpoint", name,
+                        str(workdir / f"{name}-{fl['flow']}-config.json")]), workdir))
+
+            endpoints("receiver", topo.ns_rcv)
             children.append(_Child("emulator", in_ns(topo.ns_emu, [
                 py, "-m", f"{mod}._emulator", str(workdir / "emulator-config.json")]),
                 workdir))
-            children.append(_Child("sender", in_ns(topo.ns_snd, [
-                py, "-m", f"{mod}._endpoint", "sender",
-                str(workdir / "sender-config.json")]), workdir))
+            endpoints("sender", topo.ns_snd)
             deadline = time.monotonic() + READY_TIMEOUT_S
             for c in children:
                 c.wait_ready(deadline)
@@ -346,7 +373,12 @@ def _run(text, overrides, base_dir, seed, duration_ns, plan, workdir, *, realtim
     for name, path in files.items():
         src = workdir / "emulator-stats.json" if name == "emulator" else path
         try:
-            raw[name] = json.loads(src.read_text())
+            if sctp and name != "emulator":
+                parts = [json.loads(f.read_text()) for f in sctp_files[name]]
+                raw[name] = {**parts[0], "flows": [p["flows"][0] for p in parts],
+                             "per_flow": parts}
+            else:
+                raw[name] = json.loads(src.read_text())
         except (OSError, ValueError) as exc:
             raise EmulationError(f"the {name} left no result ({exc})") from None
     for fl in raw["sender"]["flows"]:

@@ -342,7 +342,22 @@ def build(raw: dict[str, Any], resolved: dict[str, Any], view: dict[str, Any],
     for ev in raw.get("probe_samples") or []:
         probe_by_port.setdefault(int(ev[1]), []).append(ev)
     probe_used = []
+    sctp = plan.protocol == "sctp"
     for i, fl in enumerate(snd["flows"]):
+        if sctp:
+            rows, markers, row, fk = _sctp_flow(i, fl, snd["per_flow"][i], rcv["flows"][i],
+                                                cap_flows[i], fields, t0, view, duration_ns)
+            for k in ts_rows:
+                ts_rows[k] += rows[k]
+            for k in marker_rows:
+                marker_rows[k] += markers[k]
+            row["seed"] = seed
+            for g, (path, stage) in enumerate(stages):
+                row[f"drops_{path}_{stage}"] = cap_flows[i]["drops"][g]
+            row["drops_total"] = sum(cap_flows[i]["drops"])
+            run_rows.append(row)
+            flow_kernel.append(fk)
+            continue
         rows, samples = _series_from_samples(i, fields, fl["samples"], t0)
         events = probe_by_port.get(int(plan.flows[i]["port"]), [])
         isn = cap_flows[i].get("isn")
@@ -421,12 +436,19 @@ def build(raw: dict[str, Any], resolved: dict[str, Any], view: dict[str, Any],
         row["local_cwr_count"] = _cwr_entries(samples)
         run_rows.append(row)
 
-    counters = {
-        "sender": _delta(snd["counters_before"], snd["counters_after"]),
-        "receiver": _delta(rcv["counters_before"], rcv["counters_after"]),
-    }
-    undo = sum(counters["sender"].get(k, 0) for k in UNDO_COUNTERS)
-    if len(run_rows) == 1:
+    if sctp:
+        # usrsctp's own counters, per flow (one stack per flow and side).
+        counters = {"sender": [{k: p["stats_after"][k] - p["stats_before"][k]
+                                for k in p["stats_after"]} for p in snd["per_flow"]],
+                    "receiver": [p["stats"] for p in rcv["per_flow"]]}
+        undo = 0
+    else:
+        counters = {
+            "sender": _delta(snd["counters_before"], snd["counters_after"]),
+            "receiver": _delta(rcv["counters_before"], rcv["counters_after"]),
+        }
+        undo = sum(counters["sender"].get(k, 0) for k in UNDO_COUNTERS)
+    if len(run_rows) == 1 and not sctp:
         # The kernel's counters are per namespace: per flow only when there is one flow.
         c = counters["sender"]
         run_rows[0]["undo_count"] = undo
@@ -462,13 +484,14 @@ def build(raw: dict[str, Any], resolved: dict[str, Any], view: dict[str, Any],
         "flows": flow_kernel,
         "receiver": rcv["flows"],
         "topology": raw["topology"],
-        "sources": {**SOURCES, **({
+        "sources": {**(SCTP_SOURCES if sctp else SOURCES), **({
             "timeseries.cwnd, ssthresh, srtt, snd_una, snd_nxt":
                 "tcp_probe tracepoint (the state after every ACK the sender received); "
                 "TCP_INFO samples where no ACK came for 2 ms"}
             if probe_used else {}), **_host_queue_sources(raw.get("host_queues", []))},
         "tcp_probe": {**raw.get("probe", {}), "flows": probe_used},
-        "unavailable": _unavailable(flow_kernel, missing),
+        "unavailable": (_unavailable_sctp(missing) if sctp
+                        else _unavailable(flow_kernel, missing)),
         "capture": "emulation/capture.pcapng" if keep_capture else None,
         "frames_unclassified": an["unclassified"],
         "paths": {p["name"]: {"frames": p["frames"], "drops": len(p["dropped"])}
@@ -482,6 +505,107 @@ def build(raw: dict[str, Any], resolved: dict[str, Any], view: dict[str, Any],
         trace="packets", duration_s=duration_ns / 1e9, wall_s=raw["wall_s"],
         events=int(packets.num_rows), manifest=manifest,
     )
+
+
+SCTP_SOURCES = {
+    "runs.bytes_delivered": "receiving application (usrsctp)",
+    "runs.goodput_bps": "bytes_delivered over the flow's lifetime",
+    "runs.rto_count": "the sender's usrsctp counter of T3-rtx expiries (sctps_timodata)",
+    "runs.fast_retx_count": "samples in which the sender's usrsctp counter of fast-"
+                            "retransmitted chunks (sctps_sendfastretrans) grew: fast "
+                            "retransmissions closer than the sample period merge",
+    "runs.rto_spurious_true, fast_retx_spurious_true":
+        "capture ground truth of the first DATA chunk retransmitted after the event",
+    "runs.setup_time_s": "from usrsctp_connect to its return (INIT to COOKIE-ACK)",
+    "runs.*": "capture (the emulator saw every frame; one transmission per DATA chunk)",
+    "timeseries.cwnd, srtt, rto": "the sender's SCTP_STATUS (primary destination) every "
+                                  "sample period, recorded on change",
+    "timeseries.rtt_sample": "capture: the cumulative TSN ack reaching the sender minus the "
+                             "send time of the chunk it acknowledges last (chunks sent once)",
+    "timeseries.rcv_nxt": "capture: payload bytes of the in-order TSNs that left the "
+                          "emulator to the receiver",
+    "packets": "capture; seq is the first DATA chunk's TSN (from 1), ack the cumulative TSN "
+               "ack; stage_enter / stage_exit at the emulator's intended times",
+}
+
+
+def _sctp_flow(i: int, fl: dict[str, Any], part: dict[str, Any], rcv_f: dict[str, Any],
+               cf: dict[str, Any], fields: list[str], t0: int, view: dict[str, Any],
+               duration_ns: int) -> tuple[dict[str, list], dict[str, list],
+                                          dict[str, Any], dict[str, Any]]:
+    """One SCTP flow's series, markers, runs row and kernel-side summary, from the usrsctp
+    sender's samples and counters, the receiver's bytes and the capture."""
+    rows: dict[str, list] = {"t_ns": [], "flow": [], "var": [], "value": []}
+    markers: dict[str, list] = {"t_ns": [], "flow": [], "var": [], "value": [], "seq": [],
+                                "tx": []}
+    samples = [dict(zip(fields, s, strict=True)) for s in fl["samples"]]
+    last: dict[str, float] = {}
+    t3, fr = [], []
+    prev = None
+    for d in samples:
+        t = max(d["t_ns"] - t0, 0)
+        for var, v in (("cwnd", float(d["cwnd"])), ("srtt", d["srtt_ms"] / 1e3),
+                       ("rto", d["rto_ms"] / 1e3)):
+            if last.get(var) != v:
+                last[var] = v
+                rows["t_ns"].append(t)
+                rows["flow"].append(i)
+                rows["var"].append(var)
+                rows["value"].append(v)
+        if prev is not None:
+            tp = max(prev["t_ns"] - t0, 0)
+            t3 += [(t, tp)] * max(d["timodata"] - prev["timodata"], 0)
+            if d["sendfastretrans"] > prev["sendfastretrans"]:
+                fr.append((t, tp))
+        prev = d
+    retx = cf["retransmissions"]
+    rtos, recs = _label(t3, retx), _label(fr, retx)
+    for var, evs in (("rto_expiry", rtos), ("fast_retx", recs)):
+        for t, sp, seq, tx in evs:
+            markers["t_ns"].append(t)
+            markers["flow"].append(i)
+            markers["var"].append(var)
+            markers["value"].append(1.0 if sp else 0.0)
+            markers["seq"].append(seq)
+            markers["tx"].append(tx)
+    before, after = part["stats_before"], part["stats_after"]
+    start_ns = int(view["flows"][i]["start_ns"])
+    complete = rcv_f.get("complete_ns")
+    completion = (complete - t0 - start_ns) / 1e9 if complete else math.nan
+    delivered = int(rcv_f.get("bytes") or 0)
+    stop_ns = (complete - t0) if complete else duration_ns
+    active = max(stop_ns - start_ns, 1) / 1e9
+    established = int(fl.get("established_ns") or 0)
+    row = {
+        "flow": i,
+        "goodput_bps": delivered * 8 / active,
+        "bytes_delivered": delivered,
+        "rto_count": after["timodata"] - before["timodata"],
+        "rto_spurious_true": sum(r[1] for r in rtos),
+        "fast_retx_count": len(recs),
+        "fast_retx_spurious_true": sum(r[1] for r in recs),
+        "retx_segments": cf["retx_segments"],
+        "spurious_retx_true": cf["spurious_retx_true"],
+        "dupacks_rcvd": 0,
+        "dsacks_rcvd": 0,
+        "segments_sent": cf["segments_sent"],
+        "rtt_mean_s": cf["rtt_mean_s"] if cf["rtt_mean_s"] is not None else math.nan,
+        "rtt_sd_s": cf["rtt_sd_s"] if cf["rtt_sd_s"] is not None else math.nan,
+        "rtt_samples": cf["rtt_samples"],
+        "longest_stall_s": cf["longest_stall_s"],
+        "completion_time_s": completion,
+        "mss": int(view["flows"][i]["sctp"]["message_size"]),
+        "cc": "sctp",
+        "transport": "sctp",
+        "heartbeats_sent": cf["heartbeats_sent"],
+        "setup_time_s": (established - fl["connect_ns"]) / 1e9 if established else math.nan,
+        "assoc_failed": int(bool(fl.get("error"))),
+        "failovers": 0,
+    }
+    fk = {"flow": i, "samples": len(samples), "final_status": samples[-1] if samples else {},
+          "bytes_written": fl["bytes_written"], "rto_events": len(rtos),
+          "recoveries": len(recs), "usrsctp": {k: after[k] - before[k] for k in after}}
+    return rows, markers, row, fk
 
 
 def _unavailable(flow_kernel: list[dict[str, Any]], missing: list[str]) -> list[str]:
@@ -498,10 +622,20 @@ def _unavailable(flow_kernel: list[dict[str, Any]], missing: list[str]) -> list[
         "runs.timeout_time_s, rto_wait_s: from the TCP_INFO samples (time with ca_state Loss; "
         "the RTO the sample before each expiry showed), within one sample period",
     ]
-    if any(f["tcp_info_bytes"] < tcpinfo.SIZE for f in flow_kernel):
+    if any(f.get("tcp_info_bytes", tcpinfo.SIZE) < tcpinfo.SIZE for f in flow_kernel):
         out.append("runs.rto_count: this kernel's TCP_INFO has no tcpi_total_rto (< 6.7); "
                    "counted from Loss-state entries and backoff increases")
     return out
+
+
+def _unavailable_sctp(missing: list[str]) -> list[str]:
+    return [f"runs.{name}: null (usrsctp does not provide it)" for name in missing] + [
+        "runs.rto_spurious_true, runs.fast_retx_spurious_true: the ground truth of the first "
+        "DATA chunk retransmitted after the stack's event (usrsctp does not say which chunk "
+        "its timer retransmitted)",
+        "timeseries.rto_expiry / fast_retx: times are those of the sample that saw the "
+        "counter grow (within one sample period)",
+    ]
 
 
 def _runs_table(rows: list[dict[str, Any]], template: pa.Table

@@ -95,7 +95,11 @@ def metrics(run: Run, flow: int) -> dict[str, Any]:
     }
     if run.emulated:
         counters = run.manifest["emulation"].get("counters", {}).get("sender", {})
-        out["kernel TCPSpuriousRTOs"] = counters.get("TcpExtTCPSpuriousRTOs")
+        if isinstance(counters, list):  # SCTP on usrsctp: one stack (and counters) per flow
+            mine = counters[flow] if flow < len(counters) else {}
+            out["usrsctp T3-rtx expiries"] = mine.get("timodata")
+        else:
+            out["kernel TCPSpuriousRTOs"] = counters.get("TcpExtTCPSpuriousRTOs")
         t = run.manifest["emulation"].get("timing") or {}
         if t.get("departures"):
             out["emulator p99 error ms"] = t["p99_ns"] / 1e6
