@@ -87,6 +87,13 @@ pub struct FlowSummary {
     pub syns_sent: u64,
     /// SCTP: HEARTBEAT chunks from the sender.
     pub heartbeats_sent: u64,
+    /// SCTP: wire bytes of every packet the sender sent to each destination (DATA with its
+    /// retransmissions, INIT, COOKIE ECHO, HEARTBEATs), in the scenario's destination order.
+    pub bytes_by_dest: Vec<u64>,
+    /// SCTP: changes of the destination new DATA goes to, and when the first one happened
+    /// (the first new DATA to another destination than the one before it; 0: never).
+    pub failovers: u64,
+    pub first_failover_ns: u64,
     pub retransmissions: Vec<Retransmission>,
 }
 
@@ -184,6 +191,8 @@ struct RowCtx {
     len: i32,
     size: i32,
     tx: i32,
+    /// SCTP: the destination index; -1 for TCP.
+    dest: i32,
 }
 
 impl Rows {
@@ -202,7 +211,7 @@ impl Rows {
         r.size.push(c.size);
         r.tx.push(c.tx);
         r.cause.push(cause);
-        r.dest.push(-1);
+        r.dest.push(c.dest);
         r.harq_tx.push(-1);
         r.harq_delay_us.push(-1);
     }
@@ -253,6 +262,8 @@ struct FlowState {
     snd_una: u64,
     last_ack: Option<(u64, u16)>,
     rtts: Vec<f64>,
+    /// SCTP: the destination the last new DATA went to.
+    new_data_dest: Option<usize>,
     /// SCTP: payload bytes of each TSN (relative, from 0), to count delivered bytes.
     tsn_bytes: Option<HashMap<u64, u32>>,
     delivered_bytes: u64,
@@ -281,7 +292,12 @@ impl FlowState {
     /// the cumulative TSN ack itself counted from 1.
     fn ack_of(&self, f: &TcpFrame) -> Option<u64> {
         match &f.sctp {
-            Some(s) => Some(self.rel_ack(s.cum_tsn?)? + 1),
+            // The origin is the Initial TSN - 1: a cumulative TSN ack of Initial TSN - 1
+            // (nothing received in order yet) is 0.
+            Some(s) => Some(unwrap_seq(
+                self.last_rel,
+                s.cum_tsn?.wrapping_sub(self.isn?),
+            )),
             None => self.rel_ack(f.ack),
         }
     }
@@ -503,8 +519,15 @@ pub fn analyze(cap: &Capture, duration_ns: u64) -> Result<Analysis, String> {
         if origin.is_some() && sctp.is_none() {
             fl.s.syns_sent += 1;
         }
-        if p.side_a && sctp.is_some_and(|s| s.heartbeat) {
-            fl.s.heartbeats_sent += 1;
+        let dest = meta.flows[p.flow as usize].dest_of(p.side_a, &tcp);
+        if p.side_a && sctp.is_some() {
+            if fl.s.bytes_by_dest.len() <= dest {
+                fl.s.bytes_by_dest.resize(dest + 1, 0);
+            }
+            fl.s.bytes_by_dest[dest] += tcp.ip_len as u64;
+            if sctp.is_some_and(|s| s.heartbeat) {
+                fl.s.heartbeats_sent += 1;
+            }
         }
         // Drops of any frame of the flow count (handshake frames too). A frame the emulator
         // could not send (`tx_error`) was dropped by no stage.
@@ -538,6 +561,7 @@ pub fn analyze(cap: &Capture, duration_ns: u64) -> Result<Analysis, String> {
             len: tcp.payload as i32,
             size: tcp.ip_len as i32,
             tx: -1,
+            dest: if sctp.is_some() { dest as i32 } else { -1 },
         };
         let delivered = p.out.is_some();
         if is_data {
@@ -566,6 +590,15 @@ pub fn analyze(cap: &Capture, duration_ns: u64) -> Result<Analysis, String> {
                 }
             }
             let Some(first) = first else { continue };
+            if sctp.is_some() && top_tx == 0 {
+                if fl.new_data_dest.is_some_and(|d| d != dest) {
+                    fl.s.failovers += 1;
+                    if fl.s.first_failover_ns == 0 {
+                        fl.s.first_failover_ns = p.t_in.max(1);
+                    }
+                }
+                fl.new_data_dest = Some(dest);
+            }
             ctx.seq = shown(first) as i64;
             ctx.tx = top_tx as i32;
             rows.push(
@@ -799,6 +832,10 @@ mod tests {
 
     impl Cap {
         fn new() -> Cap {
+            Cap::with_dests(Vec::new())
+        }
+
+        fn with_dests(dests: Vec<crate::pipeline::DestMeta>) -> Cap {
             let meta = CaptureMeta {
                 format: CAPTURE_FORMAT,
                 t0_ns: T0,
@@ -817,6 +854,7 @@ mod tests {
                     port: 5000,
                     fwd: 0,
                     rev: 1,
+                    dests,
                 }],
                 ifaces: vec!["a".into(), "b".into()],
             };
@@ -1071,6 +1109,15 @@ mod tests {
             111 * MS,
             Some(111 * MS),
         );
+        // A SACK that acknowledges nothing in order yet (cumulative TSN ack = Initial TSN - 1):
+        // its row says 0.
+        c.frame(
+            false,
+            &down(&[sack_chunk(99, &[(2, 2)], &[])]),
+            112 * MS,
+            112 * MS,
+            Some(112 * MS),
+        );
         c.frame(
             true,
             &up(&[data_chunk(101, 1000)]),
@@ -1132,10 +1179,72 @@ mod tests {
         let acks: Vec<i64> = rows("ack").iter().map(|&i| ack[i]).collect();
         assert_eq!(
             acks,
-            vec![1, 2, 4],
+            vec![1, 0, 2, 4],
             "the cumulative TSN ack, counted from 1"
         );
         assert_eq!(rows("drop").len(), 1);
+    }
+
+    #[test]
+    fn a_multihomed_senders_bytes_and_failovers_per_destination() {
+        use crate::frame::tests::{build_sctp_between, data_chunk, init_chunk};
+        use crate::pipeline::DestMeta;
+        let (c, s0, s1) = ([10, 0, 0, 1], [10, 0, 0, 2], [10, 0, 1, 2]);
+        let dests = vec![
+            DestMeta {
+                addr: s0,
+                fwd: 0,
+                rev: 1,
+            },
+            DestMeta {
+                addr: s1,
+                fwd: 0,
+                rev: 1,
+            },
+        ];
+        let mut cap = Cap::with_dests(dests);
+        let to = |d, chunks: &[Vec<u8>]| build_sctp_between(c, d, 40000, 5000, chunks);
+        cap.frame(true, &to(s0, &[init_chunk(1, 1)]), 0, MS, Some(MS));
+        // New data to destination 0, a retransmission to 1 (no failover), new data to 1 (a
+        // failover at 30 ms), new data back to 0 (a second change).
+        cap.frame(true, &to(s0, &[data_chunk(1, 100)]), 10 * MS, 11 * MS, None);
+        cap.frame(
+            true,
+            &to(s1, &[data_chunk(1, 100)]),
+            20 * MS,
+            21 * MS,
+            Some(21 * MS),
+        );
+        cap.frame(
+            true,
+            &to(s1, &[data_chunk(2, 100)]),
+            30 * MS,
+            31 * MS,
+            Some(31 * MS),
+        );
+        cap.frame(
+            true,
+            &to(s0, &[data_chunk(3, 100)]),
+            40 * MS,
+            41 * MS,
+            Some(41 * MS),
+        );
+        let a = cap.analyze(10_000 * MS);
+        let f = &a.flows[0];
+        // Wire bytes: the INIT (20 + 12 + 20) and two DATA packets (20 + 12 + 16 + 100) to
+        // destination 0, two DATA packets to destination 1.
+        assert_eq!(f.bytes_by_dest, vec![52 + 2 * 148, 2 * 148]);
+        assert_eq!((f.failovers, f.first_failover_ns), (2, 30 * MS));
+        let ev = a.packets.strings("event");
+        let dest = match a.packets.column("dest") {
+            Some(ColumnData::I32(v)) => v.clone(),
+            _ => panic!("dest is an i32 column"),
+        };
+        let sends: Vec<i32> = (0..ev.len())
+            .filter(|&i| ev[i] == "send" || ev[i] == "retransmit")
+            .map(|i| dest[i])
+            .collect();
+        assert_eq!(sends, vec![0, 1, 1, 0]);
     }
 
     #[test]

@@ -67,6 +67,11 @@ pub struct EmuConfig {
     /// kernel sees a local drop).
     #[serde(default)]
     pub host_queue_paths: Vec<String>,
+    /// Per flow, the receiver's IPv4 address of each of its destinations (an SCTP
+    /// association's `paths`, in order): a frame to (side A) or from (side B) address `k`
+    /// travels destination `k`'s path. Empty: every frame of the flow uses its first.
+    #[serde(default)]
+    pub dest_addrs: Vec<Vec<String>>,
 }
 
 impl EmuConfig {

@@ -71,6 +71,9 @@ pub struct TcpFrame {
     pub sack: [(u32, u32); 4],
     pub sack_n: u8,
     pub sctp: Option<SctpInfo>,
+    /// IPv4 source and destination addresses.
+    pub src: [u8; 4],
+    pub dst: [u8; 4],
 }
 
 impl TcpFrame {
@@ -136,8 +139,12 @@ pub fn parse(frame: &[u8]) -> Option<TcpFrame> {
         return None;
     }
     let ip_len = be16(ip, 2)? as usize;
+    let src: [u8; 4] = ip.get(12..16)?.try_into().ok()?;
+    let dst: [u8; 4] = ip.get(16..20)?.try_into().ok()?;
     if proto == IPPROTO_SCTP {
-        return parse_sctp(ip.get(ihl..)?, ip_len.checked_sub(ihl)?, ip_len as u32);
+        let mut f = parse_sctp(ip.get(ihl..)?, ip_len.checked_sub(ihl)?, ip_len as u32)?;
+        (f.src, f.dst) = (src, dst);
+        return Some(f);
     }
     let tcp = ip.get(ihl..)?;
     let doff = (*tcp.get(12)? >> 4) as usize * 4;
@@ -153,6 +160,8 @@ pub fn parse(frame: &[u8]) -> Option<TcpFrame> {
         flags: *tcp.get(13)?,
         window: be16(tcp, 14)?,
         payload: (ip_len - ihl - doff) as u32,
+        src,
+        dst,
         ..TcpFrame::default()
     };
     // Options: as far as they were captured.
@@ -332,7 +341,21 @@ pub(crate) mod tests {
         chunk(kind, &b)
     }
 
-    /// An Ethernet + IPv4 + SCTP frame with these chunks.
+    /// [`build_sctp`] between these IPv4 addresses.
+    pub fn build_sctp_between(
+        src: [u8; 4],
+        dst: [u8; 4],
+        sport: u16,
+        dport: u16,
+        chunks: &[Vec<u8>],
+    ) -> Vec<u8> {
+        let mut f = build_sctp(sport, dport, chunks);
+        f[14 + 12..14 + 16].copy_from_slice(&src);
+        f[14 + 16..14 + 20].copy_from_slice(&dst);
+        f
+    }
+
+    /// An Ethernet + IPv4 + SCTP frame with these chunks (10.0.0.1 to 10.0.0.2).
     pub fn build_sctp(sport: u16, dport: u16, chunks: &[Vec<u8>]) -> Vec<u8> {
         let body: Vec<u8> = chunks.concat();
         let ip_len = 20 + 12 + body.len();
@@ -352,6 +375,7 @@ pub(crate) mod tests {
         let f = build_sctp(40000, 5000, &[init_chunk(1, 900)]);
         let p = parse(&f).unwrap();
         assert_eq!((p.sport, p.dport, p.ip_len), (40000, 5000, 20 + 12 + 20));
+        assert_eq!((p.src, p.dst), ([10, 0, 0, 1], [10, 0, 0, 2]));
         let s = p.sctp.unwrap();
         assert!(s.control && !p.is_data());
         assert_eq!(

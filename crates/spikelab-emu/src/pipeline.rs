@@ -62,10 +62,44 @@ pub struct FlowMeta {
     pub fwd: usize,
     /// Index of its reverse (ACK) path.
     pub rev: usize,
+    /// An SCTP association's destinations: the receiver's address of each and its forward
+    /// and reverse path indices (empty: one destination, `fwd` / `rev`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub dests: Vec<DestMeta>,
+}
+
+/// One destination of a multihomed flow.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct DestMeta {
+    pub addr: [u8; 4],
+    pub fwd: usize,
+    pub rev: usize,
+}
+
+impl FlowMeta {
+    /// The destination a frame belongs to: by its destination address from the sender's
+    /// side, by its source address from the receiver's; 0 for a flow with one destination or
+    /// an address that is none of them.
+    pub fn dest_of(&self, side_a: bool, f: &TcpFrame) -> usize {
+        let addr = if side_a { f.dst } else { f.src };
+        self.dests.iter().position(|d| d.addr == addr).unwrap_or(0)
+    }
+
+    /// The path a frame of this flow travels.
+    pub fn path_of(&self, side_a: bool, f: &TcpFrame) -> usize {
+        match self.dests.get(self.dest_of(side_a, f)) {
+            Some(d) if side_a => d.fwd,
+            Some(d) => d.rev,
+            None if side_a => self.fwd,
+            None => self.rev,
+        }
+    }
 }
 
 struct FlowRt {
     meta: FlowMeta,
+    /// (fwd, rev) path indices of each destination, in the scenario's order.
+    dest_paths: Vec<(usize, usize)>,
     /// Initial sequence number of the sender (from its SYN).
     isn: Option<u32>,
     /// Last unwrapped relative sequence number (for 32-bit wrap-around).
@@ -193,9 +227,15 @@ impl Pipeline {
         let index = |p: &str| path_meta.iter().position(|m| m.name == p);
         let mut flows = Vec::new();
         for (i, f) in sc.flow.iter().enumerate() {
-            let (Some(fwd), Some(rev)) = (index(&f.fwd), index(&f.rev)) else {
-                return Err(format!("flow[{i}]: paths not resolved"));
-            };
+            let dests = f.destinations();
+            let mut idx = Vec::new();
+            for d in &dests {
+                let (Some(fwd), Some(rev)) = (index(&d.fwd), index(&d.rev)) else {
+                    return Err(format!("flow[{i}]: paths not resolved"));
+                };
+                idx.push((fwd, rev));
+            }
+            let (fwd, rev) = idx[f.sctp_config().map_or(0, |c| c.primary).min(idx.len() - 1)];
             if ports[..i].contains(&ports[i]) {
                 return Err(format!("flow[{i}]: port {} used twice", ports[i]));
             }
@@ -204,7 +244,9 @@ impl Pipeline {
                     port: ports[i],
                     fwd,
                     rev,
+                    dests: Vec::new(),
                 },
+                dest_paths: idx,
                 isn: None,
                 last_rel: 0,
             });
@@ -228,6 +270,41 @@ impl Pipeline {
                 ..PipelineStats::default()
             },
         })
+    }
+
+    /// The receiver's address of each destination of each flow (`EmuConfig::dest_addrs`):
+    /// frames then travel the path of the destination their address names.
+    pub fn set_dest_addrs(&mut self, addrs: &[Vec<String>]) -> Result<(), String> {
+        for (i, a) in addrs.iter().enumerate() {
+            let Some(fl) = self.flows.get_mut(i) else {
+                return Err(format!("dest_addrs: no flow {i}"));
+            };
+            if a.is_empty() {
+                continue;
+            }
+            if a.len() != fl.dest_paths.len() {
+                return Err(format!(
+                    "dest_addrs: flow {i} has {} destinations, {} addresses given",
+                    fl.dest_paths.len(),
+                    a.len()
+                ));
+            }
+            fl.meta.dests = a
+                .iter()
+                .zip(&fl.dest_paths)
+                .map(|(s, &(fwd, rev))| {
+                    let ip: std::net::Ipv4Addr = s
+                        .parse()
+                        .map_err(|_| format!("dest_addrs: {s:?} is no IPv4 address"))?;
+                    Ok(DestMeta {
+                        addr: ip.octets(),
+                        fwd,
+                        rev,
+                    })
+                })
+                .collect::<Result<_, String>>()?;
+        }
+        Ok(())
     }
 
     pub fn flow_meta(&self) -> Vec<FlowMeta> {
@@ -342,10 +419,7 @@ impl Pipeline {
             );
         };
         let fl = &mut self.flows[fi];
-        let path = match side {
-            Side::A => fl.meta.fwd,
-            Side::B => fl.meta.rev,
-        };
+        let path = fl.meta.path_of(side == Side::A, &f);
         let mut data_seq = None;
         if side == Side::A {
             if let Some(origin) = f.origin() {
@@ -729,6 +803,54 @@ mod tests {
         let sack = fates.iter().find(|(id, _)| *id == 4).unwrap();
         assert_eq!(sack.1.at, 9 * MS);
         assert_eq!(p.stats.unclassified, 1);
+    }
+
+    #[test]
+    fn a_multihomed_flows_frames_travel_the_path_of_the_address_they_name() {
+        use crate::frame::tests::{build_sctp_between, data_chunk, sack_chunk};
+        let text = "[path.a]\n[[path.a.stage]]\ntype = \"delay\"\ndelay = \"10ms\"\n\
+            [path.b]\n[[path.b.stage]]\ntype = \"delay\"\ndelay = \"30ms\"\n\
+            [path.ar]\n[[path.ar.stage]]\ntype = \"delay\"\ndelay = \"1ms\"\n\
+            [path.br]\n[[path.br.stage]]\ntype = \"delay\"\ndelay = \"3ms\"\n\
+            [[flow]]\nprotocol = \"sctp\"\n\
+            paths = [{ fwd = \"a\", rev = \"ar\" }, { fwd = \"b\", rev = \"br\" }]\n\
+            sctp = { primary = 1 }\n";
+        let sc = spikelab_sim::parse(text, &[], Path::new(".")).unwrap();
+        let mut p = Pipeline::new(&sc, 1, &[5000], 2048).unwrap();
+        // Without addresses every frame takes the primary's paths (destination 1: b, br;
+        // paths are indexed in name order: a, ar, b, br).
+        assert_eq!((p.flow_meta()[0].fwd, p.flow_meta()[0].rev), (2, 3));
+        let err = p.set_dest_addrs(&[vec!["10.0.0.2".into()]]).unwrap_err();
+        assert!(err.contains("2 destinations, 1 addresses"), "{err}");
+        assert!(p.set_dest_addrs(&[vec!["x".into(), "y".into()]]).is_err());
+        p.set_dest_addrs(&[vec!["10.0.0.2".into(), "10.0.1.2".into()]])
+            .unwrap();
+        let (c, s0, s1) = ([10, 0, 0, 1], [10, 0, 0, 2], [10, 0, 1, 2]);
+        let frames = vec![
+            (
+                0,
+                Side::A,
+                build_sctp_between(c, s0, 40000, 5000, &[data_chunk(1, 100)]),
+            ),
+            (
+                0,
+                Side::A,
+                build_sctp_between(c, s1, 40000, 5000, &[data_chunk(2, 100)]),
+            ),
+            (
+                0,
+                Side::B,
+                build_sctp_between(s0, c, 5000, 40000, &[sack_chunk(1, &[], &[])]),
+            ),
+            (
+                0,
+                Side::B,
+                build_sctp_between(s1, c, 5000, 40000, &[sack_chunk(2, &[], &[])]),
+            ),
+        ];
+        let fates = run(&mut p, &frames);
+        let at: Vec<(u64, u64)> = fates.iter().map(|(id, f)| (*id, f.at)).collect();
+        assert_eq!(at, vec![(2, MS), (3, 3 * MS), (0, 10 * MS), (1, 30 * MS)]);
     }
 
     #[test]

@@ -397,6 +397,7 @@ impl Engine {
         .map_err(|e| e.to_string())?;
         let seed = cfg.seed.unwrap_or(sc.sim.seed);
         let mut pipe = Pipeline::new(&sc, seed, &cfg.ports, cfg.frame_buf)?;
+        pipe.set_dest_addrs(&cfg.dest_addrs)?;
         pipe.host_queues(&cfg.host_queue_paths)?;
         let stop_after = cfg.stop_after_ns.unwrap_or(sc.sim.duration.0.as_nanos());
         let (a, _) = packet_socket(&cfg.iface_a)?;

@@ -103,6 +103,7 @@ fn sctp_view(s: &SctpConfig) -> Value {
     json!({
         "profile": match s.profile { Profile::Rfc4960 => "rfc4960", Profile::Rfc9260 => "rfc9260" },
         "destinations": s.n_destinations,
+        "primary": s.primary,
         "rto_initial_ns": s.rto_initial.as_nanos(),
         "rto_min_ns": s.rto_min.as_nanos(),
         "rto_max_ns": s.rto_max.as_nanos(),

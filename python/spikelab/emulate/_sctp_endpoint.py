@@ -97,21 +97,33 @@ def run_sender(cfg: dict[str, Any]) -> dict[str, Any]:
     s = spec["sctp"]
     lib = _stack(s, sndbuf=max(4 * s["recv_buffer"], 1 << 20))
     so = _socket(lib, s)
+    if len(cfg.get("addrs", [])) > 1:
+        # Every address of the host in the INIT, so the peer answers each network from its
+        # own address there.
+        any_addr = u.sockaddr("0.0.0.0", 0)
+        if lib.usrsctp_bind(so, ctypes.byref(any_addr), ctypes.sizeof(any_addr)) != 0:
+            raise SetupError(f"bind: {u.errno_name(ctypes.get_errno())}")
     before = u.stats(lib)
     _ready()
     t0 = _read_t0()
     end = t0 + int(cfg["duration_ns"])
-    st: dict[str, Any] = {"error": None, "bytes_written": 0, "connect_ns": 0,
-                          "established_ns": 0}
+    # A connect or send that fails during the run is the association failing (INIT or
+    # DATA retransmissions used up, RFC 9260 §5.1 and §8.1): the flow's row says so.
+    st: dict[str, Any] = {"error": None, "note": None, "assoc_failed": False,
+                          "bytes_written": 0, "connect_ns": 0, "established_ns": 0}
     connected = threading.Event()
 
     def send() -> None:
         _sleep_until(t0 + int(spec["start_ns"]))
         st["connect_ns"] = time.time_ns()
-        dst = u.sockaddr(cfg["dst"], int(spec["port"]))
+        # The primary: the address connected to (a multihomed peer lists its others in
+        # its INIT ACK).
+        primary = cfg.get("addrs", [cfg["dst"]])[int(s.get("primary", 0))]
+        dst = u.sockaddr(primary, int(spec["port"]))
         if lib.usrsctp_connect(so, ctypes.byref(dst), ctypes.sizeof(dst)) != 0:
             if time.time_ns() < end:
-                st["error"] = f"connect: {u.errno_name(ctypes.get_errno())}"
+                st["assoc_failed"] = True
+                st["note"] = f"connect: {u.errno_name(ctypes.get_errno())}"
             return
         st["established_ns"] = time.time_ns()
         connected.set()
@@ -123,7 +135,8 @@ def run_sender(cfg: dict[str, Any]) -> dict[str, Any]:
             r = lib.usrsctp_sendv(so, msg, n, None, 0, None, 0, 0, 0)
             if r < 0:
                 if time.time_ns() < end:
-                    st["error"] = f"send: {u.errno_name(ctypes.get_errno())}"
+                    st["assoc_failed"] = True
+                    st["note"] = f"send: {u.errno_name(ctypes.get_errno())}"
                 return
             st["bytes_written"] += r
             if left is not None:
@@ -149,7 +162,8 @@ def run_sender(cfg: dict[str, Any]) -> dict[str, Any]:
         "stats_before": before,
         "stats_after": u.stats(lib),
         "fields": list(SAMPLE_FIELDS),
-        "flows": [{"flow": spec["flow"], "error": st["error"], "note": None,
+        "flows": [{"flow": spec["flow"], "error": st["error"], "note": st["note"],
+                   "assoc_failed": st["assoc_failed"],
                    "connect_ns": st["connect_ns"], "established_ns": st["established_ns"],
                    "bytes_written": st["bytes_written"], "samples": samples}],
     }
@@ -174,7 +188,10 @@ def run_receiver(cfg: dict[str, Any]) -> dict[str, Any]:
     s = spec["sctp"]
     lib = _stack(s, sndbuf=1 << 16)
     ls = _socket(lib, s)
-    addr = u.sockaddr(cfg["bind"], int(spec["port"]))
+    # Bound to every address of the host when the association is multihomed: the INIT ACK
+    # then lists them all (loopback aside), and the peer has one destination per address.
+    multihomed = len(cfg.get("addrs", [])) > 1
+    addr = u.sockaddr("0.0.0.0" if multihomed else cfg["bind"], int(spec["port"]))
     if lib.usrsctp_bind(ls, ctypes.byref(addr), ctypes.sizeof(addr)) != 0:
         raise SetupError(f"bind {cfg['bind']}:{spec['port']}: "
                          f"{u.errno_name(ctypes.get_errno())}")

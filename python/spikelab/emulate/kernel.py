@@ -104,6 +104,9 @@ def _sysctl_exists(name: str) -> bool:
     return (SYSCTL_DIR / name).exists()
 
 
+MAX_SCTP_DESTINATIONS = 8  # the receiver's addresses 10.201.0.2 ... 10.201.7.2
+
+
 def plan_sctp(view: dict[str, Any], protocols: list[str],
               extra_sysctls: dict[str, str] | None = None, base_port: int = 5000
               ) -> KernelPlan:
@@ -120,11 +123,10 @@ def plan_sctp(view: dict[str, Any], protocols: list[str],
     u = p.unmapped
     for i, f in enumerate(view["flows"]):
         s = f["sctp"]
-        if s["destinations"] != 1:
+        if s["destinations"] > MAX_SCTP_DESTINATIONS:
             raise ValueError(
-                f"flow[{i}].paths: emulation runs single-homed SCTP associations (one "
-                f"destination); this flow has {s['destinations']} (multihoming is simulated "
-                "only)")
+                f"flow[{i}].paths: emulation gives an SCTP peer at most "
+                f"{MAX_SCTP_DESTINATIONS} addresses; this flow has {s['destinations']}")
         if s["mtu"] != 1500:
             raise ValueError(f"flow[{i}].sctp.mtu: emulation runs over veths of MTU 1500; "
                              f"{s['mtu']} is simulated only")
@@ -150,6 +152,10 @@ def plan_sctp(view: dict[str, Any], protocols: list[str],
             "size": f["size"] if f["app"] == "file" else None,
             "sctp": s,
         })
+    for bp in view.get("backpressure") or []:
+        u.append(f"path.{bp['path']}: backpressure: with SCTP flows no qdisc takes the "
+                 "sender's own queue; it stays the emulator's stage and drops when full "
+                 "(usrsctp does not answer a local drop as Linux TCP does)")
     for k, v in (extra_sysctls or {}).items():
         p.sysctl_snd[k] = str(v)
         p.sysctl_rcv[k] = str(v)

@@ -212,6 +212,10 @@ def emulate(
             usrsctp.load()
         except usrsctp.Unavailable as exc:
             raise EmulationError(str(exc)) from None
+        if snaplen:
+            # Whole frames: the chunks bundled after the first DATA chunk are past any
+            # shorter snap length, and the analysis needs every TSN.
+            snaplen = max(snaplen, plan.mtu + 14)
     seed = int(seed if seed is not None else view["seed"])
     check_seed(seed)
     duration_ns = int(view["duration_ns"])
@@ -238,8 +242,10 @@ def emulate(
             result = tables.build(raw, resolved, view, plan, seed, duration_ns,
                                   keep_capture=out is not None, template=template)
             if out is not None:
-                results.write_parquet(tables.tcp_info_table(raw), workdir / "tcp_info.parquet")
-                result.manifest["emulation"]["tcp_info"] = "emulation/tcp_info.parquet"
+                # The sender's samples: TCP_INFO, or usrsctp's SCTP_STATUS and counters.
+                name = "sctp_status" if plan.protocol == "sctp" else "tcp_info"
+                results.write_parquet(tables.tcp_info_table(raw), workdir / f"{name}.parquet")
+                result.manifest["emulation"][name] = f"emulation/{name}.parquet"
                 write_tables(result, outdir)
         except KeyboardInterrupt:
             # Until the complete manifest is written, an interruption leaves one that says so.
@@ -260,6 +266,9 @@ def emulate(
 def _run(text, overrides, base_dir, seed, duration_ns, plan, workdir, *, realtime, spin_ns,
          snaplen, sample_ns, tcp_probe, progress) -> dict[str, Any]:
     topo = Topology(mtu=plan.mtu)
+    # A multihomed SCTP peer: the receiver's address k is destination k of each flow.
+    dests = [fl["sctp"]["destinations"] if "sctp" in fl else 1 for fl in plan.flows]
+    topo.extra_rcv_addrs = max(dests, default=1) - 1
     probe = Probe(topo.run_id, [f["port"] for f in plan.flows])
     sctp = plan.protocol == "sctp"
     if not tcp_probe or sctp:
@@ -282,6 +291,7 @@ def _run(text, overrides, base_dir, seed, duration_ns, plan, workdir, *, realtim
         "pcap": str(pcap), "snaplen": snaplen, "realtime": realtime, "spin_ns": spin_ns,
         "frame_buf": max(2048, plan.mtu + 64), "stats": str(workdir / "emulator-stats.json"),
         "cpu": emu_cpu,
+        "dest_addrs": [[topo.rcv_addr(k) for k in range(n)] if n > 1 else [] for n in dests],
     }
     snd_cfg = {"dst": topo.addr_rcv, "flows": plan.flows, "duration_ns": duration_ns,
                "sample_ns": sample_ns, "out": str(files["sender"])}
@@ -298,6 +308,8 @@ def _run(text, overrides, base_dir, seed, duration_ns, plan, workdir, *, realtim
                 with contextlib.suppress(FileNotFoundError):
                     out.unlink()
                 one = {k: v for k, v in cfg.items() if k != "flows"}
+                n = fl["sctp"]["destinations"]
+                one["addrs"] = [topo.rcv_addr(k) for k in range(n)]
                 results.write_json({**one, "flow": fl, "out": str(out)},
                                    workdir / f"{name}-{fl['flow']}-config.json")
                 sctp_files[name].append(out)

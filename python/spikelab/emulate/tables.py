@@ -599,9 +599,13 @@ def _sctp_flow(i: int, fl: dict[str, Any], part: dict[str, Any], rcv_f: dict[str
         "transport": "sctp",
         "heartbeats_sent": cf["heartbeats_sent"],
         "setup_time_s": (established - fl["connect_ns"]) / 1e9 if established else math.nan,
-        "assoc_failed": int(bool(fl.get("error"))),
-        "failovers": 0,
+        "assoc_failed": int(bool(fl.get("assoc_failed"))),
+        "failovers": cf["failovers"],
     }
+    primary = int(view["flows"][i]["sctp"]["primary"])
+    by_dest = cf["bytes_by_dest"]
+    row["data_primary_bytes"] = by_dest[primary] if primary < len(by_dest) else 0
+    row["data_other_bytes"] = sum(b for k, b in enumerate(by_dest) if k != primary)
     fk = {"flow": i, "samples": len(samples), "final_status": samples[-1] if samples else {},
           "bytes_written": fl["bytes_written"], "rto_events": len(rtos),
           "recoveries": len(recs), "usrsctp": {k: after[k] - before[k] for k in after}}

@@ -145,6 +145,17 @@ class Topology:
 
     addr_snd = f"{SUBNET}.1"
     addr_rcv = f"{SUBNET}.2"
+    # More networks between the hosts (a multihomed SCTP association): network k = 1, 2, ...
+    # is 10.201.k.0/24, the sender 10.201.k.1 and the receiver 10.201.k.2 on the same veths.
+    extra_rcv_addrs: int = 0
+
+    def rcv_addr(self, k: int) -> str:
+        """The receiver's address in network ``k`` (0: :attr:`addr_rcv`)."""
+        return self.addr_rcv if k == 0 else f"10.201.{k}.2"
+
+    def snd_addr(self, k: int) -> str:
+        """The sender's address in network ``k`` (0: :attr:`addr_snd`)."""
+        return self.addr_snd if k == 0 else f"10.201.{k}.1"
 
     def create(self, sysctl_snd: dict[str, str], sysctl_rcv: dict[str, str],
                route_snd: list[str] = (), route_rcv: list[str] = (),
@@ -207,6 +218,16 @@ class Topology:
         if route_rcv:
             ip("-n", self.ns_rcv, "route", "replace", subnet, "dev", r, "proto", "kernel",
                "scope", "link", "src", self.addr_rcv, *route_rcv)
+        for k in range(1, self.extra_rcv_addrs + 1):
+            # Network k on the same veths: each host answers from its own address there
+            # (the source address routing picks), so a packet's addresses name its network.
+            a_snd, a_rcv = self.snd_addr(k), self.rcv_addr(k)
+            ip("-n", self.ns_snd, "addr", "add", f"{a_snd}/{PREFIX_LEN}", "dev", s)
+            ip("-n", self.ns_rcv, "addr", "add", f"{a_rcv}/{PREFIX_LEN}", "dev", r)
+            ip("-n", self.ns_snd, "neigh", "replace", a_rcv, "lladdr", mac[r], "dev", s,
+               "nud", "permanent")
+            ip("-n", self.ns_rcv, "neigh", "replace", a_snd, "lladdr", mac[s], "dev", r,
+               "nud", "permanent")
         report["routes"] = {"snd": route_snd, "rcv": route_rcv}
         self.report = report
         return report

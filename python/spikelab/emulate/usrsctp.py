@@ -22,18 +22,10 @@ AF_INET = 2
 SOCK_STREAM = 1
 IPPROTO_SCTP = 132
 SCTP_FUTURE_ASSOC = 0
-SCTP_RTOINFO = 0x01
-SCTP_ASSOCINFO = 0x02
-SCTP_INITMSG = 0x03
 SCTP_NODELAY = 0x04
 SCTP_PEER_ADDR_PARAMS = 0x0A
-SCTP_DELAYED_SACK = 0x0F
-SCTP_MAX_BURST = 0x19
 SCTP_STATUS = 0x100
-SPP_HB_ENABLE = 0x01
 SPP_HB_DISABLE = 0x02
-SO_LINGER = 0x0080
-SOL_SOCKET = 0xFFFF
 
 # Indices into struct sctpstat as uint32s (two for the leading sctp_timeval): the counters an
 # emulated run reports.
@@ -83,30 +75,11 @@ class Status(ctypes.Structure):
                 ("primary", Paddrinfo)]
 
 
-class RtoInfo(ctypes.Structure):
-    _fields_ = [("assoc_id", ctypes.c_uint32), ("initial", ctypes.c_uint32),
-                ("max", ctypes.c_uint32), ("min", ctypes.c_uint32)]
-
-
 class PaddrParams(ctypes.Structure):
     _fields_ = [("address", SockaddrStorage), ("assoc_id", ctypes.c_uint32),
                 ("hbinterval", ctypes.c_uint32), ("pathmtu", ctypes.c_uint32),
                 ("flags", ctypes.c_uint32), ("ipv6_flowlabel", ctypes.c_uint32),
                 ("pathmaxrxt", ctypes.c_uint16), ("dscp", ctypes.c_uint8)]
-
-
-class SackInfo(ctypes.Structure):
-    _fields_ = [("assoc_id", ctypes.c_uint32), ("delay", ctypes.c_uint32),
-                ("freq", ctypes.c_uint32)]
-
-
-class AssocValue(ctypes.Structure):
-    _fields_ = [("assoc_id", ctypes.c_uint32), ("value", ctypes.c_uint32)]
-
-
-class InitMsg(ctypes.Structure):
-    _fields_ = [("num_ostreams", ctypes.c_uint16), ("max_instreams", ctypes.c_uint16),
-                ("max_attempts", ctypes.c_uint16), ("max_init_timeo", ctypes.c_uint16)]
 
 
 assert ctypes.sizeof(Status) == 176 and ctypes.sizeof(PaddrParams) == 152
