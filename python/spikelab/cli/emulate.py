@@ -136,7 +136,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
 def register(sub, override_type, zoom_type) -> None:
     """Add ``emulate`` and ``compare`` to the ``spikelab`` subparsers ``sub``."""
     p = sub.add_parser("emulate", help="run a scenario's paths in real time against the "
-                       "Linux TCP stack (needs root)")
+                       "Linux TCP stack, or usrsctp for SCTP flows (needs root)")
     p.add_argument("scenario", metavar="SCENARIO.toml", nargs="?")
     p.add_argument("-o", "--out", metavar="OUTDIR", help="results directory to write")
     p.add_argument("--seed", type=int, help="master seed (default: the scenario's sim.seed)")
@@ -150,9 +150,10 @@ def register(sub, override_type, zoom_type) -> None:
     p.add_argument("--spin-us", type=_nonnegative, default=50.0, metavar="US",
                    help="busy-wait this long before each departure (default 50)")
     p.add_argument("--snaplen", type=_snaplen, default=160, metavar="BYTES",
-                   help="bytes of each frame kept in the capture, 0 = all (default 160)")
+                   help="bytes of each frame kept in the capture, 0 = all (default 160; "
+                        "SCTP frames are kept whole)")
     p.add_argument("--sample-ms", type=_sample_ms, default=1.0, metavar="MS",
-                   help="TCP_INFO sampling period (default 1)")
+                   help="TCP_INFO (SCTP: SCTP_STATUS) sampling period (default 1)")
     p.add_argument("--no-tcp-probe", action="store_true",
                    help="do not use the tcp_probe tracepoint even if tracefs is mounted")
     p.add_argument("--no-plots", action="store_true", help="write tables only")

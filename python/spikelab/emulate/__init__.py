@@ -1,4 +1,5 @@
-"""Real-kernel emulation: a scenario's paths applied in real time to the Linux TCP stack.
+"""Real-kernel emulation: a scenario's paths applied in real time to the Linux TCP stack (to
+usrsctp, the FreeBSD SCTP stack as a library, for SCTP flows).
 
     import spikelab.emulate as emu
     res = emu.emulate("examples/lte-handover-lossless.toml", out="out/emu")   # needs root

@@ -187,7 +187,8 @@ def emulate(
     progress: bool | None = None,
     force: bool = False,
 ) -> RunResult:
-    """Emulate a scenario's paths in real time between two Linux TCP endpoints.
+    """Emulate a scenario's paths in real time between two Linux TCP endpoints (usrsctp
+    endpoints for a scenario of SCTP flows: docs/emulation.md, "SCTP flows").
 
     Needs root (network namespaces). ``seed`` and ``overrides`` as in :func:`spikelab.run`;
     ``sysctls`` are extra ``net.*=value`` settings for both hosts' namespaces. ``realtime``
