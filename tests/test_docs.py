@@ -169,15 +169,6 @@ def _can_emulate() -> bool:
         subprocess.run(["ip", "netns", "list"], capture_output=True).returncode == 0
 
 
-def _has_usrsctp() -> bool:
-    from spikelab.emulate import usrsctp
-    try:
-        usrsctp.load()
-    except usrsctp.Unavailable:
-        return False
-    return True
-
-
 def _run(args: list[str], cwd: Path, timeout: float = 600) -> subprocess.CompletedProcess:
     return subprocess.run(args, cwd=cwd, capture_output=True, text=True, timeout=timeout)
 
@@ -299,7 +290,8 @@ def _shell(cmd: str, expected: list[str], scratch: Path, inline: bool = False) -
     if args[1] == "emulate" or (args[1] == "compare" and "out/emu" in cmd):
         if not _can_emulate():
             pytest.skip("emulation needs root and network namespaces")
-        if "sctp" in cmd and not _has_usrsctp():
+        from spikelab.emulate import usrsctp
+        if "sctp" in cmd and not usrsctp.available():
             pytest.skip("SCTP emulation needs libusrsctp (apt install libusrsctp2)")
     proc = _run([sys.executable, "-m", "spikelab", *args[1:]], scratch)
     assert "Traceback" not in proc.stderr, proc.stderr

@@ -30,14 +30,6 @@ from conftest import PROMPT_EXIT_S
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples"
-def usrsctp_available() -> bool:
-    try:
-        usrsctp.load()
-    except usrsctp.Unavailable:
-        return False
-    return True
-
-
 as_root = pytest.mark.skipif(
     not (kernel.has_privileges() and shutil.which("ip") and sys.platform == "linux"),
     reason="needs root (network namespaces); CI runs as root",
@@ -699,7 +691,7 @@ profile = "rfc4960"
 """
 
 needs_usrsctp = pytest.mark.skipif(
-    not usrsctp_available(), reason="needs libusrsctp (apt install libusrsctp2); CI installs it")
+    not usrsctp.available(), reason="needs libusrsctp (apt install libusrsctp2); CI installs it")
 
 
 @as_root

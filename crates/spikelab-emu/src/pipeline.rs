@@ -631,6 +631,15 @@ mod tests {
     }
 
     /// Runs `frames` (time, side, frame) through the pipeline; returns (packet id, fate).
+    /// The ids of the frames a run's fates drop, in fate order.
+    fn dropped_ids(fates: &[(u64, Fate)]) -> Vec<u64> {
+        fates
+            .iter()
+            .filter(|(_, f)| matches!(f.kind, FateKind::Drop { .. }))
+            .map(|(id, _)| *id)
+            .collect()
+    }
+
     fn run(p: &mut Pipeline, frames: &[(u64, Side, Vec<u8>)]) -> Vec<(u64, Fate)> {
         let mut out = Vec::new();
         let mut fates = Vec::new();
@@ -745,11 +754,7 @@ mod tests {
             (3 * MS, Side::A, data(isn.wrapping_add(1 + 2 * 1448))),
         ];
         let fates = run(&mut p, &frames);
-        let dropped: Vec<u64> = fates
-            .iter()
-            .filter(|(_, f)| matches!(f.kind, FateKind::Drop { .. }))
-            .map(|(id, _)| *id)
-            .collect();
+        let dropped = dropped_ids(&fates);
         assert_eq!(dropped, vec![2]);
     }
 
@@ -793,11 +798,7 @@ mod tests {
             ),
         ];
         let fates = run(&mut p, &frames);
-        let dropped: Vec<u64> = fates
-            .iter()
-            .filter(|(_, f)| matches!(f.kind, FateKind::Drop { .. }))
-            .map(|(id, _)| *id)
-            .collect();
+        let dropped = dropped_ids(&fates);
         assert_eq!(dropped, vec![2]);
         // The SACK travelled the flow's reverse path (5 ms).
         let sack = fates.iter().find(|(id, _)| *id == 4).unwrap();
@@ -861,11 +862,7 @@ mod tests {
             .map(|i| (i as u64 * MS, Side::A, data(1 + 1448 * i)))
             .collect();
         let fates = run(&mut p, &frames);
-        let mut dropped: Vec<u64> = fates
-            .iter()
-            .filter(|(_, f)| matches!(f.kind, FateKind::Drop { .. }))
-            .map(|(id, _)| *id)
-            .collect();
+        let mut dropped = dropped_ids(&fates);
         dropped.sort_unstable();
         // The same stream the simulator's world builds for path "fwd", stage 0.
         let mut stage = LossStage::new(

@@ -133,17 +133,17 @@ fn sctp_view(s: &SctpConfig) -> Value {
 
 #[cfg(test)]
 mod tests {
+    /// The view of a scenario given as TOML text.
+    fn view_of(text: &str) -> Value {
+        let sc = spikelab_sim::parse(text, &[], std::path::Path::new(".")).unwrap();
+        scenario_view(&sc)
+    }
+
     use super::*;
 
     #[test]
     fn durations_are_nanoseconds() {
-        let sc = spikelab_sim::parse(
-            "[sim]\nduration = \"3s\"\n[[flow]]\nstart = \"100ms\"\napp = { type = \"file\", size = 5000 }\n[flow.tcp.rto]\nestimator = \"linux\"\n",
-            &[],
-            std::path::Path::new("."),
-        )
-        .unwrap();
-        let v = scenario_view(&sc);
+        let v = view_of("[sim]\nduration = \"3s\"\n[[flow]]\nstart = \"100ms\"\napp = { type = \"file\", size = 5000 }\n[flow.tcp.rto]\nestimator = \"linux\"\n");
         assert_eq!(v["duration_ns"], 3_000_000_000u64);
         assert_eq!(v["flows"][0]["start_ns"], 100_000_000u64);
         assert_eq!(v["flows"][0]["size"], 5000);
@@ -155,13 +155,7 @@ mod tests {
 
     #[test]
     fn an_sctp_flow_gives_its_endpoint_settings() {
-        let sc = spikelab_sim::parse(
-            "[[flow]]\nprotocol = \"sctp\"\n[flow.sctp]\nprofile = \"rfc4960\"\nrto_min = \"300ms\"\nheartbeats = false\n",
-            &[],
-            std::path::Path::new("."),
-        )
-        .unwrap();
-        let s = &scenario_view(&sc)["flows"][0]["sctp"];
+        let s = &view_of("[[flow]]\nprotocol = \"sctp\"\n[flow.sctp]\nprofile = \"rfc4960\"\nrto_min = \"300ms\"\nheartbeats = false\n")["flows"][0]["sctp"];
         // RFC 4960 §15: RTO.Initial 3 s, RTO.Max 60 s; Max.Burst 4 by clamping cwnd (§6.1 D).
         assert_eq!(s["rto_initial_ns"], 3_000_000_000u64);
         assert_eq!(s["rto_min_ns"], 300_000_000u64);
@@ -182,13 +176,7 @@ mod tests {
 
     #[test]
     fn a_sender_queue_gives_its_rate_and_capacity() {
-        let sc = spikelab_sim::parse(
-            "[path.up]\npreset = \"umts-uplink\"\n[path.sw]\n[[path.sw.stage]]\ntype = \"rate\"\nbackpressure = true\nqueue = 7\nswitching = { rates = [\"64kbps\", \"128kbps\"], dwell = \"5s\" }\n[[flow]]\nfwd = \"up\"\n",
-            &[],
-            std::path::Path::new("."),
-        )
-        .unwrap();
-        let v = scenario_view(&sc);
+        let v = view_of("[path.up]\npreset = \"umts-uplink\"\n[path.sw]\n[[path.sw.stage]]\ntype = \"rate\"\nbackpressure = true\nqueue = 7\nswitching = { rates = [\"64kbps\", \"128kbps\"], dwell = \"5s\" }\n[[flow]]\nfwd = \"up\"\n");
         let bp = v["backpressure"].as_array().unwrap();
         assert_eq!(bp.len(), 2);
         // The preset's UE buffer: 58 kbit/s, 12 KB (MODELS.md section 4).

@@ -312,20 +312,26 @@ def run_receiver(cfg: dict[str, Any]) -> dict[str, Any]:
             "flows": results}
 
 
-def main(argv: list[str]) -> int:
+def serve(argv: list[str], module: str, sender: Any, receiver: Any) -> int:
+    """The endpoints' command line (``python -m MODULE (sender|receiver) CONFIG.json``): run
+    ``sender`` or ``receiver`` on the configuration and write its result file; 2 with one
+    line on stderr for a usage or setup error."""
     _die_with_parent()
     if len(argv) != 2 or argv[0] not in ("sender", "receiver"):
-        print("usage: python -m spikelab.emulate._endpoint (sender|receiver) CONFIG.json",
-              file=sys.stderr)
+        print(f"usage: python -m {module} (sender|receiver) CONFIG.json", file=sys.stderr)
         return 2
     cfg = json.loads(Path(argv[1]).read_text())
     try:
-        result = run_sender(cfg) if argv[0] == "sender" else run_receiver(cfg)
+        result = sender(cfg) if argv[0] == "sender" else receiver(cfg)
     except (SetupError, OSError) as exc:
         print(f"{argv[0]}: {exc}", file=sys.stderr, flush=True)
         return 2
     write_whole(Path(cfg["out"]), json.dumps(result))
     return 0
+
+
+def main(argv: list[str]) -> int:
+    return serve(argv, "spikelab.emulate._endpoint", run_sender, run_receiver)
 
 
 if __name__ == "__main__":

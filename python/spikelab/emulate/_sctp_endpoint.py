@@ -18,16 +18,14 @@ primary destination's cwnd, srtt, RTO; outstanding chunks) and the stack's count
 from __future__ import annotations
 
 import ctypes
-import json
 import os
 import sys
 import threading
 import time
-from pathlib import Path
 from typing import Any
 
 from . import usrsctp as u
-from ._endpoint import SetupError, _die_with_parent, _read_t0, _ready, _sleep_until, write_whole
+from ._endpoint import SetupError, _read_t0, _ready, _sleep_until, serve
 
 MS = 1_000_000
 SAMPLE_FIELDS = ("t_ns", "state", "cwnd", "srtt_ms", "rto_ms", "unackdata", "penddata",
@@ -232,18 +230,9 @@ def run_receiver(cfg: dict[str, Any]) -> dict[str, Any]:
 
 
 def main(argv: list[str]) -> int:
-    _die_with_parent()
-    if len(argv) != 2 or argv[0] not in ("sender", "receiver"):
-        print("usage: python -m spikelab.emulate._sctp_endpoint (sender|receiver) CONFIG.json",
-              file=sys.stderr)
-        return 2
-    cfg = json.loads(Path(argv[1]).read_text())
-    try:
-        result = run_sender(cfg) if argv[0] == "sender" else run_receiver(cfg)
-    except (SetupError, OSError) as exc:
-        print(f"{argv[0]}: {exc}", file=sys.stderr, flush=True)
-        return 2
-    write_whole(Path(cfg["out"]), json.dumps(result))
+    rc = serve(argv, "spikelab.emulate._sctp_endpoint", run_sender, run_receiver)
+    if rc:
+        return rc
     sys.stdout.flush()
     # usrsctp's threads and a receive or send still blocked in the library: leave at once.
     os._exit(0)

@@ -346,15 +346,13 @@ def build(raw: dict[str, Any], resolved: dict[str, Any], view: dict[str, Any],
     for i, fl in enumerate(snd["flows"]):
         if sctp:
             rows, markers, row, fk = _sctp_flow(i, fl, snd["per_flow"][i], rcv["flows"][i],
-                                                cap_flows[i], fields, t0, view, duration_ns)
+                                                cap_flows[i], fields, t0, view, duration_ns,
+                                                stages)
             for k in ts_rows:
                 ts_rows[k] += rows[k]
             for k in marker_rows:
                 marker_rows[k] += markers[k]
             row["seed"] = seed
-            for g, (path, stage) in enumerate(stages):
-                row[f"drops_{path}_{stage}"] = cap_flows[i]["drops"][g]
-            row["drops_total"] = sum(cap_flows[i]["drops"])
             run_rows.append(row)
             flow_kernel.append(fk)
             continue
@@ -372,14 +370,7 @@ def build(raw: dict[str, Any], resolved: dict[str, Any], view: dict[str, Any],
         retx = cap_flows[i]["retransmissions"]
         rtos = _label(rto_ev, retx)
         recs = _label(rec_ev, retx)
-        for var, evs in (("rto_expiry", rtos), ("fast_retx", recs)):
-            for t, sp, seq, tx in evs:
-                marker_rows["t_ns"].append(t)
-                marker_rows["flow"].append(i)
-                marker_rows["var"].append(var)
-                marker_rows["value"].append(1.0 if sp else 0.0)
-                marker_rows["seq"].append(seq)
-                marker_rows["tx"].append(tx)
+        _add_markers(marker_rows, i, rtos, recs)
         last = samples[-1] if samples else {}
         flow_kernel.append({
             "flow": i,
@@ -392,40 +383,22 @@ def build(raw: dict[str, Any], resolved: dict[str, Any], view: dict[str, Any],
         })
         rcv_f = rcv["flows"][i]
         cf = cap_flows[i]
-        start_ns = int(view["flows"][i]["start_ns"])
-        complete = rcv_f.get("complete_ns")
-        completion = (complete - t0 - start_ns) / 1e9 if complete else math.nan
-        delivered = int(rcv_f.get("bytes") or cf["bytes_delivered"])
-        stop_ns = (complete - t0) if complete else duration_ns
-        active = max(stop_ns - start_ns, 1) / 1e9
+        row, stop_ns = _common_row(i, rcv_f, cf, view, t0, duration_ns, stages,
+                                   int(rcv_f.get("bytes") or cf["bytes_delivered"]))
         # tcpi_total_rto counts the SYN's timeouts too (one per SYN after the first).
         syn_timeouts = max(int(cf.get("syns_sent", 1)) - 1, 0)
         rto_count = (max(int(last.get("total_rto", 0)) - syn_timeouts, 0) if total_rto_ok
                      else len(rtos))
-        row = {
-            "flow": i,
+        row.update({
             "seed": seed,
-            "goodput_bps": delivered * 8 / active,
-            "bytes_delivered": delivered,
             "rto_count": rto_count,
             "rto_spurious_true": sum(r[1] for r in rtos),
             "fast_retx_count": len(recs),
             "fast_retx_spurious_true": sum(r[1] for r in recs),
-            "retx_segments": cf["retx_segments"],
-            "spurious_retx_true": cf["spurious_retx_true"],
             "dupacks_rcvd": cf["dupacks_rcvd"],
             "dsacks_rcvd": cf["dsacks_rcvd"],
-            "segments_sent": cf["segments_sent"],
-            "rtt_mean_s": cf["rtt_mean_s"] if cf["rtt_mean_s"] is not None else math.nan,
-            "rtt_sd_s": cf["rtt_sd_s"] if cf["rtt_sd_s"] is not None else math.nan,
-            "rtt_samples": cf["rtt_samples"],
-            "longest_stall_s": cf["longest_stall_s"],
-            "completion_time_s": completion,
             "mss": int(view["flows"][i]["tcp"]["mss"]),
-        }
-        for g, (path, stage) in enumerate(stages):
-            row[f"drops_{path}_{stage}"] = cf["drops"][g]
-        row["drops_total"] = sum(cf["drops"])
+        })
         row["timeout_time_s"], row["rto_wait_s"] = _timeout_times(samples, t0, stop_ns,
                                                                   total_rto_ok)
         starts = [lab for lab, ev in zip(rtos, rto_ev, strict=True) if ev[2]]
@@ -529,10 +502,51 @@ SCTP_SOURCES = {
 }
 
 
+def _add_markers(markers: dict[str, list], flow: int, rtos: list[tuple],
+                 recs: list[tuple]) -> None:
+    """The ``rto_expiry`` and ``fast_retx`` marker rows of labelled events (``_label``)."""
+    for var, evs in (("rto_expiry", rtos), ("fast_retx", recs)):
+        for t, sp, seq, tx in evs:
+            markers["t_ns"].append(t)
+            markers["flow"].append(flow)
+            markers["var"].append(var)
+            markers["value"].append(1.0 if sp else 0.0)
+            markers["seq"].append(seq)
+            markers["tx"].append(tx)
+
+
+def _common_row(i: int, rcv_f: dict[str, Any], cf: dict[str, Any], view: dict[str, Any],
+                t0: int, duration_ns: int, stages: list[tuple[str, str]], delivered: int
+                ) -> tuple[dict[str, Any], int]:
+    """The runs columns a flow of either protocol fills the same way, from the receiving
+    application (``delivered`` bytes, completion) and the capture (``cf``); and when the
+    flow stopped, ns since t0 (its file's last byte, else the scenario's end)."""
+    start_ns = int(view["flows"][i]["start_ns"])
+    complete = rcv_f.get("complete_ns")
+    stop_ns = (complete - t0) if complete else duration_ns
+    row = {
+        "flow": i,
+        "goodput_bps": delivered * 8 / (max(stop_ns - start_ns, 1) / 1e9),
+        "bytes_delivered": delivered,
+        "retx_segments": cf["retx_segments"],
+        "spurious_retx_true": cf["spurious_retx_true"],
+        "segments_sent": cf["segments_sent"],
+        "rtt_mean_s": cf["rtt_mean_s"] if cf["rtt_mean_s"] is not None else math.nan,
+        "rtt_sd_s": cf["rtt_sd_s"] if cf["rtt_sd_s"] is not None else math.nan,
+        "rtt_samples": cf["rtt_samples"],
+        "longest_stall_s": cf["longest_stall_s"],
+        "completion_time_s": (complete - t0 - start_ns) / 1e9 if complete else math.nan,
+    }
+    for g, (path, stage) in enumerate(stages):
+        row[f"drops_{path}_{stage}"] = cf["drops"][g]
+    row["drops_total"] = sum(cf["drops"])
+    return row, stop_ns
+
+
 def _sctp_flow(i: int, fl: dict[str, Any], part: dict[str, Any], rcv_f: dict[str, Any],
                cf: dict[str, Any], fields: list[str], t0: int, view: dict[str, Any],
-               duration_ns: int) -> tuple[dict[str, list], dict[str, list],
-                                          dict[str, Any], dict[str, Any]]:
+               duration_ns: int, stages: list[tuple[str, str]]
+               ) -> tuple[dict[str, list], dict[str, list], dict[str, Any], dict[str, Any]]:
     """One SCTP flow's series, markers, runs row and kernel-side summary, from the usrsctp
     sender's samples and counters, the receiver's bytes and the capture."""
     rows: dict[str, list] = {"t_ns": [], "flow": [], "var": [], "value": []}
@@ -560,40 +574,18 @@ def _sctp_flow(i: int, fl: dict[str, Any], part: dict[str, Any], rcv_f: dict[str
         prev = d
     retx = cf["retransmissions"]
     rtos, recs = _label(t3, retx), _label(fr, retx)
-    for var, evs in (("rto_expiry", rtos), ("fast_retx", recs)):
-        for t, sp, seq, tx in evs:
-            markers["t_ns"].append(t)
-            markers["flow"].append(i)
-            markers["var"].append(var)
-            markers["value"].append(1.0 if sp else 0.0)
-            markers["seq"].append(seq)
-            markers["tx"].append(tx)
+    _add_markers(markers, i, rtos, recs)
     before, after = part["stats_before"], part["stats_after"]
-    start_ns = int(view["flows"][i]["start_ns"])
-    complete = rcv_f.get("complete_ns")
-    completion = (complete - t0 - start_ns) / 1e9 if complete else math.nan
-    delivered = int(rcv_f.get("bytes") or 0)
-    stop_ns = (complete - t0) if complete else duration_ns
-    active = max(stop_ns - start_ns, 1) / 1e9
     established = int(fl.get("established_ns") or 0)
-    row = {
-        "flow": i,
-        "goodput_bps": delivered * 8 / active,
-        "bytes_delivered": delivered,
+    row, _ = _common_row(i, rcv_f, cf, view, t0, duration_ns, stages,
+                         int(rcv_f.get("bytes") or 0))
+    row.update({
         "rto_count": after["timodata"] - before["timodata"],
         "rto_spurious_true": sum(r[1] for r in rtos),
         "fast_retx_count": len(recs),
         "fast_retx_spurious_true": sum(r[1] for r in recs),
-        "retx_segments": cf["retx_segments"],
-        "spurious_retx_true": cf["spurious_retx_true"],
         "dupacks_rcvd": 0,
         "dsacks_rcvd": 0,
-        "segments_sent": cf["segments_sent"],
-        "rtt_mean_s": cf["rtt_mean_s"] if cf["rtt_mean_s"] is not None else math.nan,
-        "rtt_sd_s": cf["rtt_sd_s"] if cf["rtt_sd_s"] is not None else math.nan,
-        "rtt_samples": cf["rtt_samples"],
-        "longest_stall_s": cf["longest_stall_s"],
-        "completion_time_s": completion,
         "mss": int(view["flows"][i]["sctp"]["message_size"]),
         "cc": "sctp",
         "transport": "sctp",
@@ -601,7 +593,7 @@ def _sctp_flow(i: int, fl: dict[str, Any], part: dict[str, Any], rcv_f: dict[str
         "setup_time_s": (established - fl["connect_ns"]) / 1e9 if established else math.nan,
         "assoc_failed": int(bool(fl.get("assoc_failed"))),
         "failovers": cf["failovers"],
-    }
+    })
     primary = int(view["flows"][i]["sctp"]["primary"])
     by_dest = cf["bytes_by_dest"]
     row["data_primary_bytes"] = by_dest[primary] if primary < len(by_dest) else 0

@@ -116,6 +116,15 @@ def load() -> ctypes.CDLL:
     return lib
 
 
+def available() -> bool:
+    """Whether libusrsctp can be loaded here."""
+    try:
+        load()
+    except Unavailable:
+        return False
+    return True
+
+
 def sysctl(lib: ctypes.CDLL, name: str, value: int) -> None:
     """Set one of usrsctp's ``sctp_*`` defaults (before the sockets are made)."""
     fn = getattr(lib, f"usrsctp_sysctl_set_sctp_{name}")
