@@ -18,6 +18,7 @@ pub fn scenario_view(sc: &Scenario) -> Value {
             let (estimator, alpha, beta, k) = match c.rto.algorithm {
                 RtoAlgorithm::Rfc6298 { alpha, beta, k, .. } => ("rfc6298", alpha, beta, k),
                 RtoAlgorithm::Linux => ("linux", 0.125, 0.25, 4.0),
+                RtoAlgorithm::Ns2 { .. } => ("ns2", 0.125, 0.25, 4.0),
             };
             json!({
                 "start_ns": f.start.0.as_nanos(),

@@ -30,6 +30,29 @@ pub enum RtoAlgorithm {
     /// mdev gain 1/4 with the damped update for falling RTTs, `rttvar` tracks the per-window
     /// maximum `mdev_max` and never falls below the RTO minimum; `RTO = srtt + rttvar`.
     Linux,
+    /// ns-2.35's timer ([`crate::ns2::rtt`]): RTT samples in whole ticks of `tick`
+    /// (`tcpTick_`), the agent's clock starting `phase` into a tick, scaled-integer smoothing,
+    /// `RTO = srtt + 4·rttvar`. Only the ns-2 agent runs it.
+    Ns2 {
+        tick: SimDuration,
+        phase: SimDuration,
+    },
+}
+
+impl RtoAlgorithm {
+    /// The estimator this crate's sender runs for it: ns-2's timer belongs to the ns-2 agent,
+    /// so here it stands for RFC 6298's gains on its tick.
+    pub fn rfc_fallback(self) -> RtoAlgorithm {
+        match self {
+            RtoAlgorithm::Ns2 { tick, .. } => RtoAlgorithm::Rfc6298 {
+                alpha: 0.125,
+                beta: 0.25,
+                k: 4.0,
+                granularity: tick,
+            },
+            a => a,
+        }
+    }
 }
 
 #[derive(Copy, Clone, Debug, PartialEq)]
@@ -185,6 +208,11 @@ pub struct TcpConfig {
     /// Proportional rate reduction (RFC 6937, PRR-SSRB as Linux `tcp_cwnd_reduction`) during
     /// SACK fast recovery, instead of `cwnd = ssthresh` at entry. Needs the SACK variant.
     pub prr: bool,
+    /// Run ns-2.35's one-way agent and sink ([`crate::ns2`]) instead of this crate's RFC and
+    /// Linux sender and receiver (the `ns2` profile). They read `variant`, `mss`, `rwnd`,
+    /// `initial_window`, `initial_ssthresh`, `dupthresh`, `limited_transmit`,
+    /// `block_fr_after_rto`, `handshake`, `delayed_ack`, `delack_timeout`, `sack` and `rto`.
+    pub ns2: bool,
 }
 
 /// See [`TcpConfig::ssthresh_basis`].
@@ -249,6 +277,7 @@ impl Default for TcpConfig {
             rack: false,
             tlp: false,
             prr: false,
+            ns2: false,
         }
     }
 }

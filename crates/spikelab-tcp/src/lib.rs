@@ -6,14 +6,20 @@
 //!
 //! Sequence numbers are byte offsets from 0 in a `u64` space (no wrap-around); the data stream
 //! is cut into segments of `mss` bytes at fixed boundaries, so a segment is identified by its
-//! first byte. There is no handshake: connections start established, with the initial RTO.
+//! first byte. The handshake is optional (`handshake`); without it connections start
+//! established, with the initial RTO.
+//!
+//! [`ns2`] holds a second implementation: ns-2.35's one-way agents and sinks, for the `ns2`
+//! profile; [`Sender`] and [`Receiver`] are whichever of the two a flow runs.
 //!
 //! Maturity: scripted-packet and whole-run tests pin the RFC rules named in each module; the
 //! model has not been validated packet-for-packet against a real stack yet.
 
 pub mod cc;
 mod config;
+mod endpoint;
 pub mod jiffies;
+pub mod ns2;
 mod receiver;
 pub mod rtt;
 mod scoreboard;
@@ -22,6 +28,7 @@ mod sender;
 pub mod spurious;
 
 pub use config::{RtoAlgorithm, RtoConfig, SsthreshBasis, TcpConfig, Variant};
+pub use endpoint::{segment_wire_size, Receiver, Sender};
 pub use receiver::{ReceiverStats, TcpReceiver};
 pub use segment::{SackBlocks, Segment, Timestamps, IP_TCP_HEADER};
 pub use sender::{

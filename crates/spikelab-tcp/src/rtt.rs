@@ -57,7 +57,7 @@ impl RttEstimator {
     /// both serve the `linux` mode's per-window `mdev_max`.
     pub fn on_sample(&mut self, r: SimDuration, snd_una: u64, snd_max: u64) {
         let m = r.as_nanos() as f64;
-        match self.cfg.algorithm {
+        match self.cfg.algorithm.rfc_fallback() {
             RtoAlgorithm::Rfc6298 {
                 alpha,
                 beta,
@@ -80,6 +80,7 @@ impl RttEstimator {
                 self.base_rto = ns(rto);
             }
             RtoAlgorithm::Linux => self.linux_sample(r.as_nanos().max(1) as i64, snd_una, snd_max),
+            RtoAlgorithm::Ns2 { .. } => unreachable!("rfc_fallback maps the ns-2 timer"),
         }
         self.base_rto = self.base_rto.max(self.cfg.min).min(self.cfg.max);
         self.backoff = 0;
@@ -150,7 +151,7 @@ impl RttEstimator {
         let m = r.as_nanos() as f64;
         let srtt = (srtt_prev.as_nanos() as f64).max(m);
         self.srtt = Some(srtt);
-        match self.cfg.algorithm {
+        match self.cfg.algorithm.rfc_fallback() {
             RtoAlgorithm::Rfc6298 { k, granularity, .. } => {
                 self.rttvar = (rttvar_prev.as_nanos() as f64).max(m / 2.0);
                 let rto = srtt + (granularity.as_nanos() as f64).max(k * self.rttvar);
@@ -164,6 +165,7 @@ impl RttEstimator {
                 self.rttvar = var.max(rto_min);
                 self.base_rto = ns(srtt + self.rttvar);
             }
+            RtoAlgorithm::Ns2 { .. } => unreachable!("rfc_fallback maps the ns-2 timer"),
         }
         self.base_rto = self.base_rto.max(self.cfg.min).min(self.cfg.max);
         self.backoff = 0;

@@ -46,6 +46,18 @@ pub enum VariantSpec {
 pub enum EstimatorSpec {
     Rfc6298,
     Linux,
+    /// ns-2.35's tick-based timer; only the `ns2` profile's agent runs it.
+    Ns2,
+}
+
+impl EstimatorSpec {
+    pub fn name(self) -> &'static str {
+        match self {
+            EstimatorSpec::Rfc6298 => "rfc6298",
+            EstimatorSpec::Linux => "linux",
+            EstimatorSpec::Ns2 => "ns2",
+        }
+    }
 }
 
 /// Which F-RTO algorithm `spurious = ["frto"]` runs.
@@ -81,7 +93,7 @@ pub enum ResponseSpec {
 pub const DETECTORS: &[&str] = &["eifel", "dsack", "frto", "linux"];
 
 /// Names accepted in `profile = "..."`.
-pub const PROFILES: &[&str] = &["linux", "rfc"];
+pub const PROFILES: &[&str] = &["linux", "ns2", "rfc"];
 
 /// The `linux` profile: the keys it fills in `[flow.tcp]` when the file does not set them: the
 /// defaults of a Linux 6.x sender (sysctls `tcp_sack`, `tcp_dsack`, `tcp_timestamps` = 1,
@@ -131,6 +143,42 @@ const LINUX_PROFILE_FLOW: &str = r#"
 cc = { algo = "cubic", flavor = "linux" }
 "#;
 
+/// The `ns2` profile: ns-2.35's one-way `Agent/TCP/Reno|Newreno|Sack1` and `TCPSink` family
+/// with `ns-default.tcl`'s defaults (`packetSize_` 1000, `windowInit_` 2, `singledup_` 1,
+/// `bugFix_` true, `syn_` true, no timestamps, `tcpTick_` 10 ms, `minrto_` 0.2 s, `maxrto_`
+/// 60 s, `rtxcur_init_` 3 s, the DelAck sink's `interval_` 100 ms), run by spikelab-tcp's
+/// `ns2` agent. Set in code: `rwnd` = 20 packets (`window_`) when neither `rwnd` is given, and
+/// `sack` = true exactly with `variant = "sack"` (the Sack1 sink). docs/models.md, "The ns2
+/// TCP profile", has the table with the ns-2 source of each.
+const NS2_PROFILE: &str = r#"
+mss = 1000
+initial_window = 2
+limited_transmit = true
+block_fr_after_rto = true
+abc = false
+timestamps = false
+dsack = false
+delayed_ack = false
+delack_timeout = "100ms"
+delack_segments = 2
+quickack = 0
+handshake = true
+[rto]
+estimator = "ns2"
+granularity = "10ms"
+min = "200ms"
+max = "60s"
+initial = "3s"
+"#;
+
+/// What the `ns2` profile sets at flow level: the agents grow as Reno.
+const NS2_PROFILE_FLOW: &str = r#"
+cc = { algo = "reno" }
+"#;
+
+/// ns-2's `window_` default, packets.
+const NS2_WINDOW_PACKETS: i64 = 20;
+
 /// One key a profile resolved: its value from the profile, or the file's value that won.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct ProfileNote {
@@ -169,6 +217,10 @@ pub(super) fn apply_profiles(root: &mut toml::Value) -> Result<Vec<ProfileNote>>
                 toml::from_str(LINUX_PROFILE).expect("valid profile"),
                 toml::from_str(LINUX_PROFILE_FLOW).expect("valid profile"),
             ),
+            "ns2" => (
+                toml::from_str(NS2_PROFILE).expect("valid profile"),
+                toml::from_str(NS2_PROFILE_FLOW).expect("valid profile"),
+            ),
             // The RFC behaviour is the defaults: the name only says so.
             "rfc" => (toml::Table::new(), toml::Table::new()),
             _ => {
@@ -193,6 +245,9 @@ pub(super) fn apply_profiles(root: &mut toml::Value) -> Result<Vec<ProfileNote>>
             })
         };
         merge_missing(flow, &flow_defaults, "", &mut note);
+        if name == "ns2" {
+            ns2_computed_keys(flow, &mut note);
+        }
         if let Some(tcp) = flow.get_mut("tcp").and_then(|t| t.as_table_mut()) {
             merge_missing(tcp, &tcp_defaults, "tcp.", &mut note);
             // Keys the profile filled that need what the file has turned off: not applied.
@@ -224,6 +279,36 @@ pub(super) fn apply_profiles(root: &mut toml::Value) -> Result<Vec<ProfileNote>>
         notes.extend(flow_notes);
     }
     Ok(notes)
+}
+
+/// The `ns2` profile's keys that depend on others: `window_` is 20 packets of the flow's `mss`
+/// (unless the file gives `rwnd` or `tcp.rwnd`), and the sink sends SACK blocks exactly when the
+/// agent is Sack1.
+fn ns2_computed_keys(
+    flow: &mut toml::Table,
+    note: &mut impl FnMut(String, &toml::Value, Option<&toml::Value>),
+) {
+    let flow_rwnd = flow.get("rwnd").cloned();
+    let Some(tcp) = flow.get_mut("tcp").and_then(|t| t.as_table_mut()) else {
+        return;
+    };
+    let mss = tcp.get("mss").and_then(|m| m.as_integer()).unwrap_or(1000);
+    let rwnd = toml::Value::Integer(NS2_WINDOW_PACKETS * mss);
+    match (tcp.get("rwnd").cloned(), flow_rwnd) {
+        (None, None) => {
+            note("tcp.rwnd".into(), &rwnd, None);
+            tcp.insert("rwnd".into(), rwnd);
+        }
+        (file, flow) => note("tcp.rwnd".into(), &rwnd, file.or(flow).as_ref()),
+    }
+    let sack = toml::Value::Boolean(tcp.get("variant").and_then(|v| v.as_str()) == Some("sack"));
+    match tcp.get("sack").cloned() {
+        None => {
+            note("tcp.sack".into(), &sack, None);
+            tcp.insert("sack".into(), sack);
+        }
+        Some(file) => note("tcp.sack".into(), &sack, Some(&file)),
+    }
 }
 
 /// A TOML value as written in a file (inline tables for tables).
@@ -291,6 +376,10 @@ pub struct RtoSpec {
     pub max: Option<Duration>,
     #[serde(default = "RtoSpec::default_initial")]
     pub initial: Duration,
+    /// Where in its first tick the `ns2` estimator's clock starts (ns-2 draws it per agent,
+    /// `boot_time_`); only that estimator takes it.
+    #[serde(default, skip_serializing_if = "Duration::is_zero")]
+    pub phase: Duration,
 }
 
 impl RtoSpec {
@@ -325,6 +414,7 @@ impl Default for RtoSpec {
             min: None,
             max: None,
             initial: Self::default_initial(),
+            phase: Duration::default(),
         }
     }
 }
@@ -1165,6 +1255,7 @@ impl FlowSpec {
         let (min, max) = match r.estimator {
             EstimatorSpec::Rfc6298 => (d_ms(1000), d_ms(60_000)),
             EstimatorSpec::Linux => (d_ms(200), d_ms(120_000)),
+            EstimatorSpec::Ns2 => (d_ms(200), d_ms(60_000)),
         };
         let min = *r.min.get_or_insert(min);
         let max = *r.max.get_or_insert(max);
@@ -1212,7 +1303,20 @@ impl FlowSpec {
             format!("{at}.k"),
             format!("must be > 0, got {}", r.k),
         )?;
-        if r.estimator == EstimatorSpec::Linux {
+        check(
+            r.phase.is_zero() || (r.estimator == EstimatorSpec::Ns2 && r.phase.0 < r.granularity.0),
+            format!("{at}.phase"),
+            format!(
+                "only the ns2 estimator takes phase, below its tick (granularity {}), got {}",
+                r.granularity, r.phase
+            ),
+        )?;
+        if r.estimator != EstimatorSpec::Rfc6298 {
+            let who = if r.estimator == EstimatorSpec::Linux {
+                "the kernel's"
+            } else {
+                "ns-2's"
+            };
             let fixed = [
                 ("alpha", r.alpha, RtoSpec::default_alpha()),
                 ("beta", r.beta, RtoSpec::default_beta()),
@@ -1223,13 +1327,15 @@ impl FlowSpec {
                     v == d,
                     format!("{at}.{name}"),
                     format!(
-                        "only the rfc6298 estimator takes {name} (the linux estimator's gains \
-                         are the kernel's: 1/8, 1/4 and 4), got {v}"
+                        "only the rfc6298 estimator takes {name} (the {} estimator's gains \
+                         are {who}: 1/8, 1/4 and 4), got {v}",
+                        r.estimator.name()
                     ),
                 )?;
             }
             check(
-                r.granularity.0 == RtoSpec::default_granularity().0,
+                r.estimator != EstimatorSpec::Linux
+                    || r.granularity.0 == RtoSpec::default_granularity().0,
                 format!("{at}.granularity"),
                 format!(
                     "only the rfc6298 estimator takes granularity (the linux estimator's \
@@ -1238,6 +1344,105 @@ impl FlowSpec {
                 ),
             )?;
         }
+        check(
+            r.granularity.0 > SimDuration::ZERO,
+            format!("{at}.granularity"),
+            "must be > 0",
+        )?;
+        self.validate_ns2(&at[..at.len() - ".tcp.rto".len()])
+    }
+
+    /// The `ns2` profile runs ns-2.35's agent and sink, which read only some keys: the others
+    /// must keep their defaults, and the ns2 estimator goes with the profile and nothing else.
+    fn validate_ns2(&self, at: &str) -> Result<()> {
+        let t = &self.tcp;
+        let ns2 = t.profile.as_deref() == Some("ns2");
+        let est = t.rto.estimator == EstimatorSpec::Ns2;
+        check(
+            ns2 == est,
+            format!("{at}.tcp.rto.estimator"),
+            if ns2 {
+                "the ns2 profile runs ns-2.35's own timer: estimator = \"ns2\" (or leave it out)"
+            } else {
+                "the ns2 estimator runs only in ns-2.35's agent: set tcp.profile = \"ns2\""
+            },
+        )?;
+        if !ns2 {
+            return Ok(());
+        }
+        let d = TcpSpec::default();
+        let unmodelled: [(&str, bool, &str); 16] = [
+            ("rack", t.rack, "no RACK"),
+            ("tlp", t.tlp, "no tail loss probe"),
+            ("prr", t.prr, "no PRR"),
+            (
+                "timestamps",
+                t.timestamps,
+                "its timestamps option is not modelled",
+            ),
+            ("dsack", t.dsack, "its DSACK sink option is not modelled"),
+            ("abc", t.abc, "no byte counting (cwnd grows per ACK)"),
+            (
+                "spurious",
+                !t.spurious.is_empty(),
+                "its F-RTO option is not modelled",
+            ),
+            (
+                "rcv_autotune",
+                t.rcv_autotune,
+                "no receive-buffer autotuning",
+            ),
+            ("comp_sack", t.comp_sack != 0, "no ACK compression"),
+            ("quickack", t.quickack != 0, "no quick-ACK mode"),
+            (
+                "timer_hz",
+                t.timer_hz != 0,
+                "its own tick (rto.granularity), not jiffies",
+            ),
+            (
+                "kernel_rtt_samples",
+                t.kernel_rtt_samples,
+                "one timed packet per round trip",
+            ),
+            (
+                "rearm_rto_on_sack",
+                t.rearm_rto_on_sack,
+                "its own timer rules",
+            ),
+            (
+                "cwnd_limited_check",
+                t.cwnd_limited_check,
+                "no cwnd-limited check",
+            ),
+            (
+                "small_queue",
+                t.small_queue != d.small_queue,
+                "no sender queue",
+            ),
+            (
+                "delack_timeout",
+                t.delack_timeout == DurationOr::Word(Ato),
+                "a fixed interval_ (no adaptive timeout)",
+            ),
+        ];
+        for (key, set, why) in unmodelled {
+            check(
+                !set,
+                format!("{at}.tcp.{key}"),
+                format!("the ns2 profile runs ns-2.35's Agent/TCP, which has {why}; drop the key"),
+            )?;
+        }
+        check(
+            t.delack_segments == 2,
+            format!("{at}.tcp.delack_segments"),
+            "ns-2.35's DelAck sink ACKs every second packet; drop the key",
+        )?;
+        check(
+            matches!(self.cc_config(), CcConfig::Reno),
+            format!("{at}.cc"),
+            "the ns2 profile's agents (Agent/TCP/Reno, /Newreno, /Sack1) grow as Reno; \
+             cc = { algo = \"reno\" }",
+        )?;
         Ok(())
     }
 
@@ -1253,6 +1458,10 @@ impl FlowSpec {
                 granularity: r.granularity.0,
             },
             EstimatorSpec::Linux => RtoAlgorithm::Linux,
+            EstimatorSpec::Ns2 => RtoAlgorithm::Ns2 {
+                tick: r.granularity.0,
+                phase: r.phase.0,
+            },
         };
         TcpConfig {
             variant: match t.variant {
@@ -1308,6 +1517,7 @@ impl FlowSpec {
             rack: t.rack,
             tlp: t.tlp,
             prr: t.prr,
+            ns2: t.profile.as_deref() == Some("ns2"),
         }
     }
 

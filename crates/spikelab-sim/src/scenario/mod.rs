@@ -375,7 +375,7 @@ fn choices_of(field: &str) -> Option<&'static str> {
         ("app", "type") => "bulk, file",
         (_, "type") => "rate, delay, loss, harq, rlc, stall",
         (_, "model") => "bernoulli, gilbert_elliott, profile, deterministic",
-        (_, "estimator") => "rfc6298, linux",
+        (_, "estimator") => "rfc6298, linux, ns2",
         (_, "ssthresh_basis") => "flight, cwnd",
         (_, "frto") => "auto, basic, sack",
         (_, "response") => "none, eifel, undo",

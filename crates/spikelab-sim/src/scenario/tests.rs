@@ -227,7 +227,65 @@ fn spurious_fields_are_checked_with_the_field_named() {
     assert!(e.contains("`none`, `eifel`, `undo`"), "{e}");
     assert_eq!(
         err("[[flow]]\n[flow.tcp]\nprofile = \"bsd\"\n"),
-        "flow[0].tcp.profile: unknown profile \"bsd\" (known: linux, rfc)"
+        "flow[0].tcp.profile: unknown profile \"bsd\" (known: linux, ns2, rfc)"
+    );
+}
+
+#[test]
+fn ns2_profile_fills_ns2s_defaults_and_refuses_what_its_agents_lack() {
+    let sc = parse(
+        "[[flow]]\n[flow.tcp]\nprofile = \"ns2\"\n",
+        &[],
+        Path::new("."),
+    )
+    .unwrap();
+    let c = sc.flow[0].tcp_config();
+    // ns-default.tcl: packetSize_ 1000, window_ 20, windowInit_ 2, syn_, minrto_ 0.2,
+    // maxrto_ 60, rtxcur_init_ 3, tcpTick_ 0.01.
+    assert!(c.ns2);
+    assert_eq!((c.mss, c.rwnd, c.initial_window), (1000, 20_000, 2));
+    assert!(c.handshake && !c.timestamps && !c.sack && !c.delayed_ack);
+    assert_eq!(c.delack_timeout, SimDuration::from_millis(100));
+    assert_eq!(
+        (c.rto.min, c.rto.max, c.rto.initial),
+        (
+            SimDuration::from_millis(200),
+            SimDuration::from_secs(60),
+            SimDuration::from_secs(3)
+        )
+    );
+    assert!(matches!(
+        c.rto.algorithm,
+        spikelab_tcp::RtoAlgorithm::Ns2 { tick, .. } if tick == SimDuration::from_millis(10)
+    ));
+    // window_ follows the file's mss; the Sack1 sink goes with the sack variant.
+    let sc = parse(
+        "[[flow]]\n[flow.tcp]\nprofile = \"ns2\"\nmss = 1460\nvariant = \"sack\"\n",
+        &[],
+        Path::new("."),
+    )
+    .unwrap();
+    let c = sc.flow[0].tcp_config();
+    assert_eq!((c.rwnd, c.sack), (29_200, true));
+    assert_eq!(
+        err("[[flow]]\n[flow.tcp]\nprofile = \"ns2\"\nrack = true\nvariant = \"sack\"\n"),
+        "flow[0].tcp.rack: the ns2 profile runs ns-2.35's Agent/TCP, which has no RACK; drop \
+         the key"
+    );
+    assert_eq!(
+        err("[[flow]]\ncc = { algo = \"cubic\" }\n[flow.tcp]\nprofile = \"ns2\"\n"),
+        "flow[0].cc: the ns2 profile's agents (Agent/TCP/Reno, /Newreno, /Sack1) grow as Reno; \
+         cc = { algo = \"reno\" }"
+    );
+    assert_eq!(
+        err("[[flow]]\n[flow.tcp]\nrto = { estimator = \"ns2\" }\n"),
+        "flow[0].tcp.rto.estimator: the ns2 estimator runs only in ns-2.35's agent: set \
+         tcp.profile = \"ns2\""
+    );
+    assert_eq!(
+        err("[[flow]]\n[flow.tcp]\nprofile = \"ns2\"\nrto = { phase = \"20ms\" }\n"),
+        "flow[0].tcp.rto.phase: only the ns2 estimator takes phase, below its tick \
+         (granularity 10ms), got 20ms"
     );
 }
 

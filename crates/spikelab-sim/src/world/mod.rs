@@ -11,7 +11,7 @@ use spikelab_net::{
     RateStage, RlcStage, Stage, StallSchedule, StallStage, Switching,
 };
 use spikelab_tcp::spurious::{DetectorKind, EpisodeKind};
-use spikelab_tcp::{CaState, Segment, SpuriousEvent, TcpReceiver, TcpSender, TxKind};
+use spikelab_tcp::{CaState, Receiver, Segment, Sender, SpuriousEvent, TxKind};
 use std::collections::{HashMap, VecDeque};
 use std::fmt;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -315,8 +315,10 @@ struct FlowRt {
     rev: u16,
     start: SimTime,
     mss: u64,
-    snd: TcpSender,
-    rcv: TcpReceiver,
+    snd: Sender,
+    rcv: Receiver,
+    /// The flow runs ns-2.35's agent and sink (`profile = "ns2"`): ns-2's packet sizes.
+    ns2: bool,
     snd_timer: Option<SimTime>,
     rcv_timer: Option<SimTime>,
     truth: Truth,
@@ -803,8 +805,9 @@ impl World {
                     rev: idx(&f.rev),
                     start,
                     mss: cfg.mss as u64,
-                    snd: TcpSender::new(cfg.clone(), total),
-                    rcv: TcpReceiver::new(cfg),
+                    ns2: cfg.ns2,
+                    snd: Sender::new(cfg.clone(), total),
+                    rcv: Receiver::new(cfg),
                     snd_timer: None,
                     rcv_timer: None,
                     truth: Truth::default(),
@@ -1237,7 +1240,7 @@ impl World {
             dir,
             path,
             pseq: 0, // taken on entering the path
-            size: seg.wire_size(),
+            size: spikelab_tcp::segment_wire_size(f.ns2, &seg),
             seg,
             tx,
         });
@@ -1327,7 +1330,7 @@ impl World {
         // out) / srtt, 200 % of it in slow start below ssthresh / 2, else 120 %.
         let snd = &f.snd;
         let outstanding = snd.snd_max() - snd.snd_una();
-        let paced = snd.rtt().srtt().map_or(0, |srtt| {
+        let paced = snd.srtt().map_or(0, |srtt| {
             let pct = if snd.cwnd() < snd.ssthresh() / 2 {
                 200
             } else {
@@ -1701,8 +1704,8 @@ impl World {
         let vals: [f64; N_VARS] = [
             s.cwnd() as f64,
             ssthresh,
-            s.rtt().srtt().map_or(f64::NAN, |d| d.as_secs_f64()),
-            s.rtt().rttvar().as_secs_f64(),
+            s.srtt().map_or(f64::NAN, |d| d.as_secs_f64()),
+            s.rttvar().as_secs_f64(),
             s.rto().as_secs_f64(),
             s.snd_una() as f64,
             s.snd_nxt() as f64,
@@ -1859,7 +1862,7 @@ impl World {
             runs.row(RunRow {
                 flow: f.id as i32,
                 protocol: "tcp",
-                cc: f.snd.cc().name(),
+                cc: f.snd.cc_name(),
                 rtt_min_s: rtt_min,
                 // NaN without samples (f64::max would turn NaN into 0).
                 qdelay_mean_s: nonneg(mean - rtt_min),

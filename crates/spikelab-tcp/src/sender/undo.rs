@@ -35,6 +35,7 @@ impl TcpSender {
             let g = match self.cfg.rto.algorithm {
                 RtoAlgorithm::Rfc6298 { granularity, .. } => granularity,
                 RtoAlgorithm::Linux => self.cfg.ts_tick,
+                RtoAlgorithm::Ns2 { tick, .. } => tick,
             };
             let flight = self.snd_max - self.snd_una;
             self.ledger.rfc4015_episode = Some(self.next_episode);
