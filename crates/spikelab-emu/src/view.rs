@@ -4,7 +4,7 @@
 
 use serde_json::{json, Value};
 use spikelab_net::{QueueLimit, Stage};
-use spikelab_sctp::{MaxBurstMode, Profile, SctpConfig};
+use spikelab_sctp::{MaxBurstMode, SctpConfig};
 use spikelab_sim::build_stage;
 use spikelab_sim::scenario::{AppKind, Scenario};
 use spikelab_tcp::{RtoAlgorithm, Variant};
@@ -102,7 +102,7 @@ pub fn scenario_view(sc: &Scenario) -> Value {
 /// An SCTP flow's endpoint settings (what the emulated SCTP stack is given).
 fn sctp_view(s: &SctpConfig) -> Value {
     json!({
-        "profile": match s.profile { Profile::Rfc4960 => "rfc4960", Profile::Rfc9260 => "rfc9260" },
+        "profile": s.profile.name(),
         "destinations": s.n_destinations,
         "primary": s.primary,
         "rto_initial_ns": s.rto_initial.as_nanos(),
@@ -115,6 +115,7 @@ fn sctp_view(s: &SctpConfig) -> Value {
         "max_burst_mode": match s.max_burst_mode {
             MaxBurstMode::LimitPackets => "packets",
             MaxBurstMode::ClampCwnd => "clamp",
+            MaxBurstMode::AfterFastRetransmit => "after_fast_rtx",
         },
         "assoc_max_retrans": s.assoc_max_retrans,
         "path_max_retrans": s.path_max_retrans,

@@ -13,6 +13,21 @@ pub enum Profile {
     /// RFC 9260: RTO.Initial 1 s; congestion control in units of the PMDCS (IW floor 4404 B
     /// for IPv4, §7.2.1); Max.Burst applied by limiting the packets of one send opportunity.
     Rfc9260,
+    /// ns-2.35's Agent/SCTP with its Tcl defaults (`tcl/lib/ns-default.tcl`) and the rules of
+    /// its `sctp/sctp.cc` where they differ from RFC 9260: see [`SctpConfig::ns2`] and
+    /// docs/models.md, "The ns2 SCTP profile".
+    Ns2,
+}
+
+impl Profile {
+    /// The name `[flow.sctp] profile` takes.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Profile::Rfc4960 => "rfc4960",
+            Profile::Rfc9260 => "rfc9260",
+            Profile::Ns2 => "ns2",
+        }
+    }
 }
 
 /// The unit of cwnd arithmetic (IW, increase, ssthresh floor, cwnd after T3-rtx).
@@ -33,6 +48,20 @@ pub enum MaxBurstMode {
     /// `if flightsize + Max.Burst·unit < cwnd { cwnd = flightsize + Max.Burst·unit }` on each
     /// incoming SACK, changing cwnd permanently as RFC 4960 §6.1 D reads.
     ClampCwnd,
+    /// Only on a SACK that acknowledges a chunk sent by fast retransmit, at most Max.Burst
+    /// packets of new data in that send opportunity (the implementer's-guide proposal ns-2.35
+    /// follows with `useMaxBurst_ 1`; otherwise no limit).
+    AfterFastRetransmit,
+}
+
+/// Which TSNs a SACK counts a miss indication for (RFC 9260 §7.2.4).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum MissRule {
+    /// Chunks in flight below the highest newly acknowledged TSN, not yet fast-retransmitted.
+    InFlight,
+    /// Every chunk neither acknowledged nor fast-retransmitted before, in flight or not: also
+    /// one a T3 expiry marked and that still waits for its retransmission (ns-2.35).
+    Outstanding,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -96,6 +125,53 @@ pub struct SctpConfig {
     pub hb_info_len: u32,
     /// Extra optional-parameter bytes in INIT and INIT-ACK beyond the IPv4 address parameters.
     pub init_extra_params: u32,
+    /// A destination's ssthresh before its first loss, bytes (`None`: arbitrarily high,
+    /// RFC 9260 §7.2.1).
+    pub initial_ssthresh: Option<u64>,
+    /// cwnd grows only on a SACK that advances the Cumulative TSN Ack, counting newly
+    /// acknowledged chunks (RFC 4960 §7.2.1-7.2.2); `false`: any SACK acknowledging new data,
+    /// in congestion avoidance also counting the chunks reported in Duplicate TSNs (RFC 9260).
+    pub growth_needs_cum_ack: bool,
+    /// No cwnd growth at all while in Fast Recovery (ns-2.35: only once the Cumulative TSN
+    /// Ack reaches the recovery point); `false`: slow start blocked, congestion avoidance not
+    /// (RFC 9260 §7.2.2's text).
+    pub no_growth_in_fast_recovery: bool,
+    /// A T3-rtx expiry ends Fast Recovery (as usrsctp and Linux do; the RFC is silent).
+    pub t3_ends_fast_recovery: bool,
+    /// After a T3-rtx expiry one packet in flight on that destination until an
+    /// acknowledgement (RFC 9260 §7.2.1).
+    pub t3_one_packet: bool,
+    /// A T3-rtx expiry on a destination whose cwnd is already one unit leaves ssthresh as it
+    /// is (ns-2.35); `false`: ssthresh = max(cwnd/2, 4 units) at every expiry (§6.3.3 E1).
+    pub t3_keeps_ssthresh_at_one_unit: bool,
+    pub miss_rule: MissRule,
+    /// Fast retransmissions go to an alternate destination like T3 ones (ns-2.35's
+    /// `rtxToAlt_ 1`); `false`: to the original destination unless it is inactive (§6.4).
+    pub fast_rtx_to_alternate: bool,
+    /// The receiver SACKs at once the packet that fills the last hole (§6.7); `false`: that
+    /// packet counts towards the delayed SACK like an in-order one (ns-2.35).
+    pub sack_on_gap_close: bool,
+    /// a_rwnd and the sender's view of it count whole DATA chunks (16-byte header + payload)
+    /// instead of payload bytes (ns-2.35).
+    pub rwnd_counts_chunk_headers: bool,
+    /// The acknowledgement of a chunk a T3 expiry marked that waits for its retransmission
+    /// clears no error counter (ns-2.35: the SACK may be a late one for a path that failed).
+    pub marked_ack_keeps_errors: bool,
+    /// After the handshake the client sends a HEARTBEAT to every destination and sends no DATA
+    /// before all of them are answered (ns-2.35's destination confirmation).
+    pub confirm_destinations: bool,
+    /// A T3-rtx expiry sends E3's one packet and nothing else: the other marked chunks and
+    /// new data wait for the next SACK (ns-2.35's Timeout()); `false`: whatever cwnd allows.
+    pub t3_sends_only_e3: bool,
+    /// No new DATA while any chunk waits for its retransmission, on any destination (ns-2.35's
+    /// recv()); `false`: new data waits only for the marked chunks of its own destination
+    /// (§6.1 C).
+    pub new_data_after_marked: bool,
+    /// Chunks last sent to a destination that wait for their retransmission keep its T3-rtx
+    /// running (ns-2.35 counts them as outstanding there): a SACK starts the timer if it is
+    /// not running, and its expiry marks them again and counts an error; `false`: the timer
+    /// guards chunks in flight only (§6.3.2 R2).
+    pub marked_chunks_hold_t3: bool,
 }
 
 impl SctpConfig {
@@ -106,6 +182,7 @@ impl SctpConfig {
             Profile::Rfc4960 => (3, CcUnit::Mtu, 4380, MaxBurstMode::ClampCwnd),
             // RFC 9260 §16; §7.2.1 IW = min(4·PMDCS, max(2·PMDCS, 4404)) for IPv4; §6.1 D.
             Profile::Rfc9260 => (1, CcUnit::Pmdcs, 4404, MaxBurstMode::LimitPackets),
+            Profile::Ns2 => return SctpConfig::ns2(n_destinations),
         };
         SctpConfig {
             profile,
@@ -141,6 +218,69 @@ impl SctpConfig {
             cookie_len: 256,
             hb_info_len: 32,
             init_extra_params: 8,
+            initial_ssthresh: None,
+            growth_needs_cum_ack: profile == Profile::Rfc4960,
+            no_growth_in_fast_recovery: false,
+            t3_ends_fast_recovery: true,
+            t3_one_packet: true,
+            t3_keeps_ssthresh_at_one_unit: false,
+            miss_rule: MissRule::InFlight,
+            fast_rtx_to_alternate: false,
+            sack_on_gap_close: true,
+            rwnd_counts_chunk_headers: false,
+            marked_ack_keeps_errors: false,
+            confirm_destinations: false,
+            t3_sends_only_e3: false,
+            new_data_after_marked: false,
+            marked_chunks_hold_t3: false,
+        }
+    }
+
+    /// ns-2.35's Agent/SCTP: the defaults of `tcl/lib/ns-default.tcl` and the rules of
+    /// `sctp/sctp.cc` (Caro and Iyengar's module) where they differ from RFC 9260. The
+    /// data table, one row per key, is docs/models.md's "The ns2 SCTP profile".
+    pub fn ns2(n_destinations: usize) -> SctpConfig {
+        SctpConfig {
+            profile: Profile::Ns2,
+            // initialRto_ 3, minRto_ 1, maxRto_ 60; RTO.Alpha/Beta 1/8, 1/4 (sctp.h).
+            rto_initial: SimDuration::from_secs(3),
+            // cwnd arithmetic in uiMaxDataSize = mtu_ - 12 - ipHeaderSize_ = 1468 (Reset()):
+            // IW = min(4·1468, max(4380, 2·1468)) = 4380; initialCwnd_ only bounds the idle
+            // decay.
+            cc_unit: CcUnit::Pmdcs,
+            iw_floor: 4380,
+            // useMaxBurst_ 1 with MAX_BURST 4 (sctp.h), applied after fast retransmit only.
+            max_burst: Some(4),
+            max_burst_mode: MaxBurstMode::AfterFastRetransmit,
+            // initialRwnd_ 65536, counted in chunk bytes (ProcessDataChunk).
+            recv_buffer: 65536,
+            rwnd_counts_chunk_headers: true,
+            // initialSsthresh_ 65536.
+            initial_ssthresh: Some(65536),
+            // The idle decay runs on a timer that also fires with data outstanding
+            // (CwndDegradeTimerExpiration); not modelled.
+            cwnd_validation: false,
+            // RTT samples from DATA and HEARTBEAT only.
+            handshake_rtt_samples: false,
+            growth_needs_cum_ack: true,
+            no_growth_in_fast_recovery: true,
+            t3_ends_fast_recovery: false,
+            t3_one_packet: false,
+            t3_keeps_ssthresh_at_one_unit: true,
+            miss_rule: MissRule::Outstanding,
+            fast_rtx_to_alternate: true,
+            sack_on_gap_close: false,
+            marked_ack_keeps_errors: true,
+            confirm_destinations: true,
+            t3_sends_only_e3: true,
+            new_data_after_marked: true,
+            marked_chunks_hold_t3: true,
+            // Control chunks as ns-2.35 sizes them: a 24-byte HEARTBEAT (sctp.h), COOKIE-ECHO
+            // without a cookie, no optional INIT parameters.
+            hb_info_len: 16,
+            cookie_len: 0,
+            init_extra_params: 0,
+            ..SctpConfig::new(Profile::Rfc9260, n_destinations)
         }
     }
 
@@ -150,6 +290,15 @@ impl SctpConfig {
 
     pub fn rfc9260(n_destinations: usize) -> SctpConfig {
         SctpConfig::new(Profile::Rfc9260, n_destinations)
+    }
+
+    /// Bytes a chunk of `payload` bytes takes of a_rwnd.
+    pub fn rwnd_bytes(&self, payload: u64) -> u64 {
+        if self.rwnd_counts_chunk_headers {
+            payload + DATA_HEADER as u64
+        } else {
+            payload
+        }
     }
 
     /// Largest DATA payload in one packet: MTU - IPv4 20 - common header 12 - DATA header 16.

@@ -9,7 +9,7 @@
 
 use std::collections::{BTreeMap, VecDeque};
 
-use crate::config::SctpConfig;
+use crate::config::{MaxBurstMode, SctpConfig};
 use crate::packet::{Chunk, HeartbeatInfo, Packet};
 use crate::receiver::{Receiver, ReceiverStats};
 use crate::rto::RtoEstimator;
@@ -279,6 +279,17 @@ pub struct Endpoint {
     pub(crate) dup_origin: BTreeMap<u64, (usize, u64)>,
     pub(crate) assoc_errors: u32,
     pub(crate) burst_left: Vec<u32>,
+    /// A SACK acknowledged a fast-retransmitted chunk and Max.Burst has not stopped a burst
+    /// since (`MaxBurstMode::AfterFastRetransmit`).
+    pub(crate) fast_rtx_acked: bool,
+    /// The highest TSN newly acknowledged by the last SACK that acknowledged anything
+    /// (`MissRule::Outstanding`).
+    pub(crate) last_htna: Option<u64>,
+    /// Destinations not yet confirmed by a HEARTBEAT-ACK (`confirm_destinations`): no DATA
+    /// leaves while any is.
+    pub(crate) unconfirmed: Vec<bool>,
+    /// This send opportunity came from a T3-rtx expiry (`t3_sends_only_e3`).
+    pub(crate) t3_opportunity: bool,
     pub(crate) next_tx_id: u64,
     pub(crate) next_nonce: u64,
     // Receiver half.
@@ -302,7 +313,7 @@ impl Endpoint {
         let path = Path {
             rto: RtoEstimator::new(cfg.rto_params()),
             cwnd: cfg.initial_cwnd(),
-            ssthresh: SSTHRESH_UNSET,
+            ssthresh: cfg.initial_ssthresh.unwrap_or(SSTHRESH_UNSET),
             pba: 0,
             flight: 0,
             flight_chunks: 0,
@@ -351,6 +362,10 @@ impl Endpoint {
             dup_origin: BTreeMap::new(),
             assoc_errors: 0,
             burst_left: vec![0; n],
+            fast_rtx_acked: false,
+            last_htna: None,
+            unconfirmed: vec![false; n],
+            t3_opportunity: false,
             next_tx_id: 0,
             next_nonce: 0,
             rcv: Receiver::new(),
@@ -536,7 +551,14 @@ impl Endpoint {
             self.stats.setup_time = Some(now - c);
         }
         self.events.push(SctpEvent::Established { at: now });
-        if self.cfg.heartbeats {
+        if self.cfg.confirm_destinations && self.role == Role::Client {
+            // ns-2.35: a HEARTBEAT to every destination, DATA once all are answered.
+            for d in 0..self.paths.len() {
+                self.unconfirmed[d] = true;
+                self.send_heartbeat(d, now);
+                self.arm_hb(d, now);
+            }
+        } else if self.cfg.heartbeats {
             for d in 0..self.paths.len() {
                 self.arm_hb(d, now);
             }
@@ -656,7 +678,11 @@ impl Endpoint {
     }
 
     pub(crate) fn new_send_opportunity(&mut self) {
-        let b = self.cfg.max_burst.unwrap_or(u32::MAX);
+        self.t3_opportunity = false;
+        let b = match self.cfg.max_burst_mode {
+            MaxBurstMode::AfterFastRetransmit if !self.fast_rtx_acked => u32::MAX,
+            _ => self.cfg.max_burst.unwrap_or(u32::MAX),
+        };
         for x in &mut self.burst_left {
             *x = b;
         }
@@ -717,7 +743,7 @@ impl Endpoint {
     /// (RFC 7829).
     fn arm_hb(&mut self, d: usize, now: SimTime) {
         let rto = self.paths[d].rto.rto();
-        let t = if self.paths[d].state == PathState::PotentiallyFailed {
+        let t = if self.paths[d].state == PathState::PotentiallyFailed || self.unconfirmed[d] {
             now + rto
         } else {
             let jitter = (self.rng.next_f64() - 0.5) * rto.as_secs_f64();
@@ -789,6 +815,22 @@ impl Endpoint {
         self.stats.per_dest[d].heartbeats_acked += 1;
         if self.paths[d].hb_out.is_some_and(|(n, _)| n == h.nonce) {
             self.paths[d].hb_out = None;
+        }
+        if self.unconfirmed[d] {
+            self.unconfirmed[d] = false;
+            if !self.unconfirmed.iter().any(|&u| u) {
+                // All confirmed: ns-2.35 starts its heartbeat timer now.
+                self.new_send_opportunity();
+                if self.cfg.heartbeats {
+                    for e in 0..self.paths.len() {
+                        if e != d {
+                            self.arm_hb(e, now);
+                        }
+                    }
+                }
+            } else if !self.cfg.heartbeats {
+                self.paths[d].hb_timer = None;
+            }
         }
         self.assoc_errors = 0;
         self.clear_path_errors(now, d);
@@ -946,7 +988,7 @@ impl Endpoint {
             let s = self.rcv.build_sack(&self.cfg);
             return Some((self.rcv.sack_dest, Packet::single(Chunk::Sack(s))));
         }
-        if self.state == AssocState::Established {
+        if self.state == AssocState::Established && !self.unconfirmed.iter().any(|&u| u) {
             return self.next_data_packet(now);
         }
         None

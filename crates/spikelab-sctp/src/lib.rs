@@ -20,7 +20,7 @@ pub mod rto;
 pub mod rto_study;
 mod sender;
 
-pub use config::{CcUnit, MaxBurstMode, Profile, SctpConfig};
+pub use config::{CcUnit, MaxBurstMode, MissRule, Profile, SctpConfig};
 pub use endpoint::{
     AssocState, DataSource, DestStats, Endpoint, EndpointStats, Failover, MarkedTsn, PathState,
     PathView, Role, SctpEvent, T3Record, SSTHRESH_UNSET,

@@ -29,6 +29,8 @@ pub(crate) struct Receiver {
     pub(crate) cum: u64,
     /// TSN -> (payload length, stream offset), for TSNs above `cum + 1` held out of order.
     ooo: BTreeMap<u64, (u32, u64)>,
+    /// What the out-of-order chunks take of the buffer (payload, or whole chunks with
+    /// `rwnd_counts_chunk_headers`).
     ooo_bytes: u64,
     dups: Vec<u64>,
     /// DATA packets received since the last SACK.
@@ -90,13 +92,15 @@ impl Receiver {
                 self.cum += 1;
                 // Drain what the new chunk made in order.
                 while let Some((len, off)) = self.ooo.remove(&(self.cum + 1)) {
-                    self.ooo_bytes -= len as u64;
+                    self.ooo_bytes -= cfg.rwnd_bytes(len as u64);
                     self.cum += 1;
                     self.deliver(off, len as u64);
                 }
-            } else if self.ooo_bytes + d.payload_len as u64 <= cfg.recv_buffer as u64 {
+            } else if self.ooo_bytes + cfg.rwnd_bytes(d.payload_len as u64)
+                <= cfg.recv_buffer as u64
+            {
                 self.ooo.insert(d.tsn, (d.payload_len, d.offset));
-                self.ooo_bytes += d.payload_len as u64;
+                self.ooo_bytes += cfg.rwnd_bytes(d.payload_len as u64);
             } else {
                 // §6.2: a chunk beyond the window is dropped and a SACK goes at once.
                 dropped = true;
@@ -114,7 +118,7 @@ impl Receiver {
             || dup
             || dropped
             || has_gap
-            || had_gap
+            || (had_gap && cfg.sack_on_gap_close)
             || self.unacked_packets >= cfg.sack_freq
             || cfg.sack_delay == spikelab_core::SimDuration::ZERO
         {

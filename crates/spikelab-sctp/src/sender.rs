@@ -2,7 +2,7 @@
 //! destination (§7.2), fast retransmit and fast recovery (§7.2.4), T3-rtx (§6.3.2, §6.3.3)
 //! and the choice of what goes where (§6.1, §6.4).
 
-use crate::config::{MaxBurstMode, Profile};
+use crate::config::{MaxBurstMode, MissRule};
 use crate::endpoint::{Endpoint, Mark, MarkedTsn, PathState, SctpEvent, T3Record, TxChunk};
 use crate::packet::{Chunk, DataChunk, Packet, SackChunk, COMMON_HEADER, IPV4_HEADER};
 use spikelab_core::SimTime;
@@ -43,8 +43,16 @@ impl Endpoint {
             }
         }
         let cum_advanced = s.cum_tsn_ack > self.cum_ack;
-        let needs_cum = self.cfg.profile == Profile::Rfc4960;
+        let needs_cum = self.cfg.growth_needs_cum_ack;
         let in_fr_at_arrival = self.fast_recovery.is_some();
+        // ns-2.35: no cwnd change until the Cumulative TSN Ack reaches the recovery point.
+        let frozen = self.cfg.no_growth_in_fast_recovery
+            && self.fast_recovery.is_some_and(|x| s.cum_tsn_ack < x);
+        let ss_blocked = if self.cfg.no_growth_in_fast_recovery {
+            frozen
+        } else {
+            in_fr_at_arrival
+        };
         let mut acked_bytes = vec![0u64; n];
         let mut htna: Option<u64> = None;
         let mut newly: Vec<usize> = Vec::new();
@@ -63,8 +71,15 @@ impl Endpoint {
                 }
             }
         }
-        for &i in &newly {
+        // Chunks a T3 expiry marked that had not gone out again: their acknowledgement may be
+        // a late one (see `marked_ack_keeps_errors`).
+        let mut t3_marked = vec![false; newly.len()];
+        for (k, &i) in newly.iter().enumerate() {
             let c = &mut self.queue[i];
+            t3_marked[k] = c.mark == Mark::T3;
+            if c.fast_rtx_done && i < upto {
+                self.fast_rtx_acked = true;
+            }
             c.acked = true;
             set_mark(&mut self.n_marked, c, Mark::None);
             let (d, size, tsn, tx_count) = (c.dest, c.size(), c.tsn, c.tx_count);
@@ -96,8 +111,12 @@ impl Endpoint {
         // nor brings a PF one back (which copy arrived is unknown).
         let pf_on = self.cfg.pf_max_retrans.is_some();
         let mut cleared = vec![false; n];
-        for &i in &newly {
+        let keep = self.cfg.marked_ack_keeps_errors;
+        for (k, &i) in newly.iter().enumerate() {
             let c = &self.queue[i];
+            if keep && t3_marked[k] {
+                continue;
+            }
             if !(pf_on && c.multi_dest && self.paths[c.dest].state != PathState::Active) {
                 cleared[c.dest] = true;
             }
@@ -154,6 +173,12 @@ impl Endpoint {
                 .map(|c| c.len as u64)
                 .sum::<u64>()
         );
+        let outstanding = if self.cfg.rwnd_counts_chunk_headers {
+            let chunks: u64 = self.paths.iter().map(|p| p.flight_chunks).sum();
+            outstanding + crate::packet::DATA_HEADER as u64 * chunks
+        } else {
+            outstanding
+        };
         self.peer_rwnd = (s.a_rwnd as u64).saturating_sub(outstanding);
 
         // §7.2.1 / §7.2.2: per-destination window growth.
@@ -164,13 +189,13 @@ impl Endpoint {
                 self.paths[d].one_packet = false;
             }
             let dup = dup_bytes.get(d).copied().unwrap_or(0);
-            if (a == 0 && dup == 0) || (needs_cum && !cum_advanced) {
+            if (a == 0 && dup == 0) || (needs_cum && !cum_advanced) || frozen {
                 continue;
             }
             let p = &mut self.paths[d];
             let full = flight_before[d] >= p.cwnd;
             if p.cwnd <= p.ssthresh {
-                if a > 0 && full && !in_fr_at_arrival {
+                if a > 0 && full && !ss_blocked {
                     p.cwnd += a.min(unit);
                 }
             } else {
@@ -199,18 +224,28 @@ impl Endpoint {
         // §7.2.4 miss indications (HTNA): below the highest newly acked TSN; in Fast Recovery
         // with the cumulative ack advancing, every TSN reported missing.
         let highest_gap = s.gap_tsns().max();
+        // ns-2.35 keeps the highest newly acknowledged TSN of the last SACK that acknowledged
+        // something: a SACK acknowledging nothing new counts misses below it again.
+        let htna = match (self.cfg.miss_rule, htna) {
+            (MissRule::Outstanding, None) if !s.gap_blocks.is_empty() => self.last_htna,
+            (_, h) => h,
+        };
+        if htna.is_some() {
+            self.last_htna = htna;
+        }
         let limit = if in_fr_at_arrival && cum_advanced {
             highest_gap
         } else {
             htna
         };
+        let in_flight_only = self.cfg.miss_rule == MissRule::InFlight;
         let mut fast: Vec<usize> = Vec::new();
         if let Some(lim) = limit {
             for (i, c) in self.queue.iter_mut().enumerate() {
                 if c.tsn >= lim {
                     break;
                 }
-                if c.acked || !c.in_flight || c.fast_rtx_done {
+                if c.acked || (in_flight_only && !c.in_flight) || c.fast_rtx_done {
                     continue;
                 }
                 c.miss += 1;
@@ -226,10 +261,26 @@ impl Endpoint {
         // §6.3.2 R2 / R3.
         for (d, lb) in lowest_before.into_iter().enumerate() {
             if self.paths[d].flight_chunks == 0 {
-                self.paths[d].t3 = None;
+                if !self.marked_hold(d) {
+                    self.paths[d].t3 = None;
+                } else if self.paths[d].t3.is_none() {
+                    self.restart_t3(now, d);
+                }
             } else if let Some(t) = lb {
                 if t <= self.cum_ack || self.idx_of(t).is_some_and(|i| self.queue[i].acked) {
                     self.restart_t3(now, d);
+                }
+            }
+        }
+
+        // ns-2.35: Max.Burst applies from a SACK that acknowledges a fast-retransmitted chunk
+        // until one send opportunity has used it up.
+        if let (Some(mb), MaxBurstMode::AfterFastRetransmit) =
+            (self.cfg.max_burst, self.cfg.max_burst_mode)
+        {
+            if self.fast_rtx_acked {
+                for x in &mut self.burst_left {
+                    *x = mb;
                 }
             }
         }
@@ -243,6 +294,17 @@ impl Endpoint {
                 }
             }
         }
+    }
+
+    /// Whether chunks last sent to `d` wait for their retransmission and hold its T3-rtx
+    /// (`marked_chunks_hold_t3`).
+    fn marked_hold(&self, d: usize) -> bool {
+        self.cfg.marked_chunks_hold_t3
+            && self.n_marked > 0
+            && self
+                .queue
+                .iter()
+                .any(|c| c.mark != Mark::None && !c.acked && c.dest == d)
     }
 
     fn restart_t3(&mut self, now: SimTime, d: usize) {
@@ -260,11 +322,14 @@ impl Endpoint {
             let c = &mut self.queue[i];
             set_mark(&mut self.n_marked, c, Mark::Fast);
             c.fast_rtx_done = true;
-            c.in_flight = false;
-            self.inflight_payload -= c.len as u64;
             let d = c.dest;
-            self.paths[d].flight -= c.size();
-            self.paths[d].flight_chunks -= 1;
+            // With `MissRule::Outstanding` a chunk a T3 expiry marked can get here unsent.
+            if c.in_flight {
+                c.in_flight = false;
+                self.inflight_payload -= c.len as u64;
+                self.paths[d].flight -= c.size();
+                self.paths[d].flight_chunks -= 1;
+            }
             tsns.push(c.tsn);
             if !dests.contains(&d) {
                 dests.push(d);
@@ -291,9 +356,12 @@ impl Endpoint {
         }
     }
 
-    /// §6.4: fast retransmissions go where the original went, unless it is inactive.
+    /// §6.4: fast retransmissions go where the original went, unless it is inactive (or to
+    /// an alternate as T3 ones do, with `fast_rtx_to_alternate`).
     fn fast_target(&self, last: usize) -> usize {
-        if self.paths[last].state == PathState::Inactive {
+        if self.cfg.fast_rtx_to_alternate {
+            self.rtx_target(last)
+        } else if self.paths[last].state == PathState::Inactive {
             self.data_dest
         } else {
             last
@@ -303,7 +371,8 @@ impl Endpoint {
     /// §6.3.3 E1-E3 for destination `d`.
     pub(crate) fn on_t3(&mut self, now: SimTime, d: usize) {
         self.paths[d].t3 = None;
-        if self.paths[d].flight_chunks == 0 {
+        let hold = self.marked_hold(d);
+        if self.paths[d].flight_chunks == 0 && !hold {
             return;
         }
         let unit = self.cfg.unit();
@@ -313,23 +382,35 @@ impl Endpoint {
         self.stats.per_dest[d].t3_expiries += 1;
         {
             let p = &mut self.paths[d];
-            // E1, and §7.2.1: one packet in flight until an acknowledgement.
-            p.ssthresh = (p.cwnd / 2).max(4 * unit);
-            p.cwnd = unit;
-            p.pba = 0;
-            p.one_packet = true;
+            // E1, and §7.2.1: one packet in flight until an acknowledgement. ns-2.35 changes
+            // nothing when cwnd is one unit already (Timeout()).
+            if !(self.cfg.t3_keeps_ssthresh_at_one_unit && p.cwnd <= unit) {
+                p.ssthresh = (p.cwnd / 2).max(4 * unit);
+                p.cwnd = unit;
+                p.pba = 0;
+            }
+            p.one_packet = self.cfg.t3_one_packet;
             // E2.
             p.rto.backoff();
             p.rtt_probe = None;
         }
         // Not in the RFC: a timeout ends Fast Recovery (as usrsctp and Linux do).
-        self.fast_recovery = None;
+        if self.cfg.t3_ends_fast_recovery {
+            self.fast_recovery = None;
+        }
         let mut marked = Vec::new();
         for c in self.queue.iter_mut() {
             if c.in_flight && c.dest == d {
                 c.in_flight = false;
                 self.inflight_payload -= c.len as u64;
                 set_mark(&mut self.n_marked, c, Mark::T3);
+                marked.push(MarkedTsn {
+                    tsn: c.tsn,
+                    tx_id: c.last_tx_id,
+                    sent_at: c.sent_at,
+                });
+            } else if hold && c.mark == Mark::T3 && !c.acked && c.dest == d {
+                // Marked again (ns-2.35's TimeoutRtx()).
                 marked.push(MarkedTsn {
                     tsn: c.tsn,
                     tx_id: c.last_tx_id,
@@ -359,6 +440,9 @@ impl Endpoint {
             k += 1;
         }
         self.forced.push_back((rtx_dest, Mark::T3));
+        if self.cfg.t3_sends_only_e3 {
+            self.t3_opportunity = true;
+        }
         self.events.push(SctpEvent::T3Expiry(T3Record {
             at: now,
             dest: d,
@@ -388,6 +472,9 @@ impl Endpoint {
                 return Some((dest, self.transmit(now, dest, &idxs)));
             }
         }
+        if self.t3_opportunity {
+            return None;
+        }
         // Marked chunks, as cwnd allows (rule B: one packet may overbook by < 1 chunk).
         debug_assert_eq!(
             self.n_marked,
@@ -415,12 +502,19 @@ impl Endpoint {
         }
         // New data.
         let d = self.data_dest;
-        if blocked[d] {
+        if blocked[d] || (self.cfg.new_data_after_marked && self.n_marked > 0) {
             return None;
         }
         self.idle_cwnd_validation(now, d);
         let p = &self.paths[d];
-        if p.flight >= p.cwnd || self.burst_left[d] == 0 || !self.room_for_a_packet(d) {
+        if p.flight >= p.cwnd || !self.room_for_a_packet(d) {
+            return None;
+        }
+        if self.burst_left[d] == 0 {
+            // ns-2.35 lifts its Max.Burst once it has stopped one burst.
+            if self.cfg.max_burst_mode == MaxBurstMode::AfterFastRetransmit {
+                self.fast_rtx_acked = false;
+            }
             return None;
         }
         let room = self.packet_room();
@@ -443,10 +537,11 @@ impl Endpoint {
                 break;
             }
             // §6.1 A: within the peer's rwnd, except one chunk when nothing is in flight.
-            if len > rwnd && !(n == 0 && total_flight == 0) {
+            let wlen = self.cfg.rwnd_bytes(len);
+            if wlen > rwnd && !(n == 0 && total_flight == 0) {
                 break;
             }
-            rwnd = rwnd.saturating_sub(len);
+            rwnd = rwnd.saturating_sub(wlen);
             used += sz;
             chunked += len;
             n += 1;
@@ -593,7 +688,9 @@ impl Endpoint {
             self.stats.payload_bytes_sent += c.len as u64;
             self.stats.per_dest[d].data_chunks_sent += 1;
             if !rtx {
-                self.peer_rwnd = self.peer_rwnd.saturating_sub(c.len as u64);
+                self.peer_rwnd = self
+                    .peer_rwnd
+                    .saturating_sub(self.cfg.rwnd_bytes(c.len as u64));
             }
             chunks.push(Chunk::Data(DataChunk {
                 tsn: c.tsn,

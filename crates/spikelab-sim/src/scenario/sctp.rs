@@ -32,7 +32,7 @@ pub struct DestPaths {
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SctpSpec {
-    /// `"rfc9260"` (default) or `"rfc4960"`.
+    /// `"rfc9260"` (default), `"rfc4960"` or `"ns2"`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub profile: Option<String>,
     /// Index into `paths` of the primary destination (default 0).
@@ -86,7 +86,7 @@ pub struct SctpSpec {
 }
 
 /// Profiles accepted in `[flow.sctp] profile`.
-pub const SCTP_PROFILES: &[&str] = &["rfc9260", "rfc4960"];
+pub const SCTP_PROFILES: &[&str] = &["rfc9260", "rfc4960", "ns2"];
 
 fn non_negative(v: i64, field: &str, max: i64) -> Result<u32> {
     check(v >= 0, field, format!("must be >= 0, got {v}"))?;
@@ -99,13 +99,7 @@ impl SctpSpec {
     /// runs with, so the resolved scenario shows what ran; running it again gives `c` again.
     pub fn fill_from(&mut self, c: &SctpConfig) {
         let d = |x: spikelab_core::SimDuration| Some(Duration(x));
-        self.profile = Some(
-            match c.profile {
-                SctpProfile::Rfc9260 => "rfc9260",
-                SctpProfile::Rfc4960 => "rfc4960",
-            }
-            .to_string(),
-        );
+        self.profile = Some(c.profile.name().to_string());
         self.primary = Some(c.primary as i64);
         self.rto_initial = d(c.rto_initial);
         self.rto_min = d(c.rto_min);
@@ -136,6 +130,7 @@ impl SctpSpec {
         let profile = match self.profile.as_deref() {
             None | Some("rfc9260") => SctpProfile::Rfc9260,
             Some("rfc4960") => SctpProfile::Rfc4960,
+            Some("ns2") => SctpProfile::Ns2,
             Some(p) => {
                 return Err(ScenarioError::new(
                     f("profile"),
