@@ -104,3 +104,105 @@ def grid(scenario: str | os.PathLike[str], grid_spec=GRID, echo=print) -> list[R
                      f"{r.process_s:>9.2f}  {r.peak_mb:>7.0f}  "
                      f"{r.events / r.core_s:>11,.0f}  {r.data_packets / r.core_s:>11,.0f}")
     return rows
+
+
+# ------------------------------------------------------------------------------- against ns-2
+
+# What the dumbbell sets that ns-2's agents cannot take: its 12-byte timestamp option (ns-2's
+# is 10 bytes, ts_option_size_). Both sides run without it.
+NS2_SETS = ("flow.tcp.timestamps=false",)
+
+
+@dataclass(frozen=True)
+class Side:
+    name: str
+    sim_s: float
+    core_s: float | None     # the simulation alone (spikelab's manifest); None for ns-2
+    cpu_s: float             # the whole process, user + sys (wait4)
+    wall_s: float            # the whole process
+    data_packets: int        # data packets sent, retransmissions included
+
+
+def _spikelab_side(scenario: str, sets: list[str], workdir: Path) -> Side:
+    out = workdir / "out-spikelab"
+    cmd = [sys.executable, "-m", "spikelab", "run", scenario, "-o", str(out), "-q",
+           "--no-plots", "--force", "--trace", "summary"]
+    for s in sets:
+        cmd += ["--set", s]
+    start = time.monotonic()
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.monotonic() - start
+    err = proc.stderr.read().decode() if proc.stderr else ""
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise RuntimeError(f"spikelab run: {err.strip().splitlines()[-1] if err.strip() else status}")
+    manifest = json.loads((out / "manifest.json").read_text(encoding="utf-8"))
+    import pyarrow.parquet as pq
+
+    runs = pq.read_table(out / "runs.parquet", columns=["segments_sent"])
+    return Side("spikelab", float(manifest["duration_s"]), float(manifest["wall_s"]),
+                usage.ru_utime + usage.ru_stime, wall,
+                int(sum(runs["segments_sent"].to_pylist())))
+
+
+def _ns2_side(scenario: str, sets: list[str], workdir: Path) -> Side:
+    from .. import _core
+    from ..fidelity import ns2
+
+    ns2.ns_binary()
+    text = Path(scenario).read_text(encoding="utf-8")
+    resolved = json.loads(_core.resolve(text, sets, str(Path(scenario).resolve().parent)))
+    plan, script = ns2.plan(resolved, traces=False)
+    nsdir = workdir / "ns2"
+    nsdir.mkdir(exist_ok=True)
+    out, cpu, wall = ns2.run_script(script, nsdir, timeout=3600)
+    packets = sum(int(w[5]) for w in (ln.split() for ln in out.splitlines())
+                  if len(w) >= 7 and w[0] == "flow" and w[2] == "tcp")
+    return Side("ns-2", plan.duration_s, None, cpu, wall, packets)
+
+
+def against_ns2(scenario: str, overrides: list[str] | None = None, repeat: int = 1,
+                echo=print) -> list[Side]:
+    """Time ns-2.35 beside spikelab on ``scenario`` (the dumbbell by default): each side as a
+    whole process, ``repeat`` times in turn; CPU (user + sys) and wall time from the
+    operating system's accounting of the finished child, spikelab's core time from its
+    manifest, and each side's data packets (spikelab's ``segments_sent``, ns-2's
+    ``ndatapack_``)."""
+    sets = list(NS2_SETS) + list(overrides or [])
+    sides: list[Side] = []
+    echo(f"{scenario} against ns-2.35 (both with {', '.join(NS2_SETS)}): whole processes, "
+         f"{repeat} run{'s' if repeat != 1 else ''} each")
+    echo(f"{'side':<9}  {'sim s':>6}  {'core s':>7}  {'CPU s':>7}  {'wall s':>7}  "
+         f"{'data packets':>12}")
+    with tempfile.TemporaryDirectory(prefix="spikelab-bench-ns2-") as tmp:
+        for _ in range(repeat):
+            for fn in (_spikelab_side, _ns2_side):
+                s = fn(scenario, sets, Path(tmp))
+                sides.append(s)
+                core = "" if s.core_s is None else f"{s.core_s:.3f}"
+                echo(f"{s.name:<9}  {s.sim_s:>6g}  {core:>7}  {s.cpu_s:>7.3f}  "
+                     f"{s.wall_s:>7.3f}  {s.data_packets:>12,}")
+    return sides
+
+
+def register_against(sub) -> None:
+    """Add ``--against ns2`` to the ``bench`` subcommand of ``sub`` (registered earlier)."""
+    p = sub.choices.get("bench")
+    if p is None:
+        return
+    p.add_argument("--against", choices=("ns2",),
+                   help="time ns-2.35 (the ns command) beside spikelab on the scenario, each "
+                        "as a whole process: CPU, wall time and data packets of both "
+                        "(docs/fidelity.md, 'Against ns-2.35')")
+    plain = p.get_default("func")
+
+    def cmd(args) -> int:
+        if getattr(args, "against", None) != "ns2":
+            return plain(args)
+        if args.grid:
+            raise ValueError("--grid: not available with --against ns2")
+        scenario = args.scenario if args.scenario is not None else default_scenario()
+        against_ns2(scenario, list(args.set or []), repeat=args.repeat)
+        return 0
+
+    p.set_defaults(func=cmd)

@@ -1,4 +1,5 @@
-"""The ``fidelity`` command: the kernel-fidelity suite (docs/fidelity.md); :func:`register`
+"""The ``fidelity`` command: the kernel-fidelity suite (docs/fidelity.md), or with
+``--against ns2`` the ns-2 suite and ``--against usrsctp`` the usrsctp one; :func:`register`
 adds it to ``spikelab``. Nothing heavy is imported until the command runs."""
 
 from __future__ import annotations
@@ -7,10 +8,16 @@ import argparse
 import sys
 
 DEFAULT_OUT = "out/fidelity"
+DEFAULT_OUT_NS2 = "out/fidelity-ns2"
+AGAINST = ("kernel", "ns2", "usrsctp")
 EXIT_SCENARIOS_FAILED = 3
 
 
 def cmd_fidelity(args: argparse.Namespace) -> int:
+    if args.against == "ns2":
+        return cmd_fidelity_ns2(args)
+    if args.against == "usrsctp":
+        return cmd_fidelity_usrsctp(args)
     from .. import fidelity
 
     if args.rewrite:
@@ -65,17 +72,104 @@ def cmd_fidelity(args: argparse.Namespace) -> int:
     return EXIT_SCENARIOS_FAILED if result.failed else 0
 
 
+def _line(i: int, n: int, name: str, text: str) -> str:
+    return f"[{i}/{n}] {name}: {text}"
+
+
+def cmd_fidelity_ns2(args: argparse.Namespace) -> int:
+    """The ns-2 suite: spikelab's ns2 profile beside ns-2.35 (docs/fidelity.md)."""
+    from ..fidelity import ns2
+
+    if args.rewrite or args.plots:
+        flag = "--rewrite" if args.rewrite else "--plots"
+        raise ns2.Ns2SuiteError(f"{flag}: not available with --against ns2 (the suite reruns "
+                                "in seconds; spikelab plot NAME/sim draws a run's figures)")
+    scenarios = ns2.select(args.only)
+    if args.list:
+        ns2.check(scenarios)
+        width = max(len(s.name) for s in scenarios)
+        for s in scenarios:
+            print(f"{s.name:{width}s}  {s.protocol:4s}  {s.duration_s:4g} s  {s.description}")
+        print(f"{len(scenarios)} scenarios, {sum(s.duration_s for s in scenarios):g} s "
+              "of simulated time each side")
+        return 0
+    out = args.out if args.out != DEFAULT_OUT else DEFAULT_OUT_NS2
+
+    def on_start(i: int, n: int, sc) -> None:
+        if not args.quiet:
+            print(_line(i, n, sc.name, "simulating and running ns ..."), file=sys.stderr,
+                  flush=True)
+
+    def on_done(i: int, n: int, o) -> None:
+        if args.quiet:
+            return
+        if o.error:
+            print(_line(i, n, o.scenario.name, f"ERROR {o.error}"), flush=True)
+            return
+
+        def pair(key: str) -> str:
+            a, b = o.spikelab.get(key), o.ns2.get(key)
+            return f"{'n/a' if a is None else f'{a:.0f}'}/{'n/a' if b is None else f'{b:.0f}'}"
+
+        verdict = "agrees " if o.agrees else "differs"
+        print(_line(i, n, o.scenario.name,
+                    f"{verdict}  delivered {pair('delivered')}  timeouts {pair('timeouts')}  "
+                    f"retx {pair('retx')}  fast retx {pair('fast_retx')}  bottleneck "
+                    f"{pair('bottleneck')}  (spikelab/ns-2)"), flush=True)
+
+    result = ns2.run(out, only=args.only, force=args.force, on_start=on_start, on_done=on_done)
+    print(f"{result.summary_line()}; ns {result.manifest['ns2']}, "
+          f"{result.manifest['wall_s']:.1f} s")
+    print(f"report: {result.dir / 'report.md'} (table: {result.dir / 'fidelity.parquet'})")
+    return EXIT_SCENARIOS_FAILED if (result.failed or result.differ) else 0
+
+
+def cmd_fidelity_usrsctp(args: argparse.Namespace) -> int:
+    """The usrsctp suite, when this spikelab has one (``spikelab.fidelity.usrsctp.run``)."""
+    import importlib
+
+    try:
+        mod = importlib.import_module("spikelab.fidelity.usrsctp")
+    except ModuleNotFoundError:
+        mod = None
+    if mod is None or not hasattr(mod, "run"):
+        raise ValueError("--against usrsctp: not available in this spikelab (no "
+                         "spikelab.fidelity.usrsctp suite)")
+
+    def on_start(i: int, n: int, sc) -> None:
+        if not args.quiet:
+            print(_line(i, n, sc.name, "running ..."), file=sys.stderr, flush=True)
+
+    def on_done(i: int, n: int, o) -> None:
+        if not args.quiet:
+            text = f"ERROR {o.error}" if getattr(o, "error", None) else \
+                ("agrees" if getattr(o, "agrees", False) else "differs")
+            print(_line(i, n, o.scenario.name, text), flush=True)
+
+    out = args.out if args.out != DEFAULT_OUT else "out/fidelity-usrsctp"
+    result = mod.run(out, only=args.only, on_start=on_start, on_done=on_done,
+                     progress=False if args.quiet else None)
+    print(result.summary_line())
+    failed = getattr(result, "failed", 0)
+    return EXIT_SCENARIOS_FAILED if failed else 0
+
+
 def register(sub) -> None:
     """Add ``fidelity`` to the ``spikelab`` subparsers ``sub``."""
-    p = sub.add_parser("fidelity", help="kernel-fidelity suite: each scenario simulated "
-                       "(linux profile) and emulated against the Linux kernel, compared "
-                       "(needs root)")
+    p = sub.add_parser("fidelity", help="fidelity suites: each scenario simulated and run "
+                       "by a real implementation, compared (--against kernel, the default: "
+                       "the linux profile against the Linux kernel, needs root; ns2: the "
+                       "ns2 profile against ns-2.35; usrsctp)")
+    p.add_argument("--against", choices=AGAINST, default="kernel",
+                   help="what the simulator is held against (default kernel; ns2 needs the "
+                        "ns command: apt-get install ns2)")
     p.add_argument("-o", "--out", metavar="DIR", default=DEFAULT_OUT,
-                   help=f"results directory (default {DEFAULT_OUT})")
+                   help=f"results directory (default {DEFAULT_OUT}; {DEFAULT_OUT_NS2} with "
+                        "--against ns2)")
     p.add_argument("--only", nargs="+", action="extend", metavar="NAME",
                    help="run only these scenarios (repeatable)")
     p.add_argument("--list", action="store_true",
-                   help="list the suite's scenarios and exit (needs no root)")
+                   help="list the suite's scenarios and exit (needs no root, nor ns)")
     p.add_argument("--rewrite", action="store_true",
                    help="rewrite the tables and report.md of DIR from the runs it holds (e.g. "
                         "after editing the suite's why notes); runs nothing, needs no root")
@@ -86,3 +180,6 @@ def register(sub) -> None:
     p.add_argument("-q", "--quiet", action="store_true", help="no progress, no lines per "
                    "scenario")
     p.set_defaults(func=cmd_fidelity, exit_at_once=True)
+    from .bench import register_against
+
+    register_against(sub)
