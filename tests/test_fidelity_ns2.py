@@ -40,6 +40,8 @@ delay = "25ms"
 app = {{ type = "bulk" }}
 cc = "reno"
 [flow.tcp]
+profile = "ns2"
+mss = 1448
 variant = "newreno"
 sack = false
 timestamps = false
@@ -90,7 +92,7 @@ def test_tcp_agent_sink_and_sizes():
     assert "$A(0) set window_ 100" in out              # 144800 B / 1448
     assert "$A(0) set windowInit_ 2" in out
     assert "$A(0) set singledup_ 1" in out             # limited transmit
-    assert "$A(0) set syn_ false" in out
+    assert "$A(0) set syn_ true" in out               # the profile's handshake
     assert "$S(0) set packetSize_ 40" in out
     assert '$ns at 0 "$F(0) start"' in out
 
@@ -132,9 +134,12 @@ def test_nth_drops_count_from_zero_in_ns2s_list_model():
     assert "$ns link-lossmodel $E(fwd,0,post0) $H0 $H1" in out
 
 
+NS2_SCTP = ['flow.sctp.profile="ns2"', 'flow.sctp.rto_initial="2s"']   # below its RTO.Max
+
+
 def test_sctp_multihomed_gets_an_interface_node_per_destination():
     text = (ROOT / "examples" / "sctp-failover.toml").read_text()
-    p, script = ns2.plan(json.loads(_core.resolve(text, [], str(ROOT / "examples"))))
+    p, script = ns2.plan(json.loads(_core.resolve(text, NS2_SCTP, str(ROOT / "examples"))))
     out = lines(script)
     assert "$ns multihome-add-interface $H0 $I0(1)" in out
     assert "$ns multihome-attach-agent $H0 $A(0)" in out
@@ -150,9 +155,6 @@ def test_sctp_multihomed_gets_an_interface_node_per_destination():
 
 
 @pytest.mark.parametrize(("tcp", "delay", "extra", "message"), [
-    ("rack = true\nvariant = \"sack\"\nsack = true", 'delay = "25ms"', "",
-     "flow[0].tcp.rack: ns-2's agents have no RACK"),
-    ("timestamps = true", 'delay = "25ms"', "", "flow[0].tcp.timestamps: ns-2's timestamp"),
     ("", 'profile = [[0, 25, 0], [1000, 100, 0]]', "",
      "path.fwd.stage[1].profile: rows 0-1: a linear ramp"),
     ("", 'profile = [[0, 525, 0], [1000, 525, 0], [1000, 25, 0]]', "",
@@ -174,6 +176,20 @@ def test_refusals_name_the_field(tcp, delay, extra, message):
     assert "\n" not in str(exc.value)
 
 
+def test_the_profile_itself_refuses_what_ns2s_agents_lack():
+    # Keys the agents have no equivalent of: the scenario is refused by spikelab itself
+    # (profile = "ns2"), not only by --against ns2.
+    with pytest.raises(ValueError, match=r"^flow\[0\]\.tcp\.timestamps: the ns2 profile runs "
+                       r"ns-2\.35's Agent/TCP"):
+        resolved(tcp="timestamps = true")
+
+
+def test_another_profile_is_refused_by_the_writer():
+    scenario = resolved(tcp='profile = "rfc"\nmss = 1448')
+    with pytest.raises(ns2.Refused, match=r'^flow\[0\]\.tcp\.profile: --against ns2 holds '):
+        ns2.script(scenario)
+
+
 def test_refusal_is_one_line_on_the_command_line(tmp_path, monkeypatch):
     import spikelab.fidelity.ns2.suite as suite
 
@@ -185,20 +201,6 @@ def test_refusal_is_one_line_on_the_command_line(tmp_path, monkeypatch):
     monkeypatch.setattr(suite, "SCENARIO_DIR", d)
     with pytest.raises(ns2.Ns2SuiteError, match=r"^scenario bad: flow\[0\]\.tcp\.tlp: "):
         ns2.check(ns2.parse_suite(d / "suite.toml", d))
-
-
-def test_profile_stand_in_keeps_what_the_scenario_sets():
-    text = ('[[flow]]\n[flow.tcp]\nprofile = "ns2"\nvariant = "sack"\ninitial_window = 4\n'
-            '[flow.tcp.rto]\nmin = "1s"\n')
-    sets = ns2.overrides_for(text)
-    if ns2.core_knows_profile():
-        assert sets == []
-        return
-    assert 'flow[0].tcp.profile="rfc"' in sets
-    assert 'flow[0].tcp.rto.initial="3s"' in sets
-    assert "flow[0].tcp.sack=true" in sets
-    assert not any(s.startswith("flow[0].tcp.initial_window") for s in sets)
-    assert not any(s.startswith("flow[0].tcp.rto.min") for s in sets)
 
 
 def test_the_suite_lists_at_least_twelve_scenarios_ns2_can_express():
@@ -232,7 +234,7 @@ def test_counts_of_a_real_run_one_drop_one_fast_retransmit(tmp_path):
 @needs_ns
 def test_seqs_drop_the_next_transmission_of_that_sequence_number(tmp_path):
     # Segment 10 (bytes 14480...) twice: the original and its fast retransmission, so
-    # recovery needs the timer.
+    # recovery needs the timer. It is ns-2's packet 11: the profile's SYN is packet 0.
     extra = '[[path.fwd.stage]]\ntype = "loss"\nseqs = [14480, 14480]\n'
     text = BASE.format(delay='delay = "25ms"', tcp="").replace(
         "[path.rev]", extra + "[path.rev]").replace('queue = 20', 'queue = 1000')
@@ -243,15 +245,15 @@ def test_seqs_drop_the_next_transmission_of_that_sequence_number(tmp_path):
     trace = [ln.split() for ln in (tmp_path / "link-fwd.0.tr").read_text().splitlines()]
     # The first two transmissions of seqno 10 leave the queue but never arrive; the third
     # (after the timeout) does.
-    assert sum(1 for w in trace if w[0] == "-" and w[10] == "10") == 3
-    assert sum(1 for w in trace if w[0] == "r" and w[10] == "10") == 1
+    assert sum(1 for w in trace if w[0] == "-" and w[10] == "11") == 3
+    assert sum(1 for w in trace if w[0] == "r" and w[10] == "11") == 1
     assert r.flows[0].timeouts == 1
 
 
 @needs_ns
 def test_sctp_failover_counts_t3_expiries_not_heartbeat_ones(tmp_path):
     text = (ROOT / "examples" / "sctp-failover.toml").read_text()
-    p, _ = ns2.plan(json.loads(_core.resolve(text, [], str(ROOT / "examples"))))
+    p, _ = ns2.plan(json.loads(_core.resolve(text, NS2_SCTP, str(ROOT / "examples"))))
     got = ns2.run_plan(p, tmp_path).flows[0]
     # Path.Max.Retrans 5: the sixth T3 expiry on the primary fails it over; the failed
     # primary's heartbeats then time out too (RTO.Max 2 s apart), which timeoutCount_

@@ -183,6 +183,12 @@ def cmd_bench(args: argparse.Namespace) -> int:
     from . import bench
 
     scenario = args.scenario if args.scenario is not None else bench.default_scenario()
+    if args.against == "ns2":
+        if args.grid:
+            raise ValueError("--grid: not available with --against ns2")
+        with _scenario_file(scenario):
+            bench.against_ns2(scenario, list(args.set or []), repeat=args.repeat)
+        return 0
     if args.grid:
         with _scenario_file(scenario):
             bench.grid(scenario)
@@ -414,6 +420,11 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--grid", action="store_true",
                    help="1, 10, 100 and 1,000 flows at each trace level, each a whole "
                         "'spikelab run' process: core and process time, peak memory")
+    p.add_argument("--against", choices=("ns2",),
+                   help="time ns-2.35 (the ns command) beside spikelab on the scenario, both "
+                        "with ns-2's agents (spikelab's ns2 profile), each as a whole process: "
+                        "CPU, wall time and data packets of both (docs/fidelity.md, 'Against "
+                        "ns-2.35')")
     overrides(p)
     p.set_defaults(func=cmd_bench)
 

@@ -108,9 +108,9 @@ def grid(scenario: str | os.PathLike[str], grid_spec=GRID, echo=print) -> list[R
 
 # ------------------------------------------------------------------------------- against ns-2
 
-# What the dumbbell sets that ns-2's agents cannot take: its 12-byte timestamp option (ns-2's
-# is 10 bytes, ts_option_size_). Both sides run without it.
-NS2_SETS = ("flow.tcp.timestamps=false",)
+# Both sides run ns-2.35's agents: spikelab its ns2 profile (the writer takes no other), without
+# the dumbbell's timestamps, which the profile does not model (ns-2's option is 10 bytes).
+NS2_SETS = ('flow.tcp.profile="ns2"', "flow.tcp.timestamps=false")
 
 
 @dataclass(frozen=True)
@@ -183,26 +183,3 @@ def against_ns2(scenario: str, overrides: list[str] | None = None, repeat: int =
                 echo(f"{s.name:<9}  {s.sim_s:>6g}  {core:>7}  {s.cpu_s:>7.3f}  "
                      f"{s.wall_s:>7.3f}  {s.data_packets:>12,}")
     return sides
-
-
-def register_against(sub) -> None:
-    """Add ``--against ns2`` to the ``bench`` subcommand of ``sub`` (registered earlier)."""
-    p = sub.choices.get("bench")
-    if p is None:
-        return
-    p.add_argument("--against", choices=("ns2",),
-                   help="time ns-2.35 (the ns command) beside spikelab on the scenario, each "
-                        "as a whole process: CPU, wall time and data packets of both "
-                        "(docs/fidelity.md, 'Against ns-2.35')")
-    plain = p.get_default("func")
-
-    def cmd(args) -> int:
-        if getattr(args, "against", None) != "ns2":
-            return plain(args)
-        if args.grid:
-            raise ValueError("--grid: not available with --against ns2")
-        scenario = args.scenario if args.scenario is not None else default_scenario()
-        against_ns2(scenario, list(args.set or []), repeat=args.repeat)
-        return 0
-
-    p.set_defaults(func=cmd)

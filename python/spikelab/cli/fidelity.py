@@ -180,6 +180,3 @@ def register(sub) -> None:
     p.add_argument("-q", "--quiet", action="store_true", help="no progress, no lines per "
                    "scenario")
     p.set_defaults(func=cmd_fidelity, exit_at_once=True)
-    from .bench import register_against
-
-    register_against(sub)

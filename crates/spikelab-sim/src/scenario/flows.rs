@@ -1372,64 +1372,68 @@ impl FlowSpec {
         }
         let d = TcpSpec::default();
         let unmodelled: [(&str, bool, &str); 16] = [
-            ("rack", t.rack, "no RACK"),
-            ("tlp", t.tlp, "no tail loss probe"),
-            ("prr", t.prr, "no PRR"),
+            ("rack", t.rack, "it has no RACK"),
+            ("tlp", t.tlp, "it has no tail loss probe"),
+            ("prr", t.prr, "it has no PRR"),
             (
                 "timestamps",
                 t.timestamps,
                 "its timestamps option is not modelled",
             ),
-            ("dsack", t.dsack, "its DSACK sink option is not modelled"),
-            ("abc", t.abc, "no byte counting (cwnd grows per ACK)"),
+            ("dsack", t.dsack, "its sinks' DSACK option is not modelled"),
+            ("abc", t.abc, "it grows cwnd per ACK, without byte counting"),
             (
                 "spurious",
                 !t.spurious.is_empty(),
                 "its F-RTO option is not modelled",
             ),
+            ("rcv_autotune", t.rcv_autotune, "its window_ is fixed"),
             (
-                "rcv_autotune",
-                t.rcv_autotune,
-                "no receive-buffer autotuning",
+                "comp_sack",
+                t.comp_sack != 0,
+                "its sinks do not compress ACKs",
             ),
-            ("comp_sack", t.comp_sack != 0, "no ACK compression"),
-            ("quickack", t.quickack != 0, "no quick-ACK mode"),
+            (
+                "quickack",
+                t.quickack != 0,
+                "its sinks have no quick-ACK mode",
+            ),
             (
                 "timer_hz",
                 t.timer_hz != 0,
-                "its own tick (rto.granularity), not jiffies",
+                "its timers tick at rto.granularity (tcpTick_), not in jiffies",
             ),
             (
                 "kernel_rtt_samples",
                 t.kernel_rtt_samples,
-                "one timed packet per round trip",
+                "it times one packet per round trip",
             ),
             (
                 "rearm_rto_on_sack",
                 t.rearm_rto_on_sack,
-                "its own timer rules",
+                "it restarts its timer by its own rules",
             ),
             (
                 "cwnd_limited_check",
                 t.cwnd_limited_check,
-                "no cwnd-limited check",
+                "it grows cwnd on every new ACK",
             ),
             (
                 "small_queue",
                 t.small_queue != d.small_queue,
-                "no sender queue",
+                "it has no sender queue",
             ),
             (
                 "delack_timeout",
                 t.delack_timeout == DurationOr::Word(Ato),
-                "a fixed interval_ (no adaptive timeout)",
+                "its DelAck sink has a fixed interval_",
             ),
         ];
         for (key, set, why) in unmodelled {
             check(
                 !set,
                 format!("{at}.tcp.{key}"),
-                format!("the ns2 profile runs ns-2.35's Agent/TCP, which has {why}; drop the key"),
+                format!("the ns2 profile runs ns-2.35's Agent/TCP: {why}; drop the key"),
             )?;
         }
         check(

@@ -269,8 +269,8 @@ fn ns2_profile_fills_ns2s_defaults_and_refuses_what_its_agents_lack() {
     assert_eq!((c.rwnd, c.sack), (29_200, true));
     assert_eq!(
         err("[[flow]]\n[flow.tcp]\nprofile = \"ns2\"\nrack = true\nvariant = \"sack\"\n"),
-        "flow[0].tcp.rack: the ns2 profile runs ns-2.35's Agent/TCP, which has no RACK; drop \
-         the key"
+        "flow[0].tcp.rack: the ns2 profile runs ns-2.35's Agent/TCP: it has no RACK; drop the \
+         key"
     );
     assert_eq!(
         err("[[flow]]\ncc = { algo = \"cubic\" }\n[flow.tcp]\nprofile = \"ns2\"\n"),

@@ -26,16 +26,12 @@ from .runner import (
 )
 from .suite import (
     METRICS,
-    NS2_SCTP_KEYS,
-    NS2_TCP_KEYS,
     Ns2SuiteError,
     Outcome,
     Scenario,
     SuiteResult,
     agrees,
     check,
-    core_knows_profile,
-    overrides_for,
     parse_suite,
     report,
     run,
@@ -50,8 +46,8 @@ def script(resolved: dict[str, Any]) -> str:
     return plan(resolved)[1]
 
 
-__all__ = ["INSTALL_HINT", "METRICS", "NS2_SCTP_KEYS", "NS2_TCP_KEYS", "Counts", "Ns2Error",
+__all__ = ["INSTALL_HINT", "METRICS", "Counts", "Ns2Error",
            "Ns2Run", "Ns2SuiteError", "Outcome", "Plan", "Refused", "Scenario", "SuiteResult",
-           "agrees", "check", "core_knows_profile", "ns_binary", "overrides_for",
+           "agrees", "check", "ns_binary",
            "parse_suite", "plan", "report", "run", "run_plan", "run_script", "script",
            "select", "spikelab_counts"]

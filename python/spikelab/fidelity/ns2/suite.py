@@ -42,30 +42,6 @@ METRICS = (
 )
 METRIC_KEYS = tuple(m[0] for m in METRICS)
 
-# What `profile = "ns2"` stands for until the simulator's core has it: ns-2.35's defaults
-# (tcl/lib/ns-default.tcl) as spikelab keys. The loader writes them as overrides for the keys
-# a scenario does not set itself, with the profile key replaced by "rfc" (TCP) or "rfc4960"
-# (SCTP); once the core accepts "ns2" the scenario runs as written.
-NS2_TCP_KEYS: dict[str, str] = {
-    "initial_window": "2",              # Agent/TCP windowInit_ 2
-    "limited_transmit": "true",         # singledup_ 1 (send_one on the first two dupacks)
-    "timestamps": "false",              # timestamps_ false
-    "delayed_ack": "false",             # Agent/TCPSink ACKs every packet
-    "delack_timeout": '"100ms"',        # Agent/TCPSink/DelAck interval_ 100ms
-    "block_fr_after_rto": "true",       # bugFix_ true (RFC 6582's recover check)
-    "rearm_rto_on_retransmit": "true",  # dupack_action: reset_rtx_timer(1,0)
-    "handshake": "true",                # syn_ true: a 40-byte SYN, then windowInit_
-    "dsack": "false",                   # TCPSink generateDSacks_ false
-    "rto.min": '"200ms"',               # minrto_ 0.2
-    "rto.max": '"60s"',                 # maxrto_ 60
-    "rto.initial": '"3s"',              # rtxcur_init_ 3.0
-    "rto.granularity": '"10ms"',        # tcpTick_ 0.01
-}
-NS2_SCTP_KEYS: dict[str, str] = {
-    "rto_initial": '"3s"',              # Agent/SCTP initialRto_ 3.0
-}
-
-
 class Ns2SuiteError(ValueError):
     """A suite definition, a selection or a scenario that cannot run (one line)."""
 
@@ -129,63 +105,13 @@ def select(only: Iterable[str] | None = None, suite: Sequence[Scenario] | None =
     return [s for s in suite if s.name in wanted]
 
 
-# ------------------------------------------------------------------------------- the profile
-
-
-_CORE_KNOWS: dict[str, bool] = {}
-
-
-def core_knows_profile(protocol: str = "tcp") -> bool:
-    """Whether this build of the simulator accepts ``profile = "ns2"`` for the protocol."""
-    if protocol not in _CORE_KNOWS:
-        from ... import _core
-
-        text = ('[[flow]]\n[flow.tcp]\nprofile = "ns2"\n' if protocol == "tcp" else
-                '[[flow]]\nprotocol = "sctp"\n[flow.sctp]\nprofile = "ns2"\n')
-        try:
-            _core.resolve(text, [], ".")
-            _CORE_KNOWS[protocol] = True
-        except ValueError:
-            _CORE_KNOWS[protocol] = False
-    return _CORE_KNOWS[protocol]
-
-
-def overrides_for(text: str) -> list[str]:
-    """The ``--set`` overrides that stand in for ``profile = "ns2"`` while the core lacks it
-    (none once it has it): the profile replaced by the protocol's RFC profile, and
-    :data:`NS2_TCP_KEYS` / :data:`NS2_SCTP_KEYS` for every key the flow leaves out."""
-    doc = tomllib.loads(text)
-    out: list[str] = []
-    for i, fl in enumerate(doc.get("flow") or []):
-        proto = str(fl.get("protocol", "tcp"))
-        table = fl.get(proto) or {}
-        if table.get("profile") != "ns2" or core_knows_profile(proto):
-            continue
-        keys = NS2_TCP_KEYS if proto == "tcp" else NS2_SCTP_KEYS
-        out.append(f'flow[{i}].{proto}.profile="{"rfc" if proto == "tcp" else "rfc4960"}"')
-        for key, value in keys.items():
-            head, _, tail = key.partition(".")
-            given = table.get(head)
-            if (tail and isinstance(given, dict) and tail in given) or (not tail and
-                                                                       head in table):
-                continue
-            out.append(f"flow[{i}].{proto}.{key}={value}")
-        if proto == "tcp":
-            if "sack" not in table:
-                out.append(f"flow[{i}].tcp.sack={str(table.get('variant') == 'sack').lower()}")
-            if "rwnd" not in table and "rwnd" not in fl:
-                out.append(f"flow[{i}].tcp.rwnd={20 * int(table.get('mss', 1448))}")  # window_ 20
-            if "cc" not in fl:
-                out.append(f'flow[{i}].cc="reno"')
-    return out
-
-
 def resolve(sc: Scenario) -> tuple[dict[str, Any], list[str]]:
-    """The scenario as the simulator resolves it (with the stand-in overrides) and those."""
+    """The scenario as the simulator resolves it, and the overrides it ran with (none: the
+    scenarios set ``profile = "ns2"`` themselves)."""
     from ... import _core
 
     text = sc.path.read_text(encoding="utf-8")
-    sets = overrides_for(text)
+    sets: list[str] = []
     try:
         return json.loads(_core.resolve(text, sets, str(sc.path.parent))), sets
     except ValueError as exc:
@@ -426,8 +352,7 @@ def report(outcomes: Sequence[Outcome], meta: dict[str, Any], *,
          "retransmitted packets within max(3, 10 %); SCTP: equal T3-rtx expiries, fast "
          "retransmits within 1, packets through the bottleneck within 2 %)."),
         "",
-        f"spikelab {meta['spikelab']}, ns {meta['ns2']}, profile "
-        f"{'ns2 (in the core)' if meta['core_has_profile'] else 'ns2 stood in for by overrides (the core has no ns2 profile yet)'}, "
+        f"spikelab {meta['spikelab']} (profile ns2), ns {meta['ns2']}, "
         f"{meta['created']}; the suite took {meta['wall_s']:.1f} s"
         + ("" if meta.get("status") == "complete" else
            f" and was **{meta.get('status')}** after {len(outcomes)} of {len(planned)} "
@@ -467,9 +392,6 @@ def report(outcomes: Sequence[Outcome], meta: dict[str, Any], *,
             verdict = "not judged" if ok is None else ("agrees" if ok else "**misses**")
             lines.append(f"| {label} | {_fmt(s)} | {_fmt(n)} | {diff} | {verdict} | "
                          f"{sc.why.get(key, '') if ok is False else ''} |")
-        if o.overrides:
-            lines += ["", "Stand-in for the profile: " + ", ".join(f"`{x}`" for x in
-                                                               o.overrides) + "."]
         if o.notes:
             lines += ["", "Known differences: " + "; ".join(o.notes) + "."]
     return "\n".join(lines) + "\n"
@@ -489,7 +411,6 @@ def write(outdir: Path, outcomes: Sequence[Outcome], *, wall_s: float, status: s
         "against": AGAINST,
         "ns2": ns2_version(),
         "spikelab": _core.__version__,
-        "core_has_profile": core_knows_profile("tcp"),
         "created": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
         "wall_s": wall_s,
         "status": status,

@@ -44,7 +44,6 @@ What maps (everything else is refused by :func:`plan`, one line naming the field
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -332,10 +331,10 @@ def _tcp_flow(i: int, fl: dict[str, Any], notes: list[str]) -> tuple[Flow, list[
     interval = tcp.get("delack_timeout", "40ms")
     if delack and interval == "ato":
         raise Refused(f"{where}.delack_timeout: ns-2's DelAck sinks have a fixed interval_")
+    if tcp.get("profile") != "ns2":
+        raise Refused(f"{where}.profile: --against ns2 holds spikelab's ns2 profile against "
+                      "ns-2.35's agents; set profile = \"ns2\"")
     rto = tcp.get("rto") or {}
-    if rto.get("estimator", "rfc6298") != "rfc6298":
-        raise Refused(f"{where}.rto.estimator: ns-2's estimator is RFC 6298's "
-                      "(rfc2988_ true); the linux one does not map")
     lines = []
     mss = int(tcp.get("mss", 1448))
     a, s = f"A({i})", f"S({i})"
@@ -349,7 +348,6 @@ def _tcp_flow(i: int, fl: dict[str, Any], notes: list[str]) -> tuple[Flow, list[
         "numdupacks_": int(tcp.get("dupthresh", 3)),
         "singledup_": 1 if tcp.get("limited_transmit") else 0,
         "syn_": "true" if syn else "false",
-        "delay_growth_": "true" if syn else "false",
         "timestamps_": "false",
         "minrto_": _num(seconds(rto.get("min", "1s"), f"{where}.rto.min")),
         "maxrto_": _num(seconds(rto.get("max", "60s"), f"{where}.rto.max")),
@@ -360,24 +358,14 @@ def _tcp_flow(i: int, fl: dict[str, Any], notes: list[str]) -> tuple[Flow, list[
     if bfr is None:
         bfr = variant != "reno"
     sets["bugFix_"] = "true" if bfr else "false"
-    # RFC 6298's gains as ns-2's shifts: alpha = 2^-T_SRTT_BITS, beta = 2^-T_RTTVAR_BITS,
-    # k = 2^rttvar_exp_.
-    for key, var, default in (("alpha", "T_SRTT_BITS", 0.125), ("beta", "T_RTTVAR_BITS", 0.25),
-                              ("k", "rttvar_exp_", 4.0)):
-        v = float(rto.get(key, default))
-        bits = math.log2(v) if key == "k" else -math.log2(v)
-        if v <= 0 or not float(bits).is_integer() or bits < 0:
-            raise Refused(f"{where}.rto.{key}: ns-2 keeps RFC 6298's gains as powers of two "
-                          f"({var}); {v:g} is not one")
-        sets[var] = int(bits)
     if tcp.get("initial_ssthresh") is not None:
         ss = nbytes(tcp["initial_ssthresh"], f"{where}.initial_ssthresh")
         notes.append(f"{where}.initial_ssthresh: ns-2 starts ssthresh_ at window_ "
                      f"(TcpAgent::reset); {ss} bytes written as maxcwnd_ is not the same, "
                      "so it is left at window_")
-    if not tcp.get("rearm_rto_on_retransmit"):
-        notes.append(f"{where}.rearm_rto_on_retransmit: ns-2 restarts the timer on a fast "
-                     "retransmit (dupack_action: reset_rtx_timer(1,0)); spikelab here does not")
+    if rto.get("phase"):
+        notes.append(f"{where}.rto.phase: ns-2 draws boot_time_ from its own generator; the "
+                     "script cannot set it")
     for k, v in sets.items():
         lines.append(f"${a} set {k} {v}")
     lines.append(f"${s} set packetSize_ {TCP_HEADERS}")
@@ -407,6 +395,9 @@ def _tcp_flow(i: int, fl: dict[str, Any], notes: list[str]) -> tuple[Flow, list[
 def _sctp_flow(i: int, fl: dict[str, Any], notes: list[str]) -> tuple[Flow, list[str]]:
     sc = fl.get("sctp") or {}
     where = f"flow[{i}].sctp"
+    if sc.get("profile") != "ns2":
+        raise Refused(f"{where}.profile: --against ns2 holds spikelab's ns2 profile against "
+                      "ns-2.35's Agent/SCTP; set profile = \"ns2\"")
     for key in ("pf_max_retrans", "psmr"):
         if sc.get(key) is not None:
             raise Refused(f"{where}.{key}: ns-2's Agent/SCTP has no potentially-failed "
@@ -445,16 +436,13 @@ def _sctp_flow(i: int, fl: dict[str, Any], notes: list[str]) -> tuple[Flow, list
         "maxInitRetransmits_": int(sc.get("max_init_retransmits", 8)),
         "heartbeatInterval_": _num(hb),
         "useMaxBurst_": 1 if int(sc.get("max_burst", 4)) else 0,
-        "initialSsthresh_": 1 << 30,
         "numOutStreams_": 1,
     }
-    notes.append(f"{where}.initial ssthresh: ns-2's initialSsthresh_ (65536 by default) is "
-                 "written 2^30, RFC 9260's arbitrarily high")
     lines = [f"set {a} [new Agent/SCTP]", f"set {s} [new Agent/SCTP]"]
     lines += [f"${a} set {k} {v}" for k, v in sets.items()]
     delay = seconds(sc.get("sack_delay", "200ms"), f"{where}.sack_delay")
     lines += [f"${s} set mtu_ {mtu}",
-              f"${s} set initialRwnd_ {nbytes(sc.get('recv_buffer', 131072), where)}",
+              f"${s} set initialRwnd_ {nbytes(sc.get('recv_buffer', 65536), where)}",
               f"${s} set useDelayedSacks_ {1 if delay > 0 else 0}",
               f"${s} set sackDelay_ {_num(delay)}",
               f"${s} set heartbeatInterval_ {_num(hb)}"]
