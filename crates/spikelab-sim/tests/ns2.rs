@@ -158,3 +158,38 @@ fn a_delay_spike_gives_ns2s_timeouts_and_retransmissions() {
         );
     }
 }
+
+/// ns-2's RTO in 10 ms ticks decides how many timeouts a blackout costs: 150 ms each way,
+/// `window_` 20, every data packet lost from 10 s to 11.05 s (an error model at the forward
+/// link's output). ns-2.35 times out twice (the second retransmission gets through: 969
+/// packets delivered, 21 retransmitted); on a 1 ms tick the RTO is shorter and the second
+/// retransmission falls inside the blackout: three timeouts.
+#[test]
+fn the_tick_rounded_rto_decides_the_timeouts_of_a_blackout() {
+    let text = |extra: &str| {
+        format!(
+            r#"
+[sim]
+duration = "20s"
+seed = 1
+[path.fwd]
+stage = [{{ type = "rate", rate = "10Mbps", queue = 100 }}, {{ type = "delay", delay = "150ms" }},
+  {{ type = "loss", profile = [[0, 0], [10000, 0], [10000, 1], [11050, 1], [11050, 0], [20000, 0]] }}]
+[path.rev]
+stage = [{{ type = "rate", rate = "10Mbps", queue = 100 }}, {{ type = "delay", delay = "150ms" }}]
+[[flow]]
+fwd = "fwd"
+rev = "rev"
+[flow.tcp]
+profile = "ns2"
+variant = "newreno"
+{extra}
+"#
+        )
+    };
+    assert_eq!(counts(&text("")), (969.0, 2.0, 21.0, 0.0));
+    assert_eq!(
+        counts(&text("rto = { granularity = \"1ms\" }")),
+        (889.0, 3.0, 22.0, 0.0)
+    );
+}

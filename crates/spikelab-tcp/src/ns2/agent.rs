@@ -818,3 +818,121 @@ impl Ns2Agent {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cfg(variant: Variant) -> TcpConfig {
+        TcpConfig {
+            variant,
+            mss: 1000,
+            rwnd: 20_000,
+            initial_window: 2,
+            limited_transmit: true,
+            block_fr_after_rto: true,
+            handshake: true,
+            ns2: true,
+            rto: crate::RtoConfig {
+                algorithm: crate::RtoAlgorithm::Ns2 {
+                    tick: SimDuration::from_millis(10),
+                    phase: SimDuration::ZERO,
+                },
+                min: SimDuration::from_millis(200),
+                max: SimDuration::from_secs(60),
+                initial: SimDuration::from_secs(3),
+            },
+            ..TcpConfig::default()
+        }
+    }
+
+    fn drain(a: &mut Ns2Agent, now: SimTime) -> Vec<Transmit> {
+        std::iter::from_fn(|| a.poll_transmit(now)).collect()
+    }
+
+    fn ack(a: &mut Ns2Agent, now: SimTime, bytes: u64) {
+        a.on_ack(
+            now,
+            &Segment {
+                ack: bytes,
+                ..Segment::default()
+            },
+        );
+    }
+
+    #[test]
+    fn the_syn_goes_alone_then_windowinit_packets() {
+        let mut a = Ns2Agent::new(cfg(Variant::Reno), None);
+        let t = SimTime::ZERO;
+        let out = drain(&mut a, t);
+        assert_eq!(out.len(), 1);
+        assert_eq!(out[0].kind, TxKind::Syn);
+        assert_eq!(super::super::wire_size(&out[0].seg), 40);
+        // The SYN's ACK sets cwnd to windowInit_ = 2 (not 1 + 1 by slow start, nor IW 10).
+        let t = SimTime::from_millis(50);
+        ack(&mut a, t, 0);
+        let out = drain(&mut a, t);
+        assert_eq!(out.len(), 2);
+        assert_eq!((out[0].seg.seq, out[1].seg.seq), (0, 1000));
+        assert_eq!(super::super::wire_size(&out[0].seg), 1040);
+        // The SYN's round trip gave the first sample: 5 ticks, RTO clamped to minrto_.
+        assert_eq!(a.rto(), SimDuration::from_millis(200));
+    }
+
+    #[test]
+    fn slow_start_ends_at_window_the_initial_ssthresh() {
+        let mut a = Ns2Agent::new(cfg(Variant::NewReno), None);
+        let mut t = SimTime::ZERO;
+        drain(&mut a, t);
+        ack(&mut a, t, 0);
+        let mut acked = 0;
+        // One ACK per packet, every packet delivered: +1 per ACK while cwnd < 20.
+        while a.cwnd < 20.0 {
+            t = t + SimDuration::from_millis(1);
+            drain(&mut a, t);
+            acked += 1000;
+            ack(&mut a, t, acked);
+        }
+        assert_eq!(a.ssthresh(), 20_000);
+        assert_eq!(a.cwnd, 20.0);
+        ack(&mut a, t, acked + 1000);
+        // Above ssthresh: +1/cwnd.
+        assert!((a.cwnd - 20.05).abs() < 1e-9, "{}", a.cwnd);
+    }
+
+    #[test]
+    fn reno_waits_for_recover_before_a_second_fast_retransmit() {
+        let mut a = Ns2Agent::new(cfg(Variant::Reno), None);
+        let t = SimTime::ZERO;
+        drain(&mut a, t);
+        ack(&mut a, t, 0);
+        let mut acked = 0;
+        for _ in 0..30 {
+            drain(&mut a, t);
+            acked += 1000;
+            ack(&mut a, t, acked);
+        }
+        drain(&mut a, t);
+        // Three duplicate ACKs: one fast retransmit of the next packet.
+        for _ in 0..3 {
+            ack(&mut a, t, acked);
+        }
+        let fr: Vec<_> = drain(&mut a, t)
+            .into_iter()
+            .filter(|x| x.kind == TxKind::FastRetransmit)
+            .collect();
+        assert_eq!(fr.len(), 1);
+        assert_eq!(fr[0].seg.seq, acked);
+        // A partial ACK ends Reno's recovery; three more duplicates below recover_ do not
+        // start another fast retransmit (bugFix_).
+        ack(&mut a, t, acked + 1000);
+        drain(&mut a, t);
+        for _ in 0..3 {
+            ack(&mut a, t, acked + 1000);
+        }
+        assert!(drain(&mut a, t)
+            .iter()
+            .all(|x| x.kind != TxKind::FastRetransmit));
+        assert_eq!(a.stats().fast_retx_count, 1);
+    }
+}
