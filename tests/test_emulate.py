@@ -207,6 +207,17 @@ def test_plan_notes_a_small_queue_limit_other_than_the_profiles():
         assert len(notes) == int(noted), (sets, notes)
 
 
+def test_plan_says_the_kernel_does_not_run_ns2s_agent():
+    # profile = "ns2" emulates with the profile's values where the kernel has them (IW 2, no
+    # timestamps), and says that the kernel's TCP is not ns-2's agent and not its timer.
+    text = (EXAMPLES / "minimal.toml").read_text() + '[flow.tcp]\nprofile = "ns2"\n'
+    resolved, view, _, ccs = run.resolve(text, [], str(EXAMPLES))
+    p = kernel.plan(view, resolved, ccs)
+    assert any(n.startswith("tcp.profile = ns2: the kernel runs its own TCP") for n in p.unmapped)
+    assert any(n.startswith("tcp.rto.estimator = ns2: ") for n in p.unmapped)
+    assert p.route_snd[p.route_snd.index("initcwnd") + 1] == "2"
+
+
 def test_plan_notes_a_fixed_quick_ack_gap_the_kernel_does_not_have():
     text = (EXAMPLES / "lte-handover-lossless.toml").read_text()
     q16 = "flow[0].tcp.quickack=16"

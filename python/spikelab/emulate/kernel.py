@@ -422,9 +422,14 @@ def plan(view: dict[str, Any], resolved: dict[str, Any], ccs: list[str],
             u.append(f"tcp.rto.initial = {r['initial_ns'] / 1e9:g} s: the kernel's initial "
                      "RTO is fixed at 1 s")
             break
-    if any(r["estimator"] != "linux" for r in rto):
-        u.append("tcp.rto.estimator = rfc6298: the kernel always uses its own estimator "
-                 "(alpha, beta, k and granularity do not map; rto.min and rto.max do)")
+    other = sorted({r["estimator"] for r in rto} - {"linux"})
+    if other:
+        u.append(f"tcp.rto.estimator = {', '.join(other)}: the kernel always uses its own "
+                 "estimator (alpha, beta, k and granularity do not map; rto.min and rto.max do)")
+    if any(t.get("profile") == "ns2" for t in raw_tcps):
+        u.append("tcp.profile = ns2: the kernel runs its own TCP, not ns-2.35's one-way agent "
+                 "and sink (its 40-byte SYN, packet-counted window, Sack1 recovery); the "
+                 "profile's values map where the kernel has them")
 
     iw = _ns_wide([t["initial_window"] for t in tcps], "tcp.initial_window")
     p.route_snd += ["initcwnd", str(iw)]

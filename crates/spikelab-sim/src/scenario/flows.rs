@@ -1250,6 +1250,16 @@ impl FlowSpec {
         }
         t.block_fr_after_rto
             .get_or_insert(t.variant != VariantSpec::Reno);
+        let ns2 = t.profile.as_deref() == Some("ns2");
+        check(
+            ns2 == (t.rto.estimator == EstimatorSpec::Ns2),
+            format!("{at}.rto.estimator"),
+            if ns2 {
+                "the ns2 profile runs ns-2.35's own timer: estimator = \"ns2\" (or leave it out)"
+            } else {
+                "the ns2 estimator runs only in ns-2.35's agent: set tcp.profile = \"ns2\""
+            },
+        )?;
         let r = &mut t.rto;
         let at = format!("{at}.rto");
         let (min, max) = match r.estimator {
@@ -1356,18 +1366,7 @@ impl FlowSpec {
     /// must keep their defaults, and the ns2 estimator goes with the profile and nothing else.
     fn validate_ns2(&self, at: &str) -> Result<()> {
         let t = &self.tcp;
-        let ns2 = t.profile.as_deref() == Some("ns2");
-        let est = t.rto.estimator == EstimatorSpec::Ns2;
-        check(
-            ns2 == est,
-            format!("{at}.tcp.rto.estimator"),
-            if ns2 {
-                "the ns2 profile runs ns-2.35's own timer: estimator = \"ns2\" (or leave it out)"
-            } else {
-                "the ns2 estimator runs only in ns-2.35's agent: set tcp.profile = \"ns2\""
-            },
-        )?;
-        if !ns2 {
+        if t.profile.as_deref() != Some("ns2") {
             return Ok(());
         }
         let d = TcpSpec::default();
