@@ -120,6 +120,13 @@ def test_listing_and_selection():
     assert text.endswith("; spikelab fidelity --against usrsctp --list)") and "\n" not in text
 
 
+def test_docs_show_the_listing_as_it_is():
+    """docs/fidelity.md prints the suite's listing (its doc test runs the Python that prints
+    it, but cannot compare a Python block's output)."""
+    text = (ROOT / "docs" / "fidelity.md").read_text(encoding="utf-8")
+    assert "```\n" + "\n".join(fid.listing()) + "\n```" in text
+
+
 def test_a_bad_suite_file_is_a_one_line_error(tmp_path):
     (tmp_path / "scenarios").mkdir()
     (tmp_path / "scenarios" / "a.toml").write_text('[[flow]]\nprotocol = "sctp"\n')
