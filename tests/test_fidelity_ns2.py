@@ -306,15 +306,12 @@ def test_list_needs_no_ns():
     assert proc.stdout.strip().splitlines()[-1].startswith(f"{len(ns2.select())} scenarios")
 
 
-def test_usrsctp_without_its_suite_is_one_line():
-    try:
-        import spikelab.fidelity.usrsctp  # noqa: F401
-        pytest.skip("this spikelab has the usrsctp suite")
-    except ModuleNotFoundError:
-        pass
+def test_usrsctp_list_needs_no_root():
+    from spikelab.fidelity import usrsctp
+
     proc = _cli("fidelity", "--against", "usrsctp", "--list")
-    assert proc.returncode == 2
-    assert "not available" in proc.stderr and "Traceback" not in proc.stderr
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip().splitlines() == usrsctp.listing()
 
 
 @needs_ns

@@ -9,6 +9,7 @@ import sys
 
 DEFAULT_OUT = "out/fidelity"
 DEFAULT_OUT_NS2 = "out/fidelity-ns2"
+DEFAULT_OUT_USRSCTP = "out/fidelity-usrsctp"
 AGAINST = ("kernel", "ns2", "usrsctp")
 EXIT_SCENARIOS_FAILED = 3
 
@@ -125,33 +126,51 @@ def cmd_fidelity_ns2(args: argparse.Namespace) -> int:
 
 
 def cmd_fidelity_usrsctp(args: argparse.Namespace) -> int:
-    """The usrsctp suite, when this spikelab has one (``spikelab.fidelity.usrsctp.run``)."""
-    import importlib
+    """The usrsctp suite (``spikelab.fidelity.usrsctp``; root and libusrsctp2)."""
+    from ..fidelity import usrsctp
 
-    try:
-        mod = importlib.import_module("spikelab.fidelity.usrsctp")
-    except ModuleNotFoundError:
-        mod = None
-    if mod is None or not hasattr(mod, "run"):
-        raise ValueError("--against usrsctp: not available in this spikelab (no "
-                         "spikelab.fidelity.usrsctp suite)")
+    out = args.out if args.out != DEFAULT_OUT else DEFAULT_OUT_USRSCTP
+    if args.rewrite:
+        result = usrsctp.rewrite(out)
+        print(f"{result.summary_line()} (rewritten from the runs in place)")
+        print(f"report: {result.dir / 'report.md'} (table: {result.dir / 'fidelity.parquet'})")
+        return 0
+    if args.list:
+        print("\n".join(usrsctp.listing(args.only)))
+        return 0
 
     def on_start(i: int, n: int, sc) -> None:
         if not args.quiet:
-            print(_line(i, n, sc.name, "running ..."), file=sys.stderr, flush=True)
+            print(_line(i, n, sc.name, f"simulating, then emulating {sc.duration_s:g} s "
+                        "against usrsctp ..."), file=sys.stderr, flush=True)
 
     def on_done(i: int, n: int, o) -> None:
-        if not args.quiet:
-            text = f"ERROR {o.error}" if getattr(o, "error", None) else \
-                ("agrees" if getattr(o, "agrees", False) else "differs")
-            print(_line(i, n, o.scenario.name, text), flush=True)
+        if args.quiet:
+            return
+        if o.error:
+            print(_line(i, n, o.scenario.name, f"ERROR {o.error}"), flush=True)
+            return
+        s, r = o.sim, o.reference
 
-    out = args.out if args.out != DEFAULT_OUT else "out/fidelity-usrsctp"
-    result = mod.run(out, only=args.only, on_start=on_start, on_done=on_done,
-                     progress=False if args.quiet else None)
+        def pair(key: str, fmt: str) -> str:
+            a, b = s.get(key), r.get(key)
+            return (f"{'n/a' if a is None else format(a, fmt)}/"
+                    f"{'n/a' if b is None else format(b, fmt)}")
+
+        verdict = "agrees " if o.agrees else "differs"
+        print(_line(i, n, o.scenario.name,
+                    f"{verdict}  goodput {pair('goodput_mbps', '.2f')} Mbit/s  T3 "
+                    f"{pair('rto_retx_count', '.0f')}  fast retx "
+                    f"{pair('fast_retx_count', '.0f')}  chunks "
+                    f"{pair('retx_chunks', '.0f')}  failovers {pair('failovers', '.0f')}  "
+                    "(sim/usrsctp)"), flush=True)
+
+    result = usrsctp.run(out, only=args.only, on_start=on_start, on_done=on_done,
+                         progress=False if args.quiet else None, force=args.force,
+                         plots=args.plots)
     print(result.summary_line())
-    failed = getattr(result, "failed", 0)
-    return EXIT_SCENARIOS_FAILED if failed else 0
+    print(f"report: {result.dir / 'report.md'} (table: {result.dir / 'fidelity.parquet'})")
+    return EXIT_SCENARIOS_FAILED if result.failed else 0
 
 
 def register(sub) -> None:
@@ -159,13 +178,14 @@ def register(sub) -> None:
     p = sub.add_parser("fidelity", help="fidelity suites: each scenario simulated and run "
                        "by a real implementation, compared (--against kernel, the default: "
                        "the linux profile against the Linux kernel, needs root; ns2: the "
-                       "ns2 profile against ns-2.35; usrsctp)")
+                       "ns2 profiles against ns-2.35; usrsctp: SCTP against usrsctp, needs "
+                       "root)")
     p.add_argument("--against", choices=AGAINST, default="kernel",
                    help="what the simulator is held against (default kernel; ns2 needs the "
                         "ns command: apt-get install ns2)")
     p.add_argument("-o", "--out", metavar="DIR", default=DEFAULT_OUT,
                    help=f"results directory (default {DEFAULT_OUT}; {DEFAULT_OUT_NS2} with "
-                        "--against ns2)")
+                        f"--against ns2, {DEFAULT_OUT_USRSCTP} with --against usrsctp)")
     p.add_argument("--only", nargs="+", action="extend", metavar="NAME",
                    help="run only these scenarios (repeatable)")
     p.add_argument("--list", action="store_true",

@@ -140,7 +140,17 @@ def parse_suite(suite_file: Path = SUITE_FILE, scenario_dir: Path = SCENARIO_DIR
 def select(only: Iterable[str] | None = None, suite: Sequence[Scenario] | None = None
            ) -> list[Scenario]:
     """The suite's scenarios, or those named in ``only`` (in the suite's order)."""
-    suite = list(suite if suite is not None else parse_suite())
+    return select_from(suite if suite is not None else parse_suite(), only,
+                       listing="spikelab fidelity --list")
+
+
+def select_from(suite: Sequence[Any], only: Iterable[str] | None, *, listing: str
+                ) -> list[Any]:
+    """The scenarios of ``suite`` (anything with a ``name``) named in ``only``, in the suite's
+    order (all of them without ``only``); an unknown name is a :class:`FidelityError` that
+    lists the known ones and the command that lists them (``listing``). Shared by the
+    suites."""
+    suite = list(suite)
     if not only:
         return suite
     names = {s.name for s in suite}
@@ -148,7 +158,7 @@ def select(only: Iterable[str] | None = None, suite: Sequence[Scenario] | None =
     unknown = [n for n in wanted if n not in names]
     if unknown:
         raise FidelityError(f"unknown scenario {unknown[0]!r} (known: "
-                            f"{', '.join(s.name for s in suite)}; spikelab fidelity --list)")
+                            f"{', '.join(s.name for s in suite)}; {listing})")
     return [s for s in suite if s.name in wanted]
 
 
@@ -353,16 +363,37 @@ def run(out: str | os.PathLike[str], *, only: Iterable[str] | None = None,
     ``fidelity.csv``, ``report.md`` and ``manifest.json``. Needs root. A scenario that fails
     to run is recorded with its error and the others still run. ``on_start`` and ``on_done``
     are called around each scenario (the CLI prints its lines there)."""
-    from ..store import results
-
     scenarios = select(only)
     check(scenarios)
     preflight()
-    outdir = results.claim(out, KIND, force=force)
+    outcomes, outdir, manifest = run_suite(
+        out, KIND, scenarios,
+        lambda sc, d: run_scenario(sc, d, plots=plots, progress=progress),
+        lambda sc, text, wall_s: Outcome(scenario=sc, error=text, wall_s=wall_s),
+        write, force=force, on_start=on_start, on_done=on_done)
+    return SuiteResult(outcomes=outcomes, dir=outdir, manifest=manifest)
+
+
+def run_suite(out: str | os.PathLike[str], kind: str, scenarios: Sequence[Any],
+              run_one: Callable[[Any, Path], Any],
+              failed: Callable[[Any, str, float], Any],
+              write: Callable[..., dict[str, Any]], *, force: bool = False,
+              on_start: Callable[[int, int, Any], None] | None = None,
+              on_done: Callable[[int, int, Any], None] | None = None
+              ) -> tuple[list[Any], Path, dict[str, Any]]:
+    """The loop both suites share: claim ``out`` for a result of ``kind`` (its old manifest
+    removed first), then per scenario ``run_one(sc, out/NAME)``; one that raises becomes
+    ``failed(sc, first line of the error, wall s)`` and the others still run. At the end, or
+    when interrupted (``status`` "interrupted", Ctrl-C held back meanwhile), ``write(outdir,
+    outcomes, wall_s=, status=, planned=)`` writes the tables and the manifest. Returns the
+    outcomes, the directory and the manifest."""
+    from ..store import results
+
+    outdir = results.claim(out, kind, force=force)
     with contextlib.suppress(FileNotFoundError):
         (outdir / results.MANIFEST).unlink()
     started = time.monotonic()
-    outcomes: list[Outcome] = []
+    outcomes: list[Any] = []
     status = "interrupted"
     try:
         for i, sc in enumerate(scenarios, 1):
@@ -370,13 +401,13 @@ def run(out: str | os.PathLike[str], *, only: Iterable[str] | None = None,
                 on_start(i, len(scenarios), sc)
             t = time.monotonic()
             try:
-                outcome = run_scenario(sc, outdir / sc.name, plots=plots, progress=progress)
+                outcome = run_one(sc, outdir / sc.name)
             except (ValueError, OSError) as exc:  # EmulationError, a core error, a failed host
                 text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-                outcome = Outcome(scenario=sc, error=text, wall_s=time.monotonic() - t)
+                outcome = failed(sc, text, time.monotonic() - t)
             except Exception as exc:  # noqa: BLE001 - e.g. SimulationError: recorded, go on
                 text = str(exc).splitlines()[0] if str(exc) else "unexpected failure"
-                outcome = Outcome(scenario=sc, error=text, wall_s=time.monotonic() - t)
+                outcome = failed(sc, text, time.monotonic() - t)
             outcomes.append(outcome)
             if on_done is not None:
                 on_done(i, len(scenarios), outcome)
@@ -387,7 +418,7 @@ def run(out: str | os.PathLike[str], *, only: Iterable[str] | None = None,
         with interrupts_deferred():
             manifest = write(outdir, outcomes, wall_s=time.monotonic() - started,
                              status=status, planned=[s.name for s in scenarios])
-    return SuiteResult(outcomes=outcomes, dir=outdir, manifest=manifest)
+    return outcomes, outdir, manifest
 
 
 def rewrite(out: str | os.PathLike[str]) -> SuiteResult:
@@ -401,6 +432,9 @@ def rewrite(out: str | os.PathLike[str]) -> SuiteResult:
     if results.kind_of(outdir) != KIND:
         raise FidelityError(f"{out}: holds no fidelity suite's results")
     manifest = results.read_manifest(outdir)
+    if manifest.get("against", "kernel") != "kernel":
+        raise FidelityError(f"{out}: holds the fidelity suite against {manifest['against']}, "
+                            "not the kernel's")
     by_name = {s.name: s for s in parse_suite()}
     outcomes = []
     for name in manifest.get("scenarios", []):
@@ -432,25 +466,44 @@ def kernel_release() -> str:
 
 def table(outcomes: Sequence[Outcome], release: str | None = None) -> Any:
     """The long table: one row per scenario and metric."""
-    import pyarrow as pa
-
-    cols: dict[str, list] = {k: [] for k in (
-        "scenario", "metric", "label", "judged", "sim", "kernel", "diff", "agree", "why",
-        "scenario_agrees", "error", "timing_p50_ms", "timing_p99_ms", "timing_max_ms",
-        "timing_within_1ms", "kernel_release")}
     release = release or kernel_release()
-    for o in outcomes:
-        t = o.timing or {}
+
+    def rows(o: Outcome):
         for key, label, judged in METRICS:
             s, k = o.sim.get(key), o.kernel.get(key)
             ok = agrees(key, s, k) if not o.error else (False if judged else None)
+            yield key, label, judged, s, k, _diff(key, s, k), ok
+
+    return long_table(outcomes, rows, reference="kernel", extra={"kernel_release": release})
+
+
+TIMING_COLUMNS = ("timing_p50_ms", "timing_p99_ms", "timing_max_ms", "timing_within_1ms")
+
+
+def long_table(outcomes: Sequence[Any], rows: Callable[[Any], Iterable[tuple]], *,
+               reference: str, extra: dict[str, Any]) -> Any:
+    """A suite's long table, one row per scenario and metric: ``scenario``, ``metric``,
+    ``label``, ``judged``, ``sim``, the ``reference`` stack's value, ``diff``, ``agree``,
+    ``why`` (the scenario's note, beside a row that misses only), ``scenario_agrees``,
+    ``error``, the emulator's timing error, then the ``extra`` columns (one value each).
+    ``rows(outcome)`` yields (metric, label, judged, sim, reference, diff, agree) per metric.
+    Shared by the suites; an outcome has ``scenario`` (with ``name`` and ``why``),
+    ``agrees``, ``error`` and ``timing``."""
+    import pyarrow as pa
+
+    names = ("scenario", "metric", "label", "judged", "sim", reference, "diff", "agree",
+             "why", "scenario_agrees", "error", *TIMING_COLUMNS, *extra)
+    cols: dict[str, list] = {k: [] for k in names}
+    for o in outcomes:
+        t = o.timing or {}
+        for key, label, judged, s, r, d, ok in rows(o):
             cols["scenario"].append(o.scenario.name)
             cols["metric"].append(key)
             cols["label"].append(label)
             cols["judged"].append(judged)
             cols["sim"].append(s)
-            cols["kernel"].append(k)
-            cols["diff"].append(_diff(key, s, k))
+            cols[reference].append(r)
+            cols["diff"].append(d)
             cols["agree"].append(ok)
             cols["why"].append(o.scenario.why.get(key) if ok is False else None)
             cols["scenario_agrees"].append(o.agrees)
@@ -460,9 +513,10 @@ def table(outcomes: Sequence[Outcome], release: str | None = None) -> Any:
                 v = t.get(name)
                 cols[col].append(None if v is None else v / 1e6)
             cols["timing_within_1ms"].append(t.get("within_1ms"))
-            cols["kernel_release"].append(release)
+            for col, value in extra.items():
+                cols[col].append(value)
     types = {"judged": pa.bool_(), "agree": pa.bool_(), "scenario_agrees": pa.bool_(),
-             "sim": pa.float64(), "kernel": pa.float64(), "diff": pa.float64(),
+             "sim": pa.float64(), reference: pa.float64(), "diff": pa.float64(),
              "timing_p50_ms": pa.float64(), "timing_p99_ms": pa.float64(),
              "timing_max_ms": pa.float64(), "timing_within_1ms": pa.float64()}
     return pa.table({k: pa.array(v, types.get(k, pa.string())) for k, v in cols.items()})
@@ -472,14 +526,9 @@ def write(outdir: Path, outcomes: Sequence[Outcome], *, wall_s: float, status: s
           planned: Sequence[str], created: str | None = None,
           release: str | None = None) -> dict[str, Any]:
     """fidelity.parquet, fidelity.csv, report.md, then manifest.json (last)."""
-    import pyarrow.csv as pacsv
-
     from .. import _core
-    from ..store import results
 
     tab = table(outcomes, release)
-    results.write_parquet(tab, outdir / TABLE)
-    results.atomic_write(outdir / "fidelity.csv", lambda tmp: pacsv.write_csv(tab, tmp))
     meta = {
         "kernel_release": release or kernel_release(),
         "spikelab": _core.__version__,
@@ -489,9 +538,7 @@ def write(outdir: Path, outcomes: Sequence[Outcome], *, wall_s: float, status: s
         "status": status,
     }
     text = report(outcomes, meta, planned=planned)
-    results.atomic_write(outdir / REPORT, lambda tmp: tmp.write_text(text, encoding="utf-8"))
     manifest = {
-        "format": results.FORMAT,
         "kind": KIND,
         **meta,
         "scenarios": [o.scenario.name for o in outcomes],
@@ -501,8 +548,23 @@ def write(outdir: Path, outcomes: Sequence[Outcome], *, wall_s: float, status: s
         "failed": [{"scenario": o.scenario.name, "error": o.error}
                    for o in outcomes if o.error],
         "summary": summary_line(outcomes),
-        "files": [TABLE, "fidelity.csv", REPORT],
     }
+    return write_files(outdir, tab, text, manifest)
+
+
+def write_files(outdir: Path, tab: Any, report_text: str, manifest: dict[str, Any]
+                ) -> dict[str, Any]:
+    """A suite's files: fidelity.parquet, fidelity.csv, report.md, then manifest.json (last,
+    with ``format`` first and ``files`` added). Returns the manifest written."""
+    import pyarrow.csv as pacsv
+
+    from ..store import results
+
+    results.write_parquet(tab, outdir / TABLE)
+    results.atomic_write(outdir / "fidelity.csv", lambda tmp: pacsv.write_csv(tab, tmp))
+    results.atomic_write(outdir / REPORT,
+                         lambda tmp: tmp.write_text(report_text, encoding="utf-8"))
+    manifest = {"format": results.FORMAT, **manifest, "files": [TABLE, "fidelity.csv", REPORT]}
     results.write_json(manifest, outdir / results.MANIFEST)
     return manifest
 
