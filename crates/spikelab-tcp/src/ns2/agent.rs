@@ -888,7 +888,7 @@ mod tests {
         let mut acked = 0;
         // One ACK per packet, every packet delivered: +1 per ACK while cwnd < 20.
         while a.cwnd < 20.0 {
-            t = t + SimDuration::from_millis(1);
+            t += SimDuration::from_millis(1);
             drain(&mut a, t);
             acked += 1000;
             ack(&mut a, t, acked);
