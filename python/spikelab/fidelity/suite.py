@@ -32,7 +32,7 @@ import re
 import sys
 import time
 import tomllib
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -95,22 +95,8 @@ def _seconds(value: Any, where: str) -> float:
 def parse_suite(suite_file: Path = SUITE_FILE, scenario_dir: Path = SCENARIO_DIR
                 ) -> list[Scenario]:
     """The suite's scenarios in order, from ``suite.toml`` and ``scenarios/NAME.toml``."""
-    try:
-        doc = tomllib.loads(suite_file.read_text(encoding="utf-8"))
-    except tomllib.TOMLDecodeError as exc:
-        raise FidelityError(f"{suite_file}: {exc}") from None
     out = []
-    for name, entry in doc.items():
-        where = f"{suite_file.name}: [{name}]"
-        if not isinstance(entry, dict):
-            raise FidelityError(f"{where}: expected a table")
-        unknown = sorted(set(entry) - set(SCENARIO_KEYS))
-        if unknown:
-            raise FidelityError(f"{where}: unknown key {unknown[0]!r} "
-                                f"(known: {', '.join(SCENARIO_KEYS)})")
-        path = scenario_dir / f"{name}.toml"
-        if not path.is_file():
-            raise FidelityError(f"{where}: no scenario file {path}")
+    for name, entry, where, path in suite_tables(suite_file, scenario_dir, SCENARIO_KEYS):
         sc = Scenario(name=name, path=path)
         if "event" in entry:
             sc.event_s = _seconds(entry["event"], f"{where}.event")
@@ -118,23 +104,58 @@ def parse_suite(suite_file: Path = SUITE_FILE, scenario_dir: Path = SCENARIO_DIR
         if not isinstance(sysctls, list) or not all(isinstance(s, str) for s in sysctls):
             raise FidelityError(f"{where}.sysctls: expected a list of \"net.KEY=VALUE\" strings")
         sc.sysctls = list(sysctls)
-        why = entry.get("why", {})
-        if not isinstance(why, dict):
-            raise FidelityError(f"{where}.why: expected a table of metric = \"cause\"")
-        for key, text in why.items():
-            if key not in METRIC_KEYS:
-                raise FidelityError(f"{where}.why.{key}: unknown metric "
-                                    f"(known: {', '.join(METRIC_KEYS)})")
-            if not isinstance(text, str):
-                raise FidelityError(f"{where}.why.{key}: expected a string")
-        sc.why = dict(why)
-        try:
-            scenario = tomllib.loads(path.read_text(encoding="utf-8"))
-        except tomllib.TOMLDecodeError as exc:
-            raise FidelityError(f"{path}: {exc}") from None
-        sc.description = str(scenario.get("description", ""))
+        sc.why = why_notes(entry, where, METRIC_KEYS)
+        sc.description = str(scenario_doc(path).get("description", ""))
         out.append(sc)
     return out
+
+
+def suite_tables(suite_file: Path, scenario_dir: Path, keys: Sequence[str], *,
+                 error: type[Exception] = FidelityError
+                 ) -> Iterator[tuple[str, dict[str, Any], str, Path]]:
+    """The ``[NAME]`` tables of a suite's TOML file in order, each as (name, table, where,
+    scenario file): every table holds only ``keys`` and names an existing
+    ``scenario_dir/NAME.toml``; ``where`` (``FILE: [NAME]``) starts the messages of the
+    checks that follow. Anything else is an ``error`` saying what. Shared by the suites."""
+    try:
+        doc = tomllib.loads(suite_file.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as exc:
+        raise error(f"{suite_file}: {exc}") from None
+    for name, entry in doc.items():
+        where = f"{suite_file.name}: [{name}]"
+        if not isinstance(entry, dict):
+            raise error(f"{where}: expected a table")
+        unknown = sorted(set(entry) - set(keys))
+        if unknown:
+            raise error(f"{where}: unknown key {unknown[0]!r} (known: {', '.join(keys)})")
+        path = scenario_dir / f"{name}.toml"
+        if not path.is_file():
+            raise error(f"{where}: no scenario file {path}")
+        yield name, entry, where, path
+
+
+def why_notes(entry: dict[str, Any], where: str, metric_keys: Sequence[str], *,
+              error: type[Exception] = FidelityError) -> dict[str, str]:
+    """A suite table's ``why`` notes (``metric = "known cause"``), each on one of
+    ``metric_keys``; anything else is an ``error``. Shared by the suites."""
+    why = entry.get("why", {})
+    if not isinstance(why, dict):
+        raise error(f"{where}.why: expected a table of metric = \"cause\"")
+    for key, text in why.items():
+        if key not in metric_keys:
+            raise error(f"{where}.why.{key}: unknown metric (known: {', '.join(metric_keys)})")
+        if not isinstance(text, str):
+            raise error(f"{where}.why.{key}: expected a string")
+    return dict(why)
+
+
+def scenario_doc(path: Path, *, error: type[Exception] = FidelityError) -> dict[str, Any]:
+    """A suite's scenario file as TOML (not resolved); a syntax error is an ``error`` naming
+    the file. Shared by the suites."""
+    try:
+        return tomllib.loads(path.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as exc:
+        raise error(f"{path}: {exc}") from None
 
 
 def select(only: Iterable[str] | None = None, suite: Sequence[Scenario] | None = None

@@ -56,7 +56,6 @@ import math
 import os
 import platform
 import time
-import tomllib
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -70,9 +69,12 @@ from .suite import (
     _seconds,
     long_table,
     run_suite,
+    scenario_doc,
     select_from,
+    suite_tables,
     summary_line,
     timing_text,
+    why_notes,
     write_files,
 )
 from .suite import preflight as _kernel_preflight
@@ -125,38 +127,10 @@ def parse_suite(suite_file: Path = SUITE_FILE, scenario_dir: Path = SCENARIO_DIR
                 ) -> list[Scenario]:
     """The suite's scenarios in order, from ``usrsctp_suite.toml`` and
     ``usrsctp_scenarios/NAME.toml``."""
-    try:
-        doc = tomllib.loads(suite_file.read_text(encoding="utf-8"))
-    except tomllib.TOMLDecodeError as exc:
-        raise FidelityError(f"{suite_file}: {exc}") from None
-    out = []
-    for name, entry in doc.items():
-        where = f"{suite_file.name}: [{name}]"
-        if not isinstance(entry, dict):
-            raise FidelityError(f"{where}: expected a table")
-        unknown = sorted(set(entry) - set(SCENARIO_KEYS))
-        if unknown:
-            raise FidelityError(f"{where}: unknown key {unknown[0]!r} "
-                                f"(known: {', '.join(SCENARIO_KEYS)})")
-        path = scenario_dir / f"{name}.toml"
-        if not path.is_file():
-            raise FidelityError(f"{where}: no scenario file {path}")
-        why = entry.get("why", {})
-        if not isinstance(why, dict):
-            raise FidelityError(f"{where}.why: expected a table of metric = \"cause\"")
-        for key, text in why.items():
-            if key not in METRIC_KEYS:
-                raise FidelityError(f"{where}.why.{key}: unknown metric "
-                                    f"(known: {', '.join(METRIC_KEYS)})")
-            if not isinstance(text, str):
-                raise FidelityError(f"{where}.why.{key}: expected a string")
-        try:
-            scenario = tomllib.loads(path.read_text(encoding="utf-8"))
-        except tomllib.TOMLDecodeError as exc:
-            raise FidelityError(f"{path}: {exc}") from None
-        out.append(Scenario(name=name, path=path, why=dict(why),
-                            description=str(scenario.get("description", ""))))
-    return out
+    return [Scenario(name=name, path=path, why=why_notes(entry, where, METRIC_KEYS),
+                     description=str(scenario_doc(path).get("description", "")))
+            for name, entry, where, path in suite_tables(suite_file, scenario_dir,
+                                                         SCENARIO_KEYS)]
 
 
 def select(only: Iterable[str] | None = None, suite: Sequence[Scenario] | None = None

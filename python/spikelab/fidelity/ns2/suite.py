@@ -16,12 +16,12 @@ import json
 import os
 import shutil
 import time
-import tomllib
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..suite import scenario_doc, suite_tables, why_notes
 from .runner import Counts, Ns2Error, ns_binary, run_plan, run_script
 from .tcl import Refused, plan
 
@@ -60,33 +60,14 @@ def parse_suite(suite_file: Path = SUITE_FILE, scenario_dir: Path = SCENARIO_DIR
                 ) -> list[Scenario]:
     """The suite's scenarios in order (``suite.toml``: ``[NAME]`` tables, optional
     ``why.METRIC = "known cause"``)."""
-    try:
-        doc = tomllib.loads(suite_file.read_text(encoding="utf-8"))
-    except tomllib.TOMLDecodeError as exc:
-        raise Ns2SuiteError(f"{suite_file}: {exc}") from None
     out = []
-    for name, entry in doc.items():
-        where = f"{suite_file.name}: [{name}]"
-        if not isinstance(entry, dict):
-            raise Ns2SuiteError(f"{where}: expected a table")
-        unknown = sorted(set(entry) - {"why"})
-        if unknown:
-            raise Ns2SuiteError(f"{where}: unknown key {unknown[0]!r} (known: why)")
-        why = entry.get("why", {})
-        for key in why:
-            if key not in METRIC_KEYS:
-                raise Ns2SuiteError(f"{where}.why.{key}: unknown metric (known: "
-                                    f"{', '.join(METRIC_KEYS)})")
-        path = scenario_dir / f"{name}.toml"
-        if not path.is_file():
-            raise Ns2SuiteError(f"{where}: no scenario file {path}")
-        try:
-            doc_sc = tomllib.loads(path.read_text(encoding="utf-8"))
-        except tomllib.TOMLDecodeError as exc:
-            raise Ns2SuiteError(f"{path}: {exc}") from None
+    for name, entry, where, path in suite_tables(suite_file, scenario_dir, ("why",),
+                                                 error=Ns2SuiteError):
+        why = why_notes(entry, where, METRIC_KEYS, error=Ns2SuiteError)
+        doc_sc = scenario_doc(path, error=Ns2SuiteError)
         flows = doc_sc.get("flow") or [{}]
         out.append(Scenario(name=name, path=path, description=str(doc_sc.get("description", "")),
-                            protocol=str(flows[0].get("protocol", "tcp")), why=dict(why)))
+                            protocol=str(flows[0].get("protocol", "tcp")), why=why))
     return out
 
 
