@@ -165,12 +165,11 @@ def select(only: Iterable[str] | None = None, suite: Sequence[Scenario] | None =
                        listing="spikelab fidelity --list")
 
 
-def select_from(suite: Sequence[Any], only: Iterable[str] | None, *, listing: str
-                ) -> list[Any]:
+def select_from(suite: Sequence[Any], only: Iterable[str] | None, *, listing: str,
+                error: type[Exception] = FidelityError) -> list[Any]:
     """The scenarios of ``suite`` (anything with a ``name``) named in ``only``, in the suite's
-    order (all of them without ``only``); an unknown name is a :class:`FidelityError` that
-    lists the known ones and the command that lists them (``listing``). Shared by the
-    suites."""
+    order (all of them without ``only``); an unknown name is an ``error`` that lists the
+    known ones and the command that lists them (``listing``). Shared by the suites."""
     suite = list(suite)
     if not only:
         return suite
@@ -178,7 +177,7 @@ def select_from(suite: Sequence[Any], only: Iterable[str] | None, *, listing: st
     wanted = list(dict.fromkeys(only))
     unknown = [n for n in wanted if n not in names]
     if unknown:
-        raise FidelityError(f"unknown scenario {unknown[0]!r} (known: "
+        raise error(f"unknown scenario {unknown[0]!r} (known: "
                             f"{', '.join(s.name for s in suite)}; {listing})")
     return [s for s in suite if s.name in wanted]
 
@@ -559,7 +558,16 @@ def write(outdir: Path, outcomes: Sequence[Outcome], *, wall_s: float, status: s
         "status": status,
     }
     text = report(outcomes, meta, planned=planned)
-    manifest = {
+    return write_files(outdir, tab, text, suite_manifest(outcomes, meta, planned,
+                                                         summary_line(outcomes)))
+
+
+def suite_manifest(outcomes: Sequence[Any], meta: dict[str, Any], planned: Sequence[str],
+                   summary: str) -> dict[str, Any]:
+    """A suite's manifest (before :func:`write_files` adds ``format`` and ``files``): its
+    kind, ``meta``, the scenarios run and ``planned``, how many agree, which failed and the
+    ``summary`` line. Shared by the suites."""
+    return {
         "kind": KIND,
         **meta,
         "scenarios": [o.scenario.name for o in outcomes],
@@ -568,9 +576,8 @@ def write(outdir: Path, outcomes: Sequence[Outcome], *, wall_s: float, status: s
         "total": len(outcomes),
         "failed": [{"scenario": o.scenario.name, "error": o.error}
                    for o in outcomes if o.error],
-        "summary": summary_line(outcomes),
+        "summary": summary,
     }
-    return write_files(outdir, tab, text, manifest)
 
 
 def write_files(outdir: Path, tab: Any, report_text: str, manifest: dict[str, Any]

@@ -66,11 +66,13 @@ from .suite import (
     FidelityError,
     SuiteResult,
     _cell,
+    _num,
     _seconds,
     long_table,
     run_suite,
     scenario_doc,
     select_from,
+    suite_manifest,
     suite_tables,
     summary_line,
     timing_text,
@@ -230,13 +232,6 @@ def usrsctp_version() -> str:
 
 
 # ------------------------------------------------------------------------------- measuring
-
-
-def _num(value: Any) -> float | None:
-    if value is None:
-        return None
-    value = float(value)
-    return None if math.isnan(value) else value
 
 
 def _t3_with_retransmission(result: Any) -> float | None:
@@ -487,19 +482,8 @@ def write(outdir: Path, outcomes: Sequence[Outcome], *, wall_s: float, status: s
         "wall_s": wall_s,
         "status": status,
     }
-    manifest = {
-        "kind": KIND,
-        **meta,
-        "scenarios": [o.scenario.name for o in outcomes],
-        "planned": list(planned),
-        "agree": sum(o.agrees for o in outcomes),
-        "total": len(outcomes),
-        "failed": [{"scenario": o.scenario.name, "error": o.error}
-                   for o in outcomes if o.error],
-        "summary": summary_line(outcomes),
-    }
     return write_files(outdir, table(outcomes, version), report(outcomes, meta, planned=planned),
-                       manifest)
+                       suite_manifest(outcomes, meta, planned, summary_line(outcomes)))
 
 
 def _fmt(metric: str, v: float | None) -> str:
