@@ -206,6 +206,24 @@ def check(scenarios: Sequence[Scenario]) -> None:
         sc.duration_s = int(view["duration_ns"]) / 1e9
 
 
+def listing(only: Iterable[str] | None = None) -> list[str]:
+    """The lines of ``spikelab fidelity --list``: one per scenario (name, emulated seconds,
+    description), then the count and the total emulated time. Needs no root."""
+    scenarios = select(only)
+    check(scenarios)
+    return listing_lines(scenarios)
+
+
+def listing_lines(scenarios: Sequence[Any]) -> list[str]:
+    """A suite's listing of checked scenarios (``duration_s`` filled). Shared by the
+    suites."""
+    width = max(len(s.name) for s in scenarios)
+    lines = [f"{s.name:{width}s}  {s.duration_s:4g} s  {s.description}" for s in scenarios]
+    total = sum(s.duration_s for s in scenarios)
+    lines.append(f"{len(scenarios)} scenarios, {total:g} s of emulated time")
+    return lines
+
+
 def preflight() -> None:
     """Refuse at once when the emulator cannot run here: no root (or capabilities), no
     ``ip`` command, no network namespaces. Raises PermissionError or FidelityError."""
@@ -597,24 +615,29 @@ def write_files(outdir: Path, tab: Any, report_text: str, manifest: dict[str, An
     return manifest
 
 
+DIGITS = {"goodput_mbps": 3, "first_rto_s": 3}  # decimals shown; 0 for the others
+RELATIVE = ("goodput_mbps", "acks")  # differences shown in % of the simulator's
+
+
 def _fmt(metric: str, v: float | None) -> str:
-    if v is None:
-        return "n/a"
-    if metric == "goodput_mbps":
-        return f"{v:.3f}"
-    if metric == "first_rto_s":
-        return f"{v:.3f}"
-    return f"{v:.0f}"
+    return fmt_value(v, DIGITS.get(metric, 0))
 
 
 def _fmt_diff(metric: str, d: float | None) -> str:
+    return fmt_diff(d, DIGITS.get(metric, 0), relative=metric in RELATIVE)
+
+
+def fmt_value(v: float | None, digits: int) -> str:
+    """A report's value with ``digits`` decimals, n/a for None. Shared by the suites."""
+    return "n/a" if v is None else f"{v:.{digits}f}"
+
+
+def fmt_diff(d: float | None, digits: int, *, relative: bool) -> str:
+    """A report's difference, signed: in % for a ``relative`` one (a fraction), else with
+    ``digits`` decimals; empty for None. Shared by the suites."""
     if d is None:
         return ""
-    if metric in ("goodput_mbps", "acks"):
-        return f"{100 * d:+.1f} %"
-    if metric == "first_rto_s":
-        return f"{d:+.3f}"
-    return f"{d:+.0f}"
+    return f"{100 * d:+.1f} %" if relative else f"{d:+.{digits}f}"
 
 
 def timing_text(t: dict[str, Any]) -> str:

@@ -67,6 +67,9 @@ from .suite import (
     SuiteResult,
     _cell,
     _num,
+    fmt_diff,
+    fmt_value,
+    listing_lines,
     _seconds,
     long_table,
     run_suite,
@@ -192,11 +195,7 @@ def listing(only: Iterable[str] | None = None) -> list[str]:
     root."""
     scenarios = select(only)
     check(scenarios)
-    width = max(len(s.name) for s in scenarios)
-    lines = [f"{s.name:{width}s}  {s.duration_s:4g} s  {s.description}" for s in scenarios]
-    total = sum(s.duration_s for s in scenarios)
-    lines.append(f"{len(scenarios)} scenarios, {total:g} s of emulated time")
-    return lines
+    return listing_lines(scenarios)
 
 
 def preflight() -> None:
@@ -486,24 +485,15 @@ def write(outdir: Path, outcomes: Sequence[Outcome], *, wall_s: float, status: s
                        suite_manifest(outcomes, meta, planned, summary_line(outcomes)))
 
 
+DIGITS = {"goodput_mbps": 3, "failover_s": 2}  # decimals shown; 0 for the others
+
+
 def _fmt(metric: str, v: float | None) -> str:
-    if v is None:
-        return "n/a"
-    if metric == "goodput_mbps":
-        return f"{v:.3f}"
-    if metric == "failover_s":
-        return f"{v:.2f}"
-    return f"{v:.0f}"
+    return fmt_value(v, DIGITS.get(metric, 0))
 
 
 def _fmt_diff(metric: str, d: float | None) -> str:
-    if d is None:
-        return ""
-    if metric == "goodput_mbps":
-        return f"{100 * d:+.1f} %"
-    if metric == "failover_s":
-        return f"{d:+.2f}"
-    return f"{d:+.0f}"
+    return fmt_diff(d, DIGITS.get(metric, 0), relative=metric == "goodput_mbps")
 
 
 RULES = (f"goodput within {100 * GOODPUT_TOLERANCE:g} %, the same number of T3-rtx expiries "
