@@ -213,12 +213,17 @@ def test_the_suite_lists_at_least_twelve_scenarios_ns2_can_express():
 # ------------------------------------------------------------------------------- ns-2 runs
 
 
-@needs_ns
-def test_counts_of_a_real_run_one_drop_one_fast_retransmit(tmp_path):
-    extra = '[[path.fwd.stage]]\ntype = "loss"\nnth = [30]\n'
+def _planned_with_loss(rule: str):
+    """BASE's plan (25 ms, a 1000-packet queue) with a loss stage of ``rule`` after the delay."""
+    extra = f'[[path.fwd.stage]]\ntype = "loss"\n{rule}\n'
     text = BASE.format(delay='delay = "25ms"', tcp="").replace(
         "[path.rev]", extra + "[path.rev]").replace('queue = 20', 'queue = 1000')
-    p, _ = ns2.plan(json.loads(_core.resolve(text, [], ".")))
+    return ns2.plan(json.loads(_core.resolve(text, [], ".")))[0]
+
+
+@needs_ns
+def test_counts_of_a_real_run_one_drop_one_fast_retransmit(tmp_path):
+    p = _planned_with_loss("nth = [30]")
     got = ns2.run_plan(p, tmp_path).flows[0]
     assert got.timeouts == 0
     assert got.retx == 1
@@ -235,10 +240,7 @@ def test_counts_of_a_real_run_one_drop_one_fast_retransmit(tmp_path):
 def test_seqs_drop_the_next_transmission_of_that_sequence_number(tmp_path):
     # Segment 10 (bytes 14480...) twice: the original and its fast retransmission, so
     # recovery needs the timer. It is ns-2's packet 11: the profile's SYN is packet 0.
-    extra = '[[path.fwd.stage]]\ntype = "loss"\nseqs = [14480, 14480]\n'
-    text = BASE.format(delay='delay = "25ms"', tcp="").replace(
-        "[path.rev]", extra + "[path.rev]").replace('queue = 20', 'queue = 1000')
-    p, _ = ns2.plan(json.loads(_core.resolve(text, [], ".")))
+    p = _planned_with_loss("seqs = [14480, 14480]")
     r = ns2.run_plan(p, tmp_path)
     assert r.runs == 3
     assert len(r.drops["E(fwd,0,post0)"]) == 2

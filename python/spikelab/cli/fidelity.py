@@ -27,43 +27,21 @@ def cmd_fidelity(args: argparse.Namespace) -> int:
               "(rewritten from the runs in place)")
         print(f"report: {result.dir / 'report.md'} (table: {result.dir / 'fidelity.parquet'})")
         return 0
-    scenarios = fidelity.select(args.only)
     if args.list:
-        fidelity.check(scenarios)
-        width = max(len(s.name) for s in scenarios)
-        for s in scenarios:
-            print(f"{s.name:{width}s}  {s.duration_s:4g} s  {s.description}")
-        total = sum(s.duration_s for s in scenarios)
-        print(f"{len(scenarios)} scenarios, {total:g} s of emulated time")
+        print("\n".join(fidelity.suite.listing(args.only)))
         return 0
 
-    def on_start(i: int, n: int, sc) -> None:
-        if not args.quiet:
-            print(f"[{i}/{n}] {sc.name}: simulating, then emulating {sc.duration_s:g} s ...",
-                  file=sys.stderr, flush=True)
-
-    def on_done(i: int, n: int, o) -> None:
-        if args.quiet:
-            return
-        if o.error:
-            print(f"[{i}/{n}] {o.scenario.name}: ERROR {o.error}", flush=True)
-            return
-        s, k = o.sim, o.kernel
-
-        def pair(key: str, fmt: str) -> str:
-            a, b = s.get(key), k.get(key)
-            return (f"{'n/a' if a is None else format(a, fmt)}/"
-                    f"{'n/a' if b is None else format(b, fmt)}")
-
-        verdict = "agrees " if o.agrees else "differs"
+    def done(o) -> str:
         t = o.timing or {}
         p99 = f"{t['p99_ns'] / 1e6:.3f} ms" if t.get("p99_ns") is not None else "n/a"
-        print(f"[{i}/{n}] {o.scenario.name}: {verdict}  goodput "
-              f"{pair('goodput_mbps', '.2f')} Mbit/s  RTOs {pair('rto_count', '.0f')}  "
-              f"fast retx {pair('fast_retx_count', '.0f')}  TLPs {pair('tlp_count', '.0f')}  "
-              f"undos {pair('undo_count', '.0f')}  (sim/kernel; emulator p99 error {p99})",
-              flush=True)
+        return (f"goodput {_pair(o.sim, o.kernel, 'goodput_mbps', '.2f')} Mbit/s  RTOs "
+                f"{_pair(o.sim, o.kernel, 'rto_count')}  fast retx "
+                f"{_pair(o.sim, o.kernel, 'fast_retx_count')}  TLPs "
+                f"{_pair(o.sim, o.kernel, 'tlp_count')}  undos "
+                f"{_pair(o.sim, o.kernel, 'undo_count')}  (sim/kernel; emulator p99 error {p99})")
 
+    on_start, on_done = _callbacks(
+        args, lambda sc: f"simulating, then emulating {sc.duration_s:g} s ...", done)
     result = fidelity.run(args.out, only=args.only, plots=args.plots,
                           progress=False if args.quiet else None, force=args.force,
                           on_start=on_start, on_done=on_done)
@@ -75,6 +53,33 @@ def cmd_fidelity(args: argparse.Namespace) -> int:
 
 def _line(i: int, n: int, name: str, text: str) -> str:
     return f"[{i}/{n}] {name}: {text}"
+
+
+def _pair(a: dict, b: dict, key: str, fmt: str = ".0f") -> str:
+    """``A/B``: one metric of both sides (n/a where a side has none)."""
+    x, y = a.get(key), b.get(key)
+    return f"{'n/a' if x is None else format(x, fmt)}/{'n/a' if y is None else format(y, fmt)}"
+
+
+def _callbacks(args: argparse.Namespace, starting, done):
+    """A suite's ``on_start`` and ``on_done`` (nothing with ``--quiet``): ``[i/n] NAME:``
+    then ``starting(scenario)`` on stderr; the scenario's error, or its verdict and
+    ``done(outcome)``, on stdout."""
+
+    def on_start(i: int, n: int, sc) -> None:
+        if not args.quiet:
+            print(_line(i, n, sc.name, starting(sc)), file=sys.stderr, flush=True)
+
+    def on_done(i: int, n: int, o) -> None:
+        if args.quiet:
+            return
+        if o.error:
+            print(_line(i, n, o.scenario.name, f"ERROR {o.error}"), flush=True)
+            return
+        verdict = "agrees " if o.agrees else "differs"
+        print(_line(i, n, o.scenario.name, f"{verdict}  {done(o)}"), flush=True)
+
+    return on_start, on_done
 
 
 def cmd_fidelity_ns2(args: argparse.Namespace) -> int:
@@ -96,28 +101,13 @@ def cmd_fidelity_ns2(args: argparse.Namespace) -> int:
         return 0
     out = args.out if args.out != DEFAULT_OUT else DEFAULT_OUT_NS2
 
-    def on_start(i: int, n: int, sc) -> None:
-        if not args.quiet:
-            print(_line(i, n, sc.name, "simulating and running ns ..."), file=sys.stderr,
-                  flush=True)
+    def done(o) -> str:
+        return (f"delivered {_pair(o.spikelab, o.ns2, 'delivered')}  timeouts "
+                f"{_pair(o.spikelab, o.ns2, 'timeouts')}  retx {_pair(o.spikelab, o.ns2, 'retx')}"
+                f"  fast retx {_pair(o.spikelab, o.ns2, 'fast_retx')}  bottleneck "
+                f"{_pair(o.spikelab, o.ns2, 'bottleneck')}  (spikelab/ns-2)")
 
-    def on_done(i: int, n: int, o) -> None:
-        if args.quiet:
-            return
-        if o.error:
-            print(_line(i, n, o.scenario.name, f"ERROR {o.error}"), flush=True)
-            return
-
-        def pair(key: str) -> str:
-            a, b = o.spikelab.get(key), o.ns2.get(key)
-            return f"{'n/a' if a is None else f'{a:.0f}'}/{'n/a' if b is None else f'{b:.0f}'}"
-
-        verdict = "agrees " if o.agrees else "differs"
-        print(_line(i, n, o.scenario.name,
-                    f"{verdict}  delivered {pair('delivered')}  timeouts {pair('timeouts')}  "
-                    f"retx {pair('retx')}  fast retx {pair('fast_retx')}  bottleneck "
-                    f"{pair('bottleneck')}  (spikelab/ns-2)"), flush=True)
-
+    on_start, on_done = _callbacks(args, lambda sc: "simulating and running ns ...", done)
     result = ns2.run(out, only=args.only, force=args.force, on_start=on_start, on_done=on_done)
     print(f"{result.summary_line()}; ns {result.manifest['ns2']}, "
           f"{result.manifest['wall_s']:.1f} s")
@@ -139,32 +129,16 @@ def cmd_fidelity_usrsctp(args: argparse.Namespace) -> int:
         print("\n".join(usrsctp.listing(args.only)))
         return 0
 
-    def on_start(i: int, n: int, sc) -> None:
-        if not args.quiet:
-            print(_line(i, n, sc.name, f"simulating, then emulating {sc.duration_s:g} s "
-                        "against usrsctp ..."), file=sys.stderr, flush=True)
-
-    def on_done(i: int, n: int, o) -> None:
-        if args.quiet:
-            return
-        if o.error:
-            print(_line(i, n, o.scenario.name, f"ERROR {o.error}"), flush=True)
-            return
+    def done(o) -> str:
         s, r = o.sim, o.reference
+        return (f"goodput {_pair(s, r, 'goodput_mbps', '.2f')} Mbit/s  T3 "
+                f"{_pair(s, r, 'rto_retx_count')}  fast retx {_pair(s, r, 'fast_retx_count')}  "
+                f"chunks {_pair(s, r, 'retx_chunks')}  failovers {_pair(s, r, 'failovers')}  "
+                "(sim/usrsctp)")
 
-        def pair(key: str, fmt: str) -> str:
-            a, b = s.get(key), r.get(key)
-            return (f"{'n/a' if a is None else format(a, fmt)}/"
-                    f"{'n/a' if b is None else format(b, fmt)}")
-
-        verdict = "agrees " if o.agrees else "differs"
-        print(_line(i, n, o.scenario.name,
-                    f"{verdict}  goodput {pair('goodput_mbps', '.2f')} Mbit/s  T3 "
-                    f"{pair('rto_retx_count', '.0f')}  fast retx "
-                    f"{pair('fast_retx_count', '.0f')}  chunks "
-                    f"{pair('retx_chunks', '.0f')}  failovers {pair('failovers', '.0f')}  "
-                    "(sim/usrsctp)"), flush=True)
-
+    on_start, on_done = _callbacks(
+        args, lambda sc: f"simulating, then emulating {sc.duration_s:g} s against usrsctp ...",
+        done)
     result = usrsctp.run(out, only=args.only, on_start=on_start, on_done=on_done,
                          progress=False if args.quiet else None, force=args.force,
                          plots=args.plots)

@@ -32,7 +32,7 @@ import re
 import sys
 import time
 import tomllib
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -95,22 +95,8 @@ def _seconds(value: Any, where: str) -> float:
 def parse_suite(suite_file: Path = SUITE_FILE, scenario_dir: Path = SCENARIO_DIR
                 ) -> list[Scenario]:
     """The suite's scenarios in order, from ``suite.toml`` and ``scenarios/NAME.toml``."""
-    try:
-        doc = tomllib.loads(suite_file.read_text(encoding="utf-8"))
-    except tomllib.TOMLDecodeError as exc:
-        raise FidelityError(f"{suite_file}: {exc}") from None
     out = []
-    for name, entry in doc.items():
-        where = f"{suite_file.name}: [{name}]"
-        if not isinstance(entry, dict):
-            raise FidelityError(f"{where}: expected a table")
-        unknown = sorted(set(entry) - set(SCENARIO_KEYS))
-        if unknown:
-            raise FidelityError(f"{where}: unknown key {unknown[0]!r} "
-                                f"(known: {', '.join(SCENARIO_KEYS)})")
-        path = scenario_dir / f"{name}.toml"
-        if not path.is_file():
-            raise FidelityError(f"{where}: no scenario file {path}")
+    for name, entry, where, path in suite_tables(suite_file, scenario_dir, SCENARIO_KEYS):
         sc = Scenario(name=name, path=path)
         if "event" in entry:
             sc.event_s = _seconds(entry["event"], f"{where}.event")
@@ -118,23 +104,58 @@ def parse_suite(suite_file: Path = SUITE_FILE, scenario_dir: Path = SCENARIO_DIR
         if not isinstance(sysctls, list) or not all(isinstance(s, str) for s in sysctls):
             raise FidelityError(f"{where}.sysctls: expected a list of \"net.KEY=VALUE\" strings")
         sc.sysctls = list(sysctls)
-        why = entry.get("why", {})
-        if not isinstance(why, dict):
-            raise FidelityError(f"{where}.why: expected a table of metric = \"cause\"")
-        for key, text in why.items():
-            if key not in METRIC_KEYS:
-                raise FidelityError(f"{where}.why.{key}: unknown metric "
-                                    f"(known: {', '.join(METRIC_KEYS)})")
-            if not isinstance(text, str):
-                raise FidelityError(f"{where}.why.{key}: expected a string")
-        sc.why = dict(why)
-        try:
-            scenario = tomllib.loads(path.read_text(encoding="utf-8"))
-        except tomllib.TOMLDecodeError as exc:
-            raise FidelityError(f"{path}: {exc}") from None
-        sc.description = str(scenario.get("description", ""))
+        sc.why = why_notes(entry, where, METRIC_KEYS)
+        sc.description = str(scenario_doc(path).get("description", ""))
         out.append(sc)
     return out
+
+
+def suite_tables(suite_file: Path, scenario_dir: Path, keys: Sequence[str], *,
+                 error: type[Exception] = FidelityError
+                 ) -> Iterator[tuple[str, dict[str, Any], str, Path]]:
+    """The ``[NAME]`` tables of a suite's TOML file in order, each as (name, table, where,
+    scenario file): every table holds only ``keys`` and names an existing
+    ``scenario_dir/NAME.toml``; ``where`` (``FILE: [NAME]``) starts the messages of the
+    checks that follow. Anything else is an ``error`` saying what. Shared by the suites."""
+    try:
+        doc = tomllib.loads(suite_file.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as exc:
+        raise error(f"{suite_file}: {exc}") from None
+    for name, entry in doc.items():
+        where = f"{suite_file.name}: [{name}]"
+        if not isinstance(entry, dict):
+            raise error(f"{where}: expected a table")
+        unknown = sorted(set(entry) - set(keys))
+        if unknown:
+            raise error(f"{where}: unknown key {unknown[0]!r} (known: {', '.join(keys)})")
+        path = scenario_dir / f"{name}.toml"
+        if not path.is_file():
+            raise error(f"{where}: no scenario file {path}")
+        yield name, entry, where, path
+
+
+def why_notes(entry: dict[str, Any], where: str, metric_keys: Sequence[str], *,
+              error: type[Exception] = FidelityError) -> dict[str, str]:
+    """A suite table's ``why`` notes (``metric = "known cause"``), each on one of
+    ``metric_keys``; anything else is an ``error``. Shared by the suites."""
+    why = entry.get("why", {})
+    if not isinstance(why, dict):
+        raise error(f"{where}.why: expected a table of metric = \"cause\"")
+    for key, text in why.items():
+        if key not in metric_keys:
+            raise error(f"{where}.why.{key}: unknown metric (known: {', '.join(metric_keys)})")
+        if not isinstance(text, str):
+            raise error(f"{where}.why.{key}: expected a string")
+    return dict(why)
+
+
+def scenario_doc(path: Path, *, error: type[Exception] = FidelityError) -> dict[str, Any]:
+    """A suite's scenario file as TOML (not resolved); a syntax error is an ``error`` naming
+    the file. Shared by the suites."""
+    try:
+        return tomllib.loads(path.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as exc:
+        raise error(f"{path}: {exc}") from None
 
 
 def select(only: Iterable[str] | None = None, suite: Sequence[Scenario] | None = None
@@ -144,12 +165,11 @@ def select(only: Iterable[str] | None = None, suite: Sequence[Scenario] | None =
                        listing="spikelab fidelity --list")
 
 
-def select_from(suite: Sequence[Any], only: Iterable[str] | None, *, listing: str
-                ) -> list[Any]:
+def select_from(suite: Sequence[Any], only: Iterable[str] | None, *, listing: str,
+                error: type[Exception] = FidelityError) -> list[Any]:
     """The scenarios of ``suite`` (anything with a ``name``) named in ``only``, in the suite's
-    order (all of them without ``only``); an unknown name is a :class:`FidelityError` that
-    lists the known ones and the command that lists them (``listing``). Shared by the
-    suites."""
+    order (all of them without ``only``); an unknown name is an ``error`` that lists the
+    known ones and the command that lists them (``listing``). Shared by the suites."""
     suite = list(suite)
     if not only:
         return suite
@@ -157,7 +177,7 @@ def select_from(suite: Sequence[Any], only: Iterable[str] | None, *, listing: st
     wanted = list(dict.fromkeys(only))
     unknown = [n for n in wanted if n not in names]
     if unknown:
-        raise FidelityError(f"unknown scenario {unknown[0]!r} (known: "
+        raise error(f"unknown scenario {unknown[0]!r} (known: "
                             f"{', '.join(s.name for s in suite)}; {listing})")
     return [s for s in suite if s.name in wanted]
 
@@ -184,6 +204,24 @@ def check(scenarios: Sequence[Scenario]) -> None:
             raise FidelityError(f"scenario {sc.name}: the suite compares one flow; it has "
                                 f"{len(sim.get('flow') or [])}")
         sc.duration_s = int(view["duration_ns"]) / 1e9
+
+
+def listing(only: Iterable[str] | None = None) -> list[str]:
+    """The lines of ``spikelab fidelity --list``: one per scenario (name, emulated seconds,
+    description), then the count and the total emulated time. Needs no root."""
+    scenarios = select(only)
+    check(scenarios)
+    return listing_lines(scenarios)
+
+
+def listing_lines(scenarios: Sequence[Any]) -> list[str]:
+    """A suite's listing of checked scenarios (``duration_s`` filled). Shared by the
+    suites."""
+    width = max(len(s.name) for s in scenarios)
+    lines = [f"{s.name:{width}s}  {s.duration_s:4g} s  {s.description}" for s in scenarios]
+    total = sum(s.duration_s for s in scenarios)
+    lines.append(f"{len(scenarios)} scenarios, {total:g} s of emulated time")
+    return lines
 
 
 def preflight() -> None:
@@ -538,7 +576,16 @@ def write(outdir: Path, outcomes: Sequence[Outcome], *, wall_s: float, status: s
         "status": status,
     }
     text = report(outcomes, meta, planned=planned)
-    manifest = {
+    return write_files(outdir, tab, text, suite_manifest(outcomes, meta, planned,
+                                                         summary_line(outcomes)))
+
+
+def suite_manifest(outcomes: Sequence[Any], meta: dict[str, Any], planned: Sequence[str],
+                   summary: str) -> dict[str, Any]:
+    """A suite's manifest (before :func:`write_files` adds ``format`` and ``files``): its
+    kind, ``meta``, the scenarios run and ``planned``, how many agree, which failed and the
+    ``summary`` line. Shared by the suites."""
+    return {
         "kind": KIND,
         **meta,
         "scenarios": [o.scenario.name for o in outcomes],
@@ -547,9 +594,8 @@ def write(outdir: Path, outcomes: Sequence[Outcome], *, wall_s: float, status: s
         "total": len(outcomes),
         "failed": [{"scenario": o.scenario.name, "error": o.error}
                    for o in outcomes if o.error],
-        "summary": summary_line(outcomes),
+        "summary": summary,
     }
-    return write_files(outdir, tab, text, manifest)
 
 
 def write_files(outdir: Path, tab: Any, report_text: str, manifest: dict[str, Any]
@@ -569,24 +615,29 @@ def write_files(outdir: Path, tab: Any, report_text: str, manifest: dict[str, An
     return manifest
 
 
+DIGITS = {"goodput_mbps": 3, "first_rto_s": 3}  # decimals shown; 0 for the others
+RELATIVE = ("goodput_mbps", "acks")  # differences shown in % of the simulator's
+
+
 def _fmt(metric: str, v: float | None) -> str:
-    if v is None:
-        return "n/a"
-    if metric == "goodput_mbps":
-        return f"{v:.3f}"
-    if metric == "first_rto_s":
-        return f"{v:.3f}"
-    return f"{v:.0f}"
+    return fmt_value(v, DIGITS.get(metric, 0))
 
 
 def _fmt_diff(metric: str, d: float | None) -> str:
+    return fmt_diff(d, DIGITS.get(metric, 0), relative=metric in RELATIVE)
+
+
+def fmt_value(v: float | None, digits: int) -> str:
+    """A report's value with ``digits`` decimals, n/a for None. Shared by the suites."""
+    return "n/a" if v is None else f"{v:.{digits}f}"
+
+
+def fmt_diff(d: float | None, digits: int, *, relative: bool) -> str:
+    """A report's difference, signed: in % for a ``relative`` one (a fraction), else with
+    ``digits`` decimals; empty for None. Shared by the suites."""
     if d is None:
         return ""
-    if metric in ("goodput_mbps", "acks"):
-        return f"{100 * d:+.1f} %"
-    if metric == "first_rto_s":
-        return f"{d:+.3f}"
-    return f"{d:+.0f}"
+    return f"{100 * d:+.1f} %" if relative else f"{d:+.{digits}f}"
 
 
 def timing_text(t: dict[str, Any]) -> str:

@@ -56,7 +56,6 @@ import math
 import os
 import platform
 import time
-import tomllib
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -67,12 +66,20 @@ from .suite import (
     FidelityError,
     SuiteResult,
     _cell,
+    _num,
+    fmt_diff,
+    fmt_value,
+    listing_lines,
     _seconds,
     long_table,
     run_suite,
+    scenario_doc,
     select_from,
+    suite_manifest,
+    suite_tables,
     summary_line,
     timing_text,
+    why_notes,
     write_files,
 )
 from .suite import preflight as _kernel_preflight
@@ -125,38 +132,10 @@ def parse_suite(suite_file: Path = SUITE_FILE, scenario_dir: Path = SCENARIO_DIR
                 ) -> list[Scenario]:
     """The suite's scenarios in order, from ``usrsctp_suite.toml`` and
     ``usrsctp_scenarios/NAME.toml``."""
-    try:
-        doc = tomllib.loads(suite_file.read_text(encoding="utf-8"))
-    except tomllib.TOMLDecodeError as exc:
-        raise FidelityError(f"{suite_file}: {exc}") from None
-    out = []
-    for name, entry in doc.items():
-        where = f"{suite_file.name}: [{name}]"
-        if not isinstance(entry, dict):
-            raise FidelityError(f"{where}: expected a table")
-        unknown = sorted(set(entry) - set(SCENARIO_KEYS))
-        if unknown:
-            raise FidelityError(f"{where}: unknown key {unknown[0]!r} "
-                                f"(known: {', '.join(SCENARIO_KEYS)})")
-        path = scenario_dir / f"{name}.toml"
-        if not path.is_file():
-            raise FidelityError(f"{where}: no scenario file {path}")
-        why = entry.get("why", {})
-        if not isinstance(why, dict):
-            raise FidelityError(f"{where}.why: expected a table of metric = \"cause\"")
-        for key, text in why.items():
-            if key not in METRIC_KEYS:
-                raise FidelityError(f"{where}.why.{key}: unknown metric "
-                                    f"(known: {', '.join(METRIC_KEYS)})")
-            if not isinstance(text, str):
-                raise FidelityError(f"{where}.why.{key}: expected a string")
-        try:
-            scenario = tomllib.loads(path.read_text(encoding="utf-8"))
-        except tomllib.TOMLDecodeError as exc:
-            raise FidelityError(f"{path}: {exc}") from None
-        out.append(Scenario(name=name, path=path, why=dict(why),
-                            description=str(scenario.get("description", ""))))
-    return out
+    return [Scenario(name=name, path=path, why=why_notes(entry, where, METRIC_KEYS),
+                     description=str(scenario_doc(path).get("description", "")))
+            for name, entry, where, path in suite_tables(suite_file, scenario_dir,
+                                                         SCENARIO_KEYS)]
 
 
 def select(only: Iterable[str] | None = None, suite: Sequence[Scenario] | None = None
@@ -216,11 +195,7 @@ def listing(only: Iterable[str] | None = None) -> list[str]:
     root."""
     scenarios = select(only)
     check(scenarios)
-    width = max(len(s.name) for s in scenarios)
-    lines = [f"{s.name:{width}s}  {s.duration_s:4g} s  {s.description}" for s in scenarios]
-    total = sum(s.duration_s for s in scenarios)
-    lines.append(f"{len(scenarios)} scenarios, {total:g} s of emulated time")
-    return lines
+    return listing_lines(scenarios)
 
 
 def preflight() -> None:
@@ -256,13 +231,6 @@ def usrsctp_version() -> str:
 
 
 # ------------------------------------------------------------------------------- measuring
-
-
-def _num(value: Any) -> float | None:
-    if value is None:
-        return None
-    value = float(value)
-    return None if math.isnan(value) else value
 
 
 def _t3_with_retransmission(result: Any) -> float | None:
@@ -513,39 +481,19 @@ def write(outdir: Path, outcomes: Sequence[Outcome], *, wall_s: float, status: s
         "wall_s": wall_s,
         "status": status,
     }
-    manifest = {
-        "kind": KIND,
-        **meta,
-        "scenarios": [o.scenario.name for o in outcomes],
-        "planned": list(planned),
-        "agree": sum(o.agrees for o in outcomes),
-        "total": len(outcomes),
-        "failed": [{"scenario": o.scenario.name, "error": o.error}
-                   for o in outcomes if o.error],
-        "summary": summary_line(outcomes),
-    }
     return write_files(outdir, table(outcomes, version), report(outcomes, meta, planned=planned),
-                       manifest)
+                       suite_manifest(outcomes, meta, planned, summary_line(outcomes)))
+
+
+DIGITS = {"goodput_mbps": 3, "failover_s": 2}  # decimals shown; 0 for the others
 
 
 def _fmt(metric: str, v: float | None) -> str:
-    if v is None:
-        return "n/a"
-    if metric == "goodput_mbps":
-        return f"{v:.3f}"
-    if metric == "failover_s":
-        return f"{v:.2f}"
-    return f"{v:.0f}"
+    return fmt_value(v, DIGITS.get(metric, 0))
 
 
 def _fmt_diff(metric: str, d: float | None) -> str:
-    if d is None:
-        return ""
-    if metric == "goodput_mbps":
-        return f"{100 * d:+.1f} %"
-    if metric == "failover_s":
-        return f"{d:+.2f}"
-    return f"{d:+.0f}"
+    return fmt_diff(d, DIGITS.get(metric, 0), relative=metric == "goodput_mbps")
 
 
 RULES = (f"goodput within {100 * GOODPUT_TOLERANCE:g} %, the same number of T3-rtx expiries "

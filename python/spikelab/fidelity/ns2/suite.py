@@ -10,27 +10,32 @@ through the bottleneck within 2 %. Other numbers are shown, not judged.
 
 from __future__ import annotations
 
-import contextlib
 import datetime
 import json
 import os
 import shutil
 import time
-import tomllib
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..suite import (
+    KIND,
+    run_suite,
+    scenario_doc,
+    select_from,
+    suite_manifest,
+    suite_tables,
+    why_notes,
+    write_files,
+)
 from .runner import Counts, Ns2Error, ns_binary, run_plan, run_script
 from .tcl import Refused, plan
 
 HERE = Path(__file__).resolve().parent.parent
 SCENARIO_DIR = HERE / "ns2_scenarios"
 SUITE_FILE = SCENARIO_DIR / "suite.toml"
-TABLE = "fidelity.parquet"
-REPORT = "report.md"
-KIND = "fidelity"
 AGAINST = "ns2"
 # (key, label, judged for TCP, judged for SCTP)
 METRICS = (
@@ -60,49 +65,21 @@ def parse_suite(suite_file: Path = SUITE_FILE, scenario_dir: Path = SCENARIO_DIR
                 ) -> list[Scenario]:
     """The suite's scenarios in order (``suite.toml``: ``[NAME]`` tables, optional
     ``why.METRIC = "known cause"``)."""
-    try:
-        doc = tomllib.loads(suite_file.read_text(encoding="utf-8"))
-    except tomllib.TOMLDecodeError as exc:
-        raise Ns2SuiteError(f"{suite_file}: {exc}") from None
     out = []
-    for name, entry in doc.items():
-        where = f"{suite_file.name}: [{name}]"
-        if not isinstance(entry, dict):
-            raise Ns2SuiteError(f"{where}: expected a table")
-        unknown = sorted(set(entry) - {"why"})
-        if unknown:
-            raise Ns2SuiteError(f"{where}: unknown key {unknown[0]!r} (known: why)")
-        why = entry.get("why", {})
-        for key in why:
-            if key not in METRIC_KEYS:
-                raise Ns2SuiteError(f"{where}.why.{key}: unknown metric (known: "
-                                    f"{', '.join(METRIC_KEYS)})")
-        path = scenario_dir / f"{name}.toml"
-        if not path.is_file():
-            raise Ns2SuiteError(f"{where}: no scenario file {path}")
-        try:
-            doc_sc = tomllib.loads(path.read_text(encoding="utf-8"))
-        except tomllib.TOMLDecodeError as exc:
-            raise Ns2SuiteError(f"{path}: {exc}") from None
+    for name, entry, where, path in suite_tables(suite_file, scenario_dir, ("why",),
+                                                 error=Ns2SuiteError):
+        why = why_notes(entry, where, METRIC_KEYS, error=Ns2SuiteError)
+        doc_sc = scenario_doc(path, error=Ns2SuiteError)
         flows = doc_sc.get("flow") or [{}]
         out.append(Scenario(name=name, path=path, description=str(doc_sc.get("description", "")),
-                            protocol=str(flows[0].get("protocol", "tcp")), why=dict(why)))
+                            protocol=str(flows[0].get("protocol", "tcp")), why=why))
     return out
 
 
 def select(only: Iterable[str] | None = None, suite: Sequence[Scenario] | None = None
            ) -> list[Scenario]:
-    suite = list(suite if suite is not None else parse_suite())
-    if not only:
-        return suite
-    names = {s.name for s in suite}
-    wanted = list(dict.fromkeys(only))
-    unknown = [n for n in wanted if n not in names]
-    if unknown:
-        raise Ns2SuiteError(f"unknown scenario {unknown[0]!r} (known: "
-                            f"{', '.join(s.name for s in suite)}; spikelab fidelity "
-                            "--against ns2 --list)")
-    return [s for s in suite if s.name in wanted]
+    return select_from(suite if suite is not None else parse_suite(), only,
+                       listing="spikelab fidelity --against ns2 --list", error=Ns2SuiteError)
 
 
 def resolve(sc: Scenario) -> tuple[dict[str, Any], list[str]]:
@@ -258,41 +235,14 @@ def run(out: str | os.PathLike[str], *, only: Iterable[str] | None = None,
     ``NAME/ns2`` (the script, ns's output and event trace), then ``fidelity.parquet``,
     ``fidelity.csv``, ``report.md`` and ``manifest.json``. ``progress`` is accepted for the
     kernel suite's signature (each scenario takes a fraction of a second)."""
-    from ...store import results
-
     del progress
     scenarios = select(only)
     ns_binary()
     check(scenarios)
-    outdir = results.claim(out, KIND, force=force)
-    with contextlib.suppress(FileNotFoundError):
-        (outdir / results.MANIFEST).unlink()
-    started = time.monotonic()
-    outcomes: list[Outcome] = []
-    status = "interrupted"
-    try:
-        for i, sc in enumerate(scenarios, 1):
-            if on_start is not None:
-                on_start(i, len(scenarios), sc)
-            t = time.monotonic()
-            try:
-                o = run_scenario(sc, outdir / sc.name)
-            except (ValueError, OSError, Ns2Error) as exc:
-                text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-                o = Outcome(scenario=sc, error=text, wall_s=time.monotonic() - t)
-            except Exception as exc:  # noqa: BLE001 - a failed run is recorded; go on
-                text = str(exc).splitlines()[0] if str(exc) else "unexpected failure"
-                o = Outcome(scenario=sc, error=text, wall_s=time.monotonic() - t)
-            outcomes.append(o)
-            if on_done is not None:
-                on_done(i, len(scenarios), o)
-        status = "complete"
-    finally:
-        from ..._interrupts import interrupts_deferred
-
-        with interrupts_deferred():
-            manifest = write(outdir, outcomes, wall_s=time.monotonic() - started,
-                             status=status, planned=[s.name for s in scenarios])
+    outcomes, outdir, manifest = run_suite(
+        out, KIND, scenarios, run_scenario,
+        lambda sc, text, wall_s: Outcome(scenario=sc, error=text, wall_s=wall_s), write,
+        force=force, on_start=on_start, on_done=on_done)
     return SuiteResult(outcomes=outcomes, dir=outdir, manifest=manifest)
 
 
@@ -399,14 +349,9 @@ def report(outcomes: Sequence[Outcome], meta: dict[str, Any], *,
 
 def write(outdir: Path, outcomes: Sequence[Outcome], *, wall_s: float, status: str,
           planned: Sequence[str]) -> dict[str, Any]:
-    import pyarrow.csv as pacsv
-
     from ... import _core
-    from ...store import results
 
     tab = table(outcomes)
-    results.write_parquet(tab, outdir / TABLE)
-    results.atomic_write(outdir / "fidelity.csv", lambda tmp: pacsv.write_csv(tab, tmp))
     meta = {
         "against": AGAINST,
         "ns2": ns2_version(),
@@ -415,15 +360,5 @@ def write(outdir: Path, outcomes: Sequence[Outcome], *, wall_s: float, status: s
         "wall_s": wall_s,
         "status": status,
     }
-    text = report(outcomes, meta, planned=planned)
-    results.atomic_write(outdir / REPORT, lambda tmp: tmp.write_text(text, encoding="utf-8"))
-    manifest = {
-        "format": results.FORMAT, "kind": KIND, **meta,
-        "scenarios": [o.scenario.name for o in outcomes], "planned": list(planned),
-        "agree": sum(o.agrees for o in outcomes), "total": len(outcomes),
-        "failed": [{"scenario": o.scenario.name, "error": o.error}
-                   for o in outcomes if o.error],
-        "summary": summary_line(outcomes), "files": [TABLE, "fidelity.csv", REPORT],
-    }
-    results.write_json(manifest, outdir / results.MANIFEST)
-    return manifest
+    return write_files(outdir, tab, report(outcomes, meta, planned=planned),
+                       suite_manifest(outcomes, meta, planned, summary_line(outcomes)))
