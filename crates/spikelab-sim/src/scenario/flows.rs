@@ -1355,9 +1355,9 @@ impl FlowSpec {
             )?;
         }
         check(
-            r.granularity.0 > SimDuration::ZERO,
+            r.estimator != EstimatorSpec::Ns2 || r.granularity.0 > SimDuration::ZERO,
             format!("{at}.granularity"),
-            "must be > 0",
+            "the ns2 estimator's tick (tcpTick_) must be > 0",
         )?;
         self.validate_ns2(&at[..at.len() - ".tcp.rto".len()])
     }

@@ -287,6 +287,17 @@ fn ns2_profile_fills_ns2s_defaults_and_refuses_what_its_agents_lack() {
         "flow[0].tcp.rto.phase: only the ns2 estimator takes phase, below its tick \
          (granularity 10ms), got 20ms"
     );
+    assert_eq!(
+        err("[[flow]]\n[flow.tcp]\nprofile = \"ns2\"\nrto = { granularity = \"0ms\" }\n"),
+        "flow[0].tcp.rto.granularity: the ns2 estimator's tick (tcpTick_) must be > 0"
+    );
+    // RFC 6298's G may be 0.
+    parse(
+        "[[flow]]\n[flow.tcp]\nrto = { granularity = \"0ms\" }\n",
+        &[],
+        Path::new("."),
+    )
+    .unwrap();
 }
 
 #[test]
