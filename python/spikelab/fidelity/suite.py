@@ -385,9 +385,11 @@ class SuiteResult:
         return summary_line(self.outcomes)
 
 
-def summary_line(outcomes: Sequence[Outcome]) -> str:
+def summary_line(outcomes: Sequence[Any], against: str = "") -> str:
+    """``N of M scenarios agree`` (``against``: who with, e.g. `` with ns-2``), and how many
+    could not run."""
     n = sum(o.agrees for o in outcomes)
-    text = f"{n} of {len(outcomes)} scenarios agree"
+    text = f"{n} of {len(outcomes)} scenarios agree{against}"
     failed = sum(o.error is not None for o in outcomes)
     return text + (f" ({failed} could not run)" if failed else "")
 

@@ -30,6 +30,8 @@ from ..suite import (
     why_notes,
     write_files,
 )
+from ..suite import SuiteResult as BaseSuiteResult
+from ..suite import summary_line as base_summary_line
 from .runner import Counts, Ns2Error, ns_binary, run_plan, run_script
 from .tcl import Refused, plan
 
@@ -202,15 +204,8 @@ def run_scenario(sc: Scenario, outdir: Path) -> Outcome:
                    wall_s=time.monotonic() - started)
 
 
-@dataclass
-class SuiteResult:
-    outcomes: list[Outcome]
-    dir: Path
-    manifest: dict[str, Any]
-
-    @property
-    def failed(self) -> int:
-        return sum(o.error is not None for o in self.outcomes)
+class SuiteResult(BaseSuiteResult):
+    """The kernel suite's result, and how many scenarios differ (the exit code's)."""
 
     @property
     def differ(self) -> int:
@@ -221,10 +216,7 @@ class SuiteResult:
 
 
 def summary_line(outcomes: Sequence[Outcome]) -> str:
-    n = sum(o.agrees for o in outcomes)
-    failed = sum(o.error is not None for o in outcomes)
-    return (f"{n} of {len(outcomes)} scenarios agree with ns-2"
-            + (f" ({failed} could not run)" if failed else ""))
+    return base_summary_line(outcomes, " with ns-2")
 
 
 def run(out: str | os.PathLike[str], *, only: Iterable[str] | None = None,
