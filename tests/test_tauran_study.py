@@ -1,10 +1,12 @@
 """Study tauran-leo-delack (paper 001): parses; a reduced copy runs from the CLI and writes its
-report; two claims' numbers equal those recomputed from direct ``spikelab.run`` calls."""
+report; two claims' numbers equal those recomputed from direct ``spikelab.run`` calls; the
+window_ ceiling of the paper's ns-2 setup and its absence under the linux profile."""
 
 from __future__ import annotations
 
 import json
 import shutil
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -14,34 +16,73 @@ from spikelab.cli import main
 from spikelab.study import parse
 
 STUDY = Path(spikelab.__file__).parent / "studies" / "tauran-leo-delack"
-CLAIMS = {"no-buffer-goodput-low", "buffer-beats-no-buffer", "buffer-delack-lowers-goodput",
-          "buffer-delack-more-rtos", "delack-helps-newreno-without-buffer",
-          "delack-no-impact-cubic-without-buffer", "hybla-best",
-          "hybla-delack-falls-up-to-40pct", "cubic-retransmits-more"}
+PAPER = {"newreno-cubic-below-650", "hybla-above-850-with-delack", "table1-cubic-over-newreno",
+         "delack-helps-newreno-without-buffer", "delack-no-impact-cubic-without-buffer",
+         "hybla-delack-falls-up-to-40pct", "no-buffer-goodput-low", "buffer-beats-no-buffer",
+         "buffer-delack-lowers-goodput", "buffer-delack-more-rtos"}
+MODEL = {"hybla-rho-from-1ms-tick", "byte-counting-removes-delack-cost", "window-cap-with-buffer",
+         "table1-ratio-is-reordering"}
+BEYOND = {"linux-ceiling-gone", "linux-delack-conclusions", "linux-hybla-best"}
+CLAIMS = PAPER | MODEL | BEYOND
+CONFIGS = {"ns2/NewReno", "ns2/CUBIC", "ns2/Hybla", "ns2/Hybla-1ms", "ns2/NewReno-ABC",
+           "linux/NewReno", "linux/CUBIC", "linux/Hybla"}
 
 
 def test_study_parses():
     study = parse(STUDY)
     assert study.name == "tauran-leo-delack"
     assert {c.id for c in study.claims} == CLAIMS
+    assert {c.id for c in study.claims if c.kind == "paper"} == PAPER
+    assert {c.id for c in study.claims if c.kind == "beyond"} == BEYOND
+    ids = {c.id for c in study.claims}
+    for c in study.claims:
+        if c.kind == "paper":
+            assert c.section and c.paper_value is not None and c.band, c.id
+        if c.explained_by:
+            assert c.explained_by in ids - PAPER, c.id
     assert study.sweep["replications"] == 5
-    assert {p["name"] for p in study.sweep["params"].values()} == {"snr_db", "tcp", "delack", "buffer"}
+    assert study.sweep["mode"] == "zip"
+    params = study.sweep["params"]
+    assert {p["name"] for p in params.values()} == {"config", "snr_db", "delack", "buffer"}
+    assert set(params["flow[0]"]["labels"]) == CONFIGS
+
+
+def _inline(v) -> str:
+    """A value as inline TOML (the sweep's flow tables are tables of scalars and tables)."""
+    if isinstance(v, dict):
+        return "{ " + ", ".join(f"{k} = {_inline(x)}" for k, x in v.items()) + " }"
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, str):
+        return json.dumps(v)
+    return repr(v)
 
 
 @pytest.fixture(scope="module")
 def reduced(tmp_path_factory):
-    """The study at 7 and 13 dB, 2 replications, 120 s runs (48 runs)."""
+    """The study at 7 and 13 dB, 2 replications, 120 s runs (40 points, 80 runs)."""
     base = tmp_path_factory.mktemp("tauran")
     src = base / "tauran-leo-delack"
     shutil.copytree(STUDY, src)
     text = (src / "study.toml").read_text(encoding="utf-8")
-    text = text.replace("values = [7, 9, 11, 13]", "values = [7, 13]")
-    text = text.replace("replications = 5", "replications = 2")
-    (src / "study.toml").write_text(text, encoding="utf-8")
+    params = tomllib.loads(text)["sweep"]["params"]
+    keep = [i for i, s in enumerate(params["path.fwd.harq.snr"]["values"]) if s in (7, 13)]
+    head, rest = text.split("\n[sweep]\n", 1)
+    rest = rest[rest.index("\n[[view]]"):]
+    sweep = ['[sweep]', 'mode = "zip"', 'replications = 2', 'trace = "summary"', '']
+    for key, p in params.items():
+        sweep.append(f'[sweep.params."{key}"]')
+        sweep.append(f'name = "{p["name"]}"')
+        if "labels" in p:
+            sweep.append("labels = [" + ", ".join(json.dumps(p["labels"][i]) for i in keep) + "]")
+        sweep.append("values = [" + ", ".join(_inline(p["values"][i]) for i in keep) + "]")
+        sweep.append("")
+    (src / "study.toml").write_text(head + "\n" + "\n".join(sweep) + rest, encoding="utf-8")
     scen = (src / "scenario.toml").read_text(encoding="utf-8").replace('"600s"', '"120s"')
     (src / "scenario.toml").write_text(scen, encoding="utf-8")
     out = base / "out"
-    assert main(["study", "run", str(src), "-o", str(out), "-j", "2", "-q"]) == 0
+    # 4: a paper claim fails without a holding explained_by (buffer-delack-more-rtos has none)
+    assert main(["study", "run", str(src), "-o", str(out), "-j", "2", "-q"]) in (0, 4)
     return src, out
 
 
@@ -51,26 +92,23 @@ def test_reduced_study_writes_its_report(reduced):
         assert (out / name).is_file(), name
     data = json.loads((out / "claims.json").read_text())
     assert {c["id"] for c in data["claims"]} == CLAIMS
-    assert all(c["status"] in ("holds", "fails") for c in data["claims"]), data["claims"]
-    assert len(list((out / "figures").glob("*.png"))) == 8
+    assert all(c["status"] in ("holds", "fails", "undecided") for c in data["claims"]), data["claims"]
+    assert len(list((out / "figures").glob("*.png"))) == 9
     n = query(out, "SELECT count(*) AS n, count(DISTINCT goodput_bps) AS d FROM runs WHERE status = 'ok'")
-    assert n["n"][0] == 48
-    assert n["d"][0] == 48  # replications differ (the HARQ channel follows the run's seed)
+    assert n["n"][0] == 80
+    assert n["d"][0] == 80  # replications differ (the HARQ channel follows the run's seed)
 
 
 def _direct(src: Path, out: Path, where: str) -> list[dict]:
-    """Re-run the chosen runs of the sweep alone with spikelab.run (same seed and parameters)."""
-    rows = query(out, f"SELECT seed, snr_db, tcp, delack, buffer FROM runs WHERE {where}")
-    cc = {"NewReno": "newreno", "CUBIC": "cubic", "Hybla": "hybla"}
+    """Re-run the chosen runs of the sweep alone with spikelab.run (same seed and overrides)."""
+    points = {p["point"]: p["overrides"] for p in json.loads((out / "points.json").read_text())}
+    rows = query(out, f"SELECT point, seed, snr_db, config, delack FROM runs WHERE {where}")
     got = []
-    for seed, snr, tcp, delack, buffer in zip(*(rows[c] for c in rows.columns), strict=True):
+    for point, seed, snr, config, delack in zip(*(rows[c] for c in rows.columns), strict=True):
         res = spikelab.run(src / "scenario.toml", seed=int(seed), trace="summary", plots=False,
-                           progress=False,
-                           overrides=[f"path.fwd.harq.snr={int(snr)}", f"flow.cc={cc[tcp]}",
-                                      f"flow.tcp.delayed_ack={str(bool(delack)).lower()}",
-                                      f"path.fwd.harq.reorder_buffer={str(bool(buffer)).lower()}"])
+                           progress=False, overrides=points[int(point)])
         row = res.runs.to_pylist()[0]
-        got.append(dict(row, snr_db=int(snr), tcp=tcp, delack=bool(delack)))
+        got.append(dict(row, snr_db=int(snr), config=config, delack=bool(delack)))
     return got
 
 
@@ -81,7 +119,7 @@ def _numbers(out: Path, claim: str) -> dict:
 
 def test_hybla_fall_equals_direct_runs(reduced):
     src, out = reduced
-    rows = _direct(src, out, "tcp = 'Hybla' AND NOT buffer")
+    rows = _direct(src, out, "config = 'ns2/Hybla'")
     falls = []
     for snr in (7, 13):
         on = [r["goodput_bps"] for r in rows if r["snr_db"] == snr and r["delack"]]
@@ -94,11 +132,32 @@ def test_hybla_fall_equals_direct_runs(reduced):
 
 def test_table1_retransmissions_equal_direct_runs(reduced):
     src, out = reduced
-    rows = _direct(src, out, "snr_db = 7 AND delack AND NOT buffer AND tcp IN ('NewReno', 'CUBIC')")
-    mean = {t: sum(r["retx_segments"] for r in rows if r["tcp"] == t) / 2 for t in ("NewReno", "CUBIC")}
-    n = _numbers(out, "cubic-retransmits-more")
-    assert n["newreno_7db"] == pytest.approx(mean["NewReno"], rel=1e-9)
-    assert n["cubic_7db"] == pytest.approx(mean["CUBIC"], rel=1e-9)
+    rows = _direct(src, out, "snr_db = 7 AND delack AND NOT buffer "
+                             "AND config IN ('ns2/NewReno', 'ns2/CUBIC')")
+    mean = {t: sum(r["retx_segments"] for r in rows if r["config"] == t) / 2
+            for t in ("ns2/NewReno", "ns2/CUBIC")}
+    n = _numbers(out, "table1-cubic-over-newreno")
+    assert n["newreno_7db"] == pytest.approx(mean["ns2/NewReno"], rel=1e-9)
+    assert n["cubic_7db"] == pytest.approx(mean["ns2/CUBIC"], rel=1e-9)
+
+
+def test_window_ceiling_of_the_papers_setup(reduced):
+    """ns-2's window_ (20 packets of 1000 B) caps NewReno and CUBIC near 20 × 8000 bit per RTT
+    (0.8-1 Mbit/s here) in every run of the paper's setup; the linux profile's CUBIC at 13 dB,
+    uncapped, gets several Mbit/s; Hybla, unclamped in ns-2.35, exceeds the ceiling only with
+    the 1 ms tick's rho."""
+    _, out = reduced
+    g = query(out, "SELECT config, snr_db, max(goodput_bps) AS top, avg(goodput_bps) AS g, "
+                   "avg(20 * 8000 / rtt_min_s) AS ceiling FROM runs WHERE status = 'ok' "
+                   "AND NOT buffer GROUP BY ALL")
+    rows = {(c, s): (top, m, ceil) for c, s, top, m, ceil in
+            zip(g["config"], g["snr_db"], g["top"], g["g"], g["ceiling"], strict=True)}
+    for snr in (7, 13):
+        for c in ("ns2/NewReno", "ns2/CUBIC"):
+            top, _, ceiling = rows[c, snr]
+            assert top < ceiling, (c, snr, rows[c, snr])
+        assert rows["linux/CUBIC", 13][1] > 3 * rows["ns2/CUBIC", 13][1]
+        assert rows["ns2/Hybla-1ms", snr][1] > 2 * rows["ns2/Hybla", snr][1]
 
 
 def _first_cwnd_above(rundir: Path, segments: int) -> float:
@@ -109,16 +168,17 @@ def _first_cwnd_above(rundir: Path, segments: int) -> float:
 
 
 def test_fig6_cwnd_growth_with_and_without_delayed_ack(reduced):
-    """Paper 001 Fig. 6: the report re-runs NewReno and CUBIC on a lossless link with and without
-    delayed ACK and draws both in one figure. Slow start grows cwnd by one segment per ACK (no
-    byte counting here, RFC 5681), so ACKing every second segment makes it grow 1.5x per RTT
-    instead of 2x: reaching 200 segments from 10 takes log(20)/log(1.5) = 7.4 RTTs instead of
-    log(20)/log(2) = 4.3, about 1.7x as long."""
+    """Paper 001 Fig. 6: the report re-runs the ns-2 setup's NewReno and CUBIC on a lossless link
+    with and without delayed ACK and draws both in one figure. Slow start grows cwnd by one
+    segment per ACK (RFC 5681, as ns-2's agents), so ACKing every second segment makes it grow
+    1.5x per RTT instead of 2x: from 2 to 16 segments takes log(8)/log(1.5) = 5.1 RTTs instead of
+    3, about 1.7x as long (the initial ssthresh, window_ = 20 packets, ends slow start)."""
     _, out = reduced
     data = json.loads((out / "claims.json").read_text())
     compares = [r for r in data["run_figures"] if r["run_id"].startswith("delack")]
     assert all("snr_db = 13" in r["label"] and "buffer = True" in r["label"] for r in compares)
-    assert {r["label"].split(", ")[1] for r in compares} == {"tcp = NewReno", "tcp = CUBIC"}
+    assert {r["label"].split(", ")[0] for r in compares} == {"config = ns2/NewReno",
+                                                             "config = ns2/CUBIC"}
     for r in compares:
         assert len(r["figures"]) == 1 and (out / r["figures"][0]).is_file(), r
     report = (out / "report.md").read_text()
@@ -132,7 +192,7 @@ def test_fig6_cwnd_growth_with_and_without_delayed_ack(reduced):
         assert got["drops_total"][0] == 0, r  # lossless, as the paper's Fig. 6
         delack = "delack = True" in r["label"]
         tcp = "NewReno" if "NewReno" in r["label"] else "CUBIC"
-        times[tcp, delack] = _first_cwnd_above(rundir, 200)
+        times[tcp, delack] = _first_cwnd_above(rundir, 16)
     for tcp in ("NewReno", "CUBIC"):
         ratio = times[tcp, True] / times[tcp, False]
-        assert 1.4 < ratio < 2.0, (tcp, times)
+        assert 1.2 < ratio < 2.2, (tcp, times)
