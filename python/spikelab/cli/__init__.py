@@ -12,7 +12,7 @@ import os
 import re
 import statistics
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import NoReturn
 
@@ -172,9 +172,10 @@ def cmd_validate(args: argparse.Namespace) -> int:
         if sweepspec.sweep_table(text) is not None:  # every parameter path, before any run
             sweep = f"; [sweep]: {_plural(sweepspec.check_file(path, args.set), 'run')}"
         notes = format_profile_notes(profile_notes(path, args.set))
-    print(f"{args.file}: ok ({describe(scenario)}{sweep})")
-    for line in notes:
-        print(line)
+    if not args.quiet:  # -q: the exit status says it
+        print(f"{args.file}: ok ({describe(scenario)}{sweep})")
+        for line in notes:
+            print(line)
     return 0
 
 
@@ -318,7 +319,8 @@ def cmd_figure(args: argparse.Namespace) -> int:
            if getattr(args, k) is not None}
     spec = sweepplots.FigureSpec.parse(raw, "figure")
     paths = sweepplots.draw(args.dir, [spec])
-    print("figures: " + ", ".join(str(p) for p in paths))
+    if not args.quiet:
+        print("figures: " + ", ".join(str(p) for p in paths))
     return 0
 
 
@@ -525,7 +527,64 @@ def parser() -> argparse.ArgumentParser:
     from .traces import register as register_traces
 
     register_traces(sub, _Parser)
+    for command in _commands(top):
+        _verbosity_flags(command)
     return top
+
+
+def _commands(p: argparse.ArgumentParser) -> Iterator[argparse.ArgumentParser]:
+    """Every command's own parser (``study run``, not ``study``)."""
+    for action in p._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for child in dict.fromkeys(action.choices.values()):
+                yield from _commands(child)
+            return
+    yield p
+
+
+def _verbosity_flags(p: argparse.ArgumentParser) -> None:
+    """-q and -v on every command: -q prints only the command's results and errors (no
+    progress, no notes); -v logs each stage of the work on stderr (-vv: each run too)."""
+    if "-q" not in p._option_string_actions:
+        p.add_argument("-q", "--quiet", action="store_true",
+                       help="print only results and errors: no progress, no notes")
+    p.add_argument("-v", "--verbose", action="count", default=0,
+                   help="log each stage of the work on stderr (-vv: each run of a sweep too)")
+
+
+@contextlib.contextmanager
+def _logging(args: argparse.Namespace) -> Iterator[None]:
+    """-v: spikelab's loggers (logging module, logger ``spikelab``) print on stderr, each line
+    with the seconds since the command began."""
+    import logging
+    import time
+
+    level = {0: None, 1: logging.INFO}.get(args.verbose, logging.DEBUG)
+    if level is not None and args.quiet:
+        raise ValueError("-q and -v: choose one (-q prints only results and errors, -v adds "
+                         "each stage's progress)")
+    if level is None:
+        yield
+        return
+    start = time.monotonic()
+
+    class _Since(logging.Formatter):
+        def format(self, record: logging.LogRecord) -> str:
+            return f"{PROG}: [{time.monotonic() - start:8.2f} s] {record.getMessage()}"
+
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(_Since())
+    log = logging.getLogger("spikelab")
+    saved = (log.level, log.propagate)
+    log.addHandler(handler)
+    log.setLevel(level)
+    log.propagate = False
+    try:
+        yield
+    finally:
+        log.removeHandler(handler)
+        log.setLevel(saved[0])
+        log.propagate = saved[1]
 
 
 def _os_message(exc: OSError) -> str:
@@ -562,7 +621,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = None
     try:
         args = parser().parse_args(argv)
-        return args.func(args)
+        with _logging(args):
+            return args.func(args)
     except SystemExit:
         raise
     except KeyboardInterrupt:
