@@ -216,3 +216,16 @@ def test_verbose_logs_each_stage_and_quiet_prints_only_results(lte_handover, tmp
     proc = spikelab("validate", lte_handover, "-q")
     assert (proc.returncode, proc.stdout, proc.stderr) == (0, "", "")
     assert_one_line_error(spikelab("validate", lte_handover, "-q", "-v"), "-q and -v: choose one")
+
+
+def test_bench_studies_times_each_study_as_a_whole_process():
+    from spikelab.cli import bench
+
+    lines: list[str] = []
+    rows = bench.studies(("lte-handover-basic",), jobs=2, echo=lines.append)
+    (row,) = rows
+    assert row.status == 0 and row.wall_s > 0 and row.cpu_s > 0 and row.peak_mb > 50
+    assert row.paper.startswith("no paper claims · ") and "claims hold" in row.paper
+    assert lines[1].startswith("lte-handover-basic") and lines[-1].startswith("together")
+    assert "within" in lines[-1]
+    assert_one_line_error(spikelab("bench", "-j", "2"), "-j/--jobs: only with --studies")

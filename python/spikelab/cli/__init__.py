@@ -184,6 +184,14 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
     from . import bench
 
+    if args.studies:
+        if args.grid or args.against or args.scenario or args.set:
+            raise ValueError("--studies: runs the paper studies as written; it takes no "
+                             "--grid, --against, --scenario or --set")
+        bench.studies(jobs=args.jobs)
+        return 0
+    if args.jobs is not None:
+        raise ValueError("-j/--jobs: only with --studies")
     scenario = args.scenario if args.scenario is not None else bench.default_scenario()
     if args.against == "ns2":
         if args.grid:
@@ -439,6 +447,12 @@ def parser() -> argparse.ArgumentParser:
                         "with ns-2's agents (spikelab's ns2 profile), each as a whole process: "
                         "CPU, wall time and data packets of both (docs/fidelity.md, 'Against "
                         "ns-2.35')")
+    p.add_argument("--studies", action="store_true",
+                   help="time the paper studies (docs/studies.md), each a whole 'spikelab "
+                        "study run' process: wall and CPU time, peak memory, the report's "
+                        "first line; their budget together is 20 minutes on 2 cores")
+    p.add_argument("-j", "--jobs", type=_positive, metavar="N",
+                   help="with --studies: worker processes (default: all cores)")
     overrides(p)
     p.set_defaults(func=cmd_bench)
 
