@@ -139,8 +139,16 @@ id = "bad-sql"
 claim = "a typo"
 source = "test"
 sql = "SELECT holds FROM nowhere"
+[[claim]]
+id = "null-count"
+claim = "a NULL of an integer column is a number the report shows as none"
+source = "test"
+sql = "SELECT true, max(rto_count) FILTER (WHERE false) AS none_counted FROM runs"
 """)
     data = spikelab.study.run(root, tmp_path / "out", jobs=1, progress=False)
+    # claims.json was "NAType is not JSON serializable" for such a NULL.
+    assert json.loads((tmp_path / "out" / "claims.json").read_text())["claims"][-1][
+        "numbers"] == {"none_counted": None}
     status = {c["id"]: (c["status"], c["error"]) for c in data["claims"]}
     assert status["positive"] == ("holds", None)
     assert data["claims"][0]["numbers"]["least"] > 0
