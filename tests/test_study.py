@@ -46,6 +46,9 @@ def test_claims_are_evaluated_from_the_data(basic):
     # An independent check of the first claim straight from the runs table.
     runs = spikelab.load(basic).runs.to_pandas()
     assert len(runs) == 3 * 2 * 2
+    # One line, nothing read beyond the runs table (it printed every column).
+    assert repr(spikelab.load(basic)) == (f"SweepResult({str(basic)!r}, runs=12, failed=0, "
+                                          f"rows=12, params=['variant', 'loss'])")
     expected = bool(((runs.rto_count >= 1) & (runs.rto_spurious_true >= 1)).all())
     assert data["claims"][0]["status"] == ("holds" if expected else "fails")
 
