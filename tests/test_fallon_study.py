@@ -25,11 +25,11 @@ EXPECTED = {  # docs/studies.md, "fallon-sctp-rto"
     "early-failovers-start-at-rto-min": "holds",
     "best-pair-gain-63pct": "fails",
     "gain-needs-a-late-default-failover": "holds",
-    "best-pair-has-beta-0.7": "fails",
+    "best-pair-has-beta-0.7": "undecided",
     "small-beta-fails-over-sooner": "holds",
     "analytical-top-three": "fails",
     "skeleton-has-few-spurious-seconds": "holds",
-    "table1-pairs-below-simulated-best": "holds",
+    "table1-pairs-below-simulated-best": "undecided",
     "failover-after-six-backed-off-timeouts": "holds",
     "failover-time-against-data": "holds",
     "linux-makes-alpha-beta-moot": "holds",
@@ -100,10 +100,9 @@ def test_the_best_pair_is_chosen_on_seeds_1_to_12_and_reported_on_13_to_24(out):
                for c in json.loads((out / "claims.json").read_text())["claims"]}
     for stack, claim, prefix in (("ns2", "best-pair-gain-63pct", ""),
                                  ("linux", "best-pair-gain-63pct", "linux_")):
-        s = runs[runs.stack == stack]
+        s = runs[runs["stack"] == stack]
         grid = s[(s.alpha != "0.125") & (s.beta != "0.250")]
         chosen = grid[grid.seed <= 12].groupby(["alpha", "beta"])["bytes_delivered"].mean()
-        best = max(chosen.index, key=lambda k: (chosen[k], [-ord(c) for c in "".join(k)]))
         best = chosen[chosen == chosen.max()].index.min()  # ties: the smallest alpha, beta
         report = s[s.seed > 12]
         b = report[(report.alpha == best[0]) & (report.beta == best[1])].set_index("seed")
@@ -136,7 +135,7 @@ def test_one_pair_of_the_sweep_equals_a_direct_run(out):
     runs = pq.read_table(out / "runs.parquet").to_pandas()
     for (stack, alpha, beta, seed) in (("ns2", 0.125, 0.25, 3), ("ns2", 0.7, 0.7, 14),
                                        ("linux", 0.0, 0.0, 20)):
-        row = runs[(runs.stack == stack) & (runs.alpha == f"{alpha:.3f}")
+        row = runs[(runs["stack"] == stack) & (runs.alpha == f"{alpha:.3f}")
                    & (runs.beta == f"{beta:.3f}") & (runs.seed == seed)].iloc[0]
         first = [LINUX] if stack == "linux" else []
         direct = spikelab.run(str(SCENARIO), seed=int(row["seed"]), trace="summary",
