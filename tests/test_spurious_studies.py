@@ -93,7 +93,7 @@ def test_the_detector_studies_run_from_the_cli_and_report(tmp_path, name, claims
 
 @pytest.fixture(scope="module")
 def study_claims(tmp_path_factory):
-    """Each study run as shipped (kato: 540 runs, fu: 128, fu-sctp: 96), once per module: claim
+    """Each study run as shipped (kato: 420 runs, fu: 128, fu-sctp: 96), once per module: claim
     id -> claim."""
     out = {}
     for name in ("kato-lte-handover", "fu-delay-spike", "fu-delay-spike-sctp"):
