@@ -85,7 +85,8 @@ def test_the_detector_studies_run_from_the_cli_and_report(tmp_path, name, claims
                  "-q"]) == 0
     data = json.loads((out / "claims.json").read_text())
     assert len(data["claims"]) == claims
-    assert all(c["status"] in ("holds", "fails") for c in data["claims"]), data["claims"]
+    assert all(c["status"] in ("holds", "fails", "undecided")  # one replication: no interval
+               for c in data["claims"]), data["claims"]
     html = (out / "report.html").read_text()
     assert html.count("data:image/png;base64,") >= 3
     assert "claims hold; report:" in capsys.readouterr().out
@@ -114,7 +115,7 @@ def test_kato_claims_as_paper_000_states_them(study_claims):
     # The paper's setup (Linux Reno without SACK): with loss Eifel is worst, by a timeout
     # after the spike in the seeds that lose a segment in it; DSACK and F-RTO do not stall.
     n = _verdict(study_claims, "eifel-worst-under-loss", "holds")
-    assert n["dsack_ci_low"] > 0 and n["frto_ci_low"] > 0 and n["decided"]
+    assert n["dsack_ci_low"] > 0 and n["frto_ci_low"] > 0
     assert 2e6 < n["dsack_minus_eifel_bytes"] < 4e6
     n = _verdict(study_claims, "fig11-dsack-frto-best", "holds")
     assert min(n["dsack_bytes"], n["frto_bytes"]) > n["eifel_ci_high"]
