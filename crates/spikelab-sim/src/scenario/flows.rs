@@ -1381,21 +1381,16 @@ impl FlowSpec {
             return Ok(());
         }
         let d = TcpSpec::default();
-        let unmodelled: [(&str, bool, &str); 16] = [
+        let unmodelled: [(&str, bool, &str); 15] = [
             ("rack", t.rack, "it has no RACK"),
             ("tlp", t.tlp, "it has no tail loss probe"),
             ("prr", t.prr, "it has no PRR"),
-            (
-                "timestamps",
-                t.timestamps,
-                "its timestamps option is not modelled",
-            ),
             ("dsack", t.dsack, "its sinks' DSACK option is not modelled"),
             ("abc", t.abc, "it grows cwnd per ACK, without byte counting"),
             (
                 "spurious",
-                !t.spurious.is_empty(),
-                "its F-RTO option is not modelled",
+                !t.spurious.is_empty() && t.spurious != ["eifel"],
+                "it runs Eifel alone (spikelab-tcp ns2/eifel.rs); its F-RTO is not modelled",
             ),
             ("rcv_autotune", t.rcv_autotune, "its window_ is fixed"),
             (
@@ -1446,6 +1441,12 @@ impl FlowSpec {
                 format!("the ns2 profile runs ns-2.35's Agent/TCP: {why}; drop the key"),
             )?;
         }
+        check(
+            t.spurious.is_empty() || t.response != ResponseSpec::Eifel,
+            format!("{at}.tcp.response"),
+            "Eifel on the ns2 agent responds as its 2000 paper (\"undo\") or not (\"none\"); \
+             RFC 4015's response is not modelled",
+        )?;
         check(
             t.delack_segments == 2,
             format!("{at}.tcp.delack_segments"),
