@@ -68,6 +68,9 @@ pub enum FrtoSpec {
     Auto,
     Basic,
     Sack,
+    /// No F-RTO (Linux `tcp_frto = 0`): the linux detector goes back N after a timeout and
+    /// never undoes by the F-RTO rule; refused with the frto detector.
+    Off,
 }
 
 /// What ssthresh is computed from on a loss.
@@ -1240,6 +1243,14 @@ impl FlowSpec {
         }
         // Whatever `spurious` lists: the frto and linux detectors run it, and a setting that
         // could not run is not left lying in the file.
+        if has("frto") {
+            check(
+                t.frto != FrtoSpec::Off,
+                format!("{at}.frto"),
+                "the frto detector (RFC 5682) cannot run with frto = \"off\" (which turns the \
+                 linux detector's F-RTO off, Linux tcp_frto = 0)",
+            )?;
+        }
         if t.frto == FrtoSpec::Sack {
             check(
                 t.sack,
@@ -1539,9 +1550,10 @@ impl FlowSpec {
             frto: match t.frto {
                 FrtoSpec::Basic => FrtoVariant::Basic,
                 FrtoSpec::Sack => FrtoVariant::SackEnhanced,
-                FrtoSpec::Auto if t.sack => FrtoVariant::SackEnhanced,
-                FrtoSpec::Auto => FrtoVariant::Basic,
+                FrtoSpec::Auto | FrtoSpec::Off if t.sack => FrtoVariant::SackEnhanced,
+                FrtoSpec::Auto | FrtoSpec::Off => FrtoVariant::Basic,
             },
+            linux_frto: t.frto != FrtoSpec::Off,
             response: match t.response {
                 ResponseSpec::None => Response::None,
                 ResponseSpec::Eifel => Response::Eifel,
