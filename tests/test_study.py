@@ -170,6 +170,96 @@ def test_a_claim_in_error_makes_study_run_and_report_exit_1(tmp_path, capsys):
     assert (out / "report.html").is_file()
 
 
+PAPER = """
+[[claim]]
+id = "reno-delivers"
+kind = "paper"
+claim = "Reno delivers data in every run."
+source = "test paper §1"
+section = "§1"
+paper_value = [1, 2]
+band = "every run > 0 bytes"
+explained_by = "ablation"
+sql = "SELECT bool_and(bytes_delivered > {bound}) FROM runs WHERE variant = 'reno'"
+[[claim]]
+id = "ablation"
+kind = "{ablation_kind}"
+claim = "An ablation."
+source = "test"
+sql = "SELECT {ablation} AS holds"
+"""
+
+
+def test_ci_macros_are_the_figures_student_t_interval(tmp_path):
+    """ci_lo / ci_hi in claim SQL give exactly the interval the figures draw (Student's t,
+    the analysis.stats table), and a claim whose interval straddles its threshold says so."""
+    root = _tiny_study(tmp_path / "tiny", """
+[[claim]]
+id = "interval"
+claim = "the mean goodput's 95 % interval"
+source = "test"
+sql = '''SELECT true AS holds, ci_lo(goodput_bps) AS lo, ci_hi(goodput_bps) AS hi,
+  avg(goodput_bps) AS mean FROM runs'''
+[[claim]]
+id = "straddles"
+claim = "the mean goodput is above its own mean (the interval cannot exclude it)"
+source = "test"
+sql = '''SELECT avg(goodput_bps) > (SELECT avg(goodput_bps) FROM runs) AS holds,
+  (ci_lo(goodput_bps) > (SELECT avg(goodput_bps) FROM runs)
+   OR ci_hi(goodput_bps) < (SELECT avg(goodput_bps) FROM runs)) AS decided FROM runs'''
+""")
+    data = spikelab.study.run(root, tmp_path / "out", jobs=1, progress=False)
+    from spikelab.analysis.stats import mean_ci
+
+    mean, half, n = mean_ci(spikelab.load(tmp_path / "out").runs.to_pandas().goodput_bps)
+    assert n == 4 and half > 0
+    got = data["claims"][0]["numbers"]
+    assert got["lo"] == pytest.approx(mean - half, rel=1e-12)
+    assert got["hi"] == pytest.approx(mean + half, rel=1e-12)
+    assert data["claims"][1]["status"] == "undecided"
+    assert "decided" not in data["claims"][1]["numbers"]
+
+
+@pytest.mark.parametrize(("bound", "ablation", "kind", "status"), [
+    ("0", "true", "model", 0),       # the paper claim holds
+    ("1e12", "true", "model", 0),    # fails, explained by an ablation that holds
+    ("1e12", "false", "beyond", 4),  # fails, and its ablation fails too: exit 4
+])
+def test_paper_claims_are_counted_and_an_unexplained_failure_exits_4(
+        tmp_path, capsys, bound, ablation, kind, status):
+    root = _tiny_study(tmp_path / "tiny", PAPER.format(bound=bound, ablation=ablation,
+                                                        ablation_kind=kind))
+    out = tmp_path / "out"
+    assert main(["study", "run", str(root), "-o", str(out), "-j", "1", "-q"]) == status
+    captured = capsys.readouterr()
+    held = "1" if bound == "0" else "0"
+    assert f"paper results reproduced: {held} of 1" in captured.out
+    first = (out / "report.md").read_text().splitlines()[0]
+    assert first.startswith(f"paper results reproduced: {held} of 1 · ")
+    assert "NOT the study as written" not in first
+    data = json.loads((out / "claims.json").read_text())
+    assert data["claims"][0]["kind"] == "paper" and data["claims"][0]["paper_value"] == "1-2"
+    if status:
+        assert captured.err == ("spikelab: error: 1 paper claim fail without an explained_by "
+                                "claim that holds (reno-delivers)\n")
+        assert data["paper_results"]["unexplained"] == ["reno-delivers"]
+    assert main(["study", "report", str(out)]) == status
+
+
+def test_a_run_with_overrides_says_so_in_title_and_first_line(tmp_path):
+    root = _tiny_study(tmp_path / "tiny", PAPER.format(bound="0", ablation="true",
+                                                        ablation_kind="model"))
+    out = tmp_path / "out"
+    assert main(["study", "run", str(root), "-o", str(out), "-j", "1", "-q",
+                 "--replications", "1", "--set", "sim.duration=1s"]) == 0
+    md = (out / "report.md").read_text().splitlines()
+    assert md[0].endswith("NOT the study as written: --replications 1 (the study has 2); "
+                          "--set sim.duration=1s")
+    assert md[2] == "# Tiny (with overrides)"
+    html = (out / "report.html").read_text()
+    assert "<title>Tiny (with overrides): spikelab study report</title>" in html
+
+
 VIEWS = """
 [[view]]
 name = "per_variant"
@@ -267,6 +357,18 @@ sql = "SELECT true"
     ('[[claim]]\nid = "x"\nclaim = "c"\nsource = "s"\nsql = "SELECT true"\nwhy = 1\n',
      "claim[0].why: unknown key"),
     ('[[figure]]\nkind = "pie"\ny = "goodput_bps"\n', "figure[1].kind: must be one of"),
+    ('[[claim]]\nid = "x"\nkind = "opinion"\nclaim = "c"\nsource = "s"\nsql = "SELECT true"\n',
+     "claim[0].kind: 'opinion' is not a claim kind (expected paper, model, beyond)"),
+    ('[[claim]]\nid = "x"\nkind = "paper"\nclaim = "c"\nsource = "s"\nsection = "§2"\n'
+     'band = "b"\nsql = "SELECT true"\n', "claim[0].paper_value: required for a paper claim"),
+    ('[[claim]]\nid = "x"\nkind = "paper"\nclaim = "c"\nsource = "s"\nsection = "§2"\n'
+     'band = "b"\npaper_value = [2, 1]\nsql = "SELECT true"\n',
+     "claim[0].paper_value: must be a number, a range [lo, hi] with lo <= hi, or a string"),
+    ('[[claim]]\nid = "x"\nkind = "paper"\nclaim = "c"\nsource = "s"\nsection = "§2"\n'
+     'band = "b"\npaper_value = 3\nexplained_by = "y"\nsql = "SELECT true"\n',
+     "claim[0].explained_by: no claim 'y' in this study (claims: x)"),
+    ('[[claim]]\nid = "x"\nclaim = "c"\nsource = "s"\nexplained_by = "x"\nsql = "SELECT true"\n',
+     "claim[0].explained_by: only a paper claim names the ablation"),
     ('[run_figures]\nzoom = [5, 1]\n', "run_figures.zoom: must be [t0, t1]"),
     # Two figures drawn to one file: the second overwrote the first without a word.
     ('[[figure]]\nkind = "bar"\nx = "variant"\ny = "goodput_bps"\n',

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..store import results
 from ..store.sweep import load_sweep
+from .stats import t975_sql
 
 if TYPE_CHECKING:
     import duckdb
@@ -70,6 +71,13 @@ def connect(outdir: str | os.PathLike[str]) -> duckdb.DuckDBPyConnection:
     try:
         for name, table in tables.items():
             con.register(name, table)
+        # The 95 % Student-t interval of a mean, for claims that must exclude a threshold
+        # (docs/studies.md): aggregates, as avg() is.
+        t = t975_sql("count(x) - 1")
+        con.execute(f"CREATE TEMP MACRO ci_lo(x) AS avg(x) - ({t}) * stddev_samp(x) / "
+                    f"sqrt(count(x))")
+        con.execute(f"CREATE TEMP MACRO ci_hi(x) AS avg(x) + ({t}) * stddev_samp(x) / "
+                    f"sqrt(count(x))")
         con.execute("SET python_enable_replacements = false")  # no caller's variables
         con.execute("SET enable_external_access = false")
         # One thread: a parallel aggregate adds its partial sums in whatever order the threads

@@ -39,6 +39,21 @@ def t975(df: int) -> float:
     return 1.960
 
 
+def t975_sql(df: str) -> str:
+    """:func:`t975` as a SQL expression of the expression ``df`` (NULL below 1 degree of
+    freedom): the claims' ``ci_lo`` and ``ci_hi`` macros use the same table as the figures."""
+    head = ", ".join(f"{t}" for t in _T975)
+    parts = [f"WHEN ({df}) < 1 THEN NULL", f"WHEN ({df}) <= 30 THEN [{head}][({df})::INTEGER]"]
+    for (d0, t0), (d1, t1) in zip(_T975_TAIL, _T975_TAIL[1:], strict=False):
+        if math.isinf(d1):
+            parts.append(f"ELSE {t0} + ({t1} - {t0}) * (1.0 / {d0} - 1.0 / ({df})) * {d0}")
+        else:
+            x0, x1 = 1 / d0, 1 / d1
+            parts.append(f"WHEN ({df}) <= {d1} THEN {t0} + ({t1} - {t0}) * "
+                         f"({x0!r} - 1.0 / ({df})) / {x0 - x1!r}")
+    return "CASE " + " ".join(parts) + " END"
+
+
 def mean_ci(values: Sequence[float]) -> tuple[float, float, int]:
     """(mean, 95% CI half-width, n) of the non-NaN values."""
     xs = [float(v) for v in values if v is not None and not math.isnan(float(v))]

@@ -24,6 +24,7 @@ EXIT_INTERNAL = 1
 EXIT_INTERRUPTED = 130
 EXIT_RUNS_FAILED = 3
 EXIT_CLAIM_ERRORS = 1  # a claim whose query could not give a verdict (a failed claim: 0)
+EXIT_PAPER_CLAIMS = 4  # a paper claim fails without an explained_by claim that holds
 
 
 class _Parser(argparse.ArgumentParser):
@@ -343,9 +344,16 @@ def cmd_study(args: argparse.Namespace) -> int:
     else:
         data = study.report(args.dir)
     out = args.out if args.action == "run" else args.dir
+    paper = data["paper_results"]
+    if paper["claimed"]:
+        print(f"paper results reproduced: {paper['reproduced']} of {paper['claimed']}")
+    if data["overrides"]:
+        print("NOT the study as written: " + "; ".join(data["overrides"]))
     for c in data["claims"]:
-        mark = {"holds": "holds", "fails": "FAILS", "error": "ERROR"}[c["status"]]
-        print(f"  [{mark:5s}] {c['id']}: {c['claim']}")
+        mark = {"holds": "holds", "fails": "FAILS", "undecided": "UNDEC",
+                "error": "ERROR"}[c["status"]]
+        kind = "paper " if c["kind"] == "paper" else ""
+        print(f"  [{mark:5s}] {kind}{c['id']}: {c['claim']}")
         if c["error"]:
             print(f"          {c['error']}")
     held = sum(c["status"] == "holds" for c in data["claims"])
@@ -361,6 +369,10 @@ def cmd_study(args: argparse.Namespace) -> int:
         _say_error(f"{_plural(len(errors), 'claim')} could not be evaluated "
                    f"({', '.join(errors)}: see ERROR above)")
         status = status or EXIT_CLAIM_ERRORS
+    if paper["unexplained"]:
+        _say_error(f"{_plural(len(paper['unexplained']), 'paper claim')} fail without an "
+                   f"explained_by claim that holds ({', '.join(paper['unexplained'])})")
+        status = status or EXIT_PAPER_CLAIMS
     return status
 
 

@@ -28,13 +28,19 @@ A study is a directory with ``study.toml`` (see docs/studies.md)::
 
     [[claim]]
     id = "sack-beats-reno-under-loss"
+    kind = "paper"                    # paper | model | beyond (default model)
     claim = "a sentence saying what should hold"
     source = "paper 000 Fig. 11"
-    sql = "SELECT <boolean> AS holds, <numbers behind it> FROM runs ..."
+    section = "§4.2, Fig. 11"         # paper claims: section, paper_value, band required
+    paper_value = [1.05, 1.25]
+    band = "..."
+    explained_by = "ablation-id"      # paper claims: the ablation claim that shows why it fails
+    sql = "SELECT <boolean> AS holds, <numbers behind it>, <boolean> AS decided FROM runs ..."
 
 A claim's query runs in DuckDB over the results (views ``runs``, and ``timeseries`` /
 ``packets`` when traced) and must return one row whose first column is a boolean; the other
-columns are the numbers behind the verdict and appear in the report.
+columns are the numbers behind the verdict and appear in the report; a ``decided`` column that
+is false makes the claim undecided (``ci_lo(x)`` / ``ci_hi(x)`` give the 95 % interval).
 """
 
 from __future__ import annotations
@@ -59,20 +65,27 @@ from . import render
 from .definition import (  # noqa: F401 - the names a study's user reaches through spikelab.study
     BUNDLED,
     COPY,
+    BEYOND,
     ERROR,
     FAILS,
     HOLDS,
+    KINDS,
+    MODEL,
+    PAPER,
     RUN_FIGURES,
     STUDY_TOML,
     Claim,
     ClaimResult,
     RunFigures,
     Study,
+    UNDECIDED,
     TableSpec,
     available,
     evaluate,
     find,
+    paper_tally,
     parse,
+    unexplained,
 )
 
 
@@ -136,9 +149,17 @@ def report(outdir: str | os.PathLike[str], *, sweep_result: Any = None) -> dict[
     singles = _draw_run_figures(outdir, study, res) if study.run_figures else []
     claims = evaluate(outdir, study.claims, study.view_pairs())
     shown = [(t, _table(outdir, i, t, study)) for i, t in enumerate(study.tables)]
+    held, papers = paper_tally(claims)
+    changed = deviations(study, res.manifest)
     data = {
         "study": study.name,
-        "claims": [{"id": r.claim.id, "claim": r.claim.claim, "source": r.claim.source,
+        "paper_results": {"reproduced": held, "claimed": papers,
+                          "unexplained": [r.claim.id for r in unexplained(claims)]},
+        "overrides": changed,
+        "claims": [{"id": r.claim.id, "kind": r.claim.kind, "claim": r.claim.claim,
+                    "source": r.claim.source, "section": r.claim.section,
+                    "paper_value": r.claim.paper_value, "band": r.claim.band,
+                    "explained_by": r.claim.explained_by,
                     "status": r.status, "numbers": r.numbers, "error": r.error}
                    for r in claims],
         "figures": [str(p.relative_to(outdir)) for p in figures],
@@ -147,8 +168,22 @@ def report(outdir: str | os.PathLike[str], *, sweep_result: Any = None) -> dict[
                         for r, label, paths in singles],
     }
     results.write_json(data, outdir / "claims.json")
-    render.write(outdir, study, res, claims, figures, singles, shown)
+    render.write(outdir, study, res, claims, figures, singles, shown, changed)
     return data
+
+
+def deviations(study: Study, manifest: dict[str, Any]) -> list[str]:
+    """How the run departs from the study as written: ``--replications`` and each ``--set``
+    (the report says so in its title and first line)."""
+    table = study.sweep
+    if table is None:
+        table = sweep_table(study.scenario.read_text(encoding="utf-8-sig")) or {}
+    out = []
+    ran = (manifest.get("sweep") or {}).get("replications")
+    if ran is not None and ran != table.get("replications", 1):
+        out.append(f"--replications {ran} (the study has {table.get('replications', 1)})")
+    out += [f"--set {o}" for o in manifest.get("overrides") or []]
+    return out
 
 
 def _table(outdir: Path, i: int, table: Any, study: Study) -> Any:

@@ -17,7 +17,15 @@ COPY = "study"  # where a results directory keeps the study definition it was ma
 BUNDLED = Path(__file__).resolve().parent.parent / "studies"
 _STUDY_KEYS = {"name", "title", "description", "scenario", "sources"}
 RUN_FIGURES = "runs-figures"
-HOLDS, FAILS, ERROR = "holds", "fails", "error"
+HOLDS, FAILS, UNDECIDED, ERROR = "holds", "fails", "undecided", "error"
+# What a claim is (docs/studies.md, "Claims"): a statement of the paper the study reproduces,
+# a model check or invariant (a number taken from the paper and fed back is one), or what
+# spikelab adds beyond the paper.
+PAPER, MODEL, BEYOND = "paper", "model", "beyond"
+KINDS = (PAPER, MODEL, BEYOND)
+DECIDED = "decided"  # a claim query's column: false makes the claim undecided
+_CLAIM_KEYS = ("id", "kind", "claim", "source", "section", "paper_value", "band",
+               "explained_by", "note", "sql")
 
 
 @dataclass(frozen=True)
@@ -27,6 +35,11 @@ class Claim:
     source: str
     sql: str
     note: str | None = None
+    kind: str = MODEL
+    section: str | None = None
+    paper_value: str | None = None  # as the report shows it ("1.05-1.25", "146.8 s")
+    band: str | None = None
+    explained_by: str | None = None
 
 
 @dataclass(frozen=True)
@@ -161,23 +174,72 @@ def parse(path: str | os.PathLike[str]) -> Study:
         if f.source is not None and f.source not in names:
             raise ValueError(f"{where}: figure[{i}].source: no view named {f.source!r} "
                              f"(views: {', '.join(names) or 'none'})")
-    claims = []
-    for i, c in enumerate(raw.get("claim", [])):
-        at = f"{where}: claim[{i}]"
-        _check_keys(c, ("id", "claim", "source", "sql", "note"), at)
-        claims.append(Claim(id=_need_str(c, "id", at), claim=_need_str(c, "claim", at),
-                            source=_need_str(c, "source", at), sql=_need_str(c, "sql", at),
-                            note=c.get("note")))
+    claims = [_claim(c, f"{where}: claim[{i}]") for i, c in enumerate(raw.get("claim", []))]
     ids = [c.id for c in claims]
     dup = next((i for i in ids if ids.count(i) > 1), None)
     if dup:
         raise ValueError(f"{where}: claim id {dup!r} is used twice")
+    for i, c in enumerate(claims):
+        if c.explained_by is None:
+            continue
+        at = f"{where}: claim[{i}].explained_by"
+        if c.explained_by == c.id:
+            raise ValueError(f"{at}: a claim cannot explain itself; name the ablation claim "
+                             f"that shows why {c.id!r} fails")
+        if c.explained_by not in ids:
+            raise ValueError(f"{at}: no claim {c.explained_by!r} in this study "
+                             f"(claims: {', '.join(ids)})")
     return Study(dir=toml_path.parent, name=name, title=head.get("title", name),
                  description=head.get("description", ""), scenario=scenario,
                  sweep=raw.get("sweep"), figures=figures, claims=claims,
                  sources=list(sources),
                  run_figures=_run_figures(raw.get("run_figures"), f"{where}: run_figures"),
                  tables=tables, views=views)
+
+
+def _claim(c: Any, at: str) -> Claim:
+    _check_keys(c, _CLAIM_KEYS, at)
+    kind = c.get("kind", MODEL)
+    if kind not in KINDS:
+        raise ValueError(f"{at}.kind: {kind!r} is not a claim kind (expected "
+                         f"{', '.join(KINDS)})")
+    opt = {}
+    for key in ("section", "band", "explained_by", "note"):
+        if key in c and (not isinstance(c[key], str) or (key != "note" and not c[key].strip())):
+            raise ValueError(f"{at}.{key}: must be a non-empty string")
+        opt[key] = c.get(key) or None
+    value = c.get("paper_value")
+    if value is not None:
+        value = _paper_value(value, f"{at}.paper_value")
+    if kind == PAPER:
+        for key in ("section", "paper_value", "band"):
+            if c.get(key) is None:
+                raise ValueError(f"{at}.{key}: required for a paper claim (the paper's "
+                                 f"section, its number or range, and the band within which "
+                                 f"spikelab's value reproduces it)")
+    elif opt["explained_by"] is not None:
+        raise ValueError(f"{at}.explained_by: only a paper claim names the ablation that "
+                         f"explains it (this claim's kind is {kind!r})")
+    return Claim(id=_need_str(c, "id", at), claim=_need_str(c, "claim", at),
+                 source=_need_str(c, "source", at), sql=_need_str(c, "sql", at),
+                 kind=kind, paper_value=value, **opt)
+
+
+def _paper_value(value: Any, at: str) -> str:
+    """A paper's number (``146.8``), range (``[1.05, 1.25]``) or words (``"≤ 650 kb/s"``) as
+    the report shows it."""
+    def number(x: Any) -> bool:
+        return isinstance(x, int | float) and not isinstance(x, bool)
+
+    if isinstance(value, str) and value.strip():
+        return value
+    if number(value):
+        return f"{value:g}"
+    if isinstance(value, list) and len(value) == 2 and all(number(x) for x in value) \
+            and value[0] <= value[1]:
+        return f"{value[0]:g}-{value[1]:g}"
+    raise ValueError(f"{at}: must be a number, a range [lo, hi] with lo <= hi, or a string; "
+                     f"got {value!r}")
 
 
 def _views(raw: Any, where: str) -> list[ViewSpec]:
@@ -283,7 +345,15 @@ def evaluate(outdir: str | os.PathLike[str], claims: list[Claim],
                 continue
             row = frame.iloc[0]
             verdict = row.iloc[0]
-            numbers = {k: _plain(v) for k, v in row.iloc[1:].items()}
+            numbers = {k: _plain(v) for k, v in row.iloc[1:].items() if k != DECIDED}
+            decided = _plain(row[DECIDED]) if DECIDED in frame.columns[1:] else True
+            if decided is None or not isinstance(decided, bool):
+                out.append(ClaimResult(c, ERROR, numbers, f"column {DECIDED!r} is "
+                                                          f"{decided!r}, not a boolean"))
+                continue
+            if not decided:
+                out.append(ClaimResult(c, UNDECIDED, numbers))
+                continue
             if verdict is None or not isinstance(_plain(verdict), bool):
                 first = frame.columns[0]
                 out.append(ClaimResult(c, ERROR, numbers, f"first column {first!r} is "
@@ -295,6 +365,20 @@ def evaluate(outdir: str | os.PathLike[str], claims: list[Claim],
     finally:
         con.close()
     return out
+
+
+def paper_tally(results: list[ClaimResult]) -> tuple[int, int]:
+    """(paper claims that hold, paper claims): the report's first line."""
+    papers = [r for r in results if r.claim.kind == PAPER]
+    return sum(r.status == HOLDS for r in papers), len(papers)
+
+
+def unexplained(results: list[ClaimResult]) -> list[ClaimResult]:
+    """The paper claims that fail without an ``explained_by`` claim that holds: what makes
+    ``study run`` and ``study report`` exit with their own status (docs/studies.md)."""
+    status = {r.claim.id: r.status for r in results}
+    return [r for r in results if r.claim.kind == PAPER and r.status == FAILS
+            and status.get(r.claim.explained_by or "") != HOLDS]
 
 
 def _plain(v: Any) -> Any:

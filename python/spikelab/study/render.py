@@ -25,11 +25,14 @@ from ..analysis.stats import (
 from ..store import results
 from ..store.sweep import scenario_text
 
+from .definition import paper_tally
+
 if TYPE_CHECKING:
     from ..store.sweep import SweepResult
     from .definition import ClaimResult, Study
 
-_MARK = {"holds": "✔ holds", "fails": "✘ fails", "error": "⚠ error"}
+_MARK = {"holds": "✔ holds", "fails": "✘ fails", "undecided": "? undecided",
+         "error": "⚠ error"}
 _CSS = """
 body { font-family: system-ui, sans-serif; max-width: 72rem; margin: 2rem auto; padding: 0 1rem;
        color: #222; line-height: 1.45; }
@@ -38,7 +41,8 @@ table { border-collapse: collapse; margin: .8rem 0; font-size: .9rem; }
 th, td { border: 1px solid #ccc; padding: .3rem .5rem; text-align: left; vertical-align: top; }
 th { background: #f3f3f3; } td.num { text-align: right; font-variant-numeric: tabular-nums; }
 tr.holds td.verdict { background: #e3f6e3; } tr.fails td.verdict { background: #fbe3e3; }
-tr.error td.verdict { background: #fff3cd; }
+tr.error td.verdict { background: #fff3cd; } tr.undecided td.verdict { background: #eee; }
+p.lead { font-size: 1.1rem; font-weight: 600; margin: .2rem 0; }
 figure { margin: 1rem 0; } figure img { max-width: 100%; border: 1px solid #ddd; }
 figcaption { color: #555; font-size: .9rem; }
 pre { background: #f7f7f7; padding: .6rem; overflow-x: auto; font-size: .8rem; }
@@ -93,11 +97,39 @@ Shown = list[tuple[Any, Any]]  # (TableSpec, pandas.DataFrame)
 
 
 def write(outdir: Path, study: Study, res: SweepResult, claims: list[ClaimResult],
-          figures: list[Path], singles: Singles = (), tables: Shown = ()) -> None:
+          figures: list[Path], singles: Singles = (), tables: Shown = (),
+          changed: list[str] = ()) -> None:
     results.atomic_write(outdir / "report.html", lambda tmp: tmp.write_text(
-        _html(outdir, study, res, claims, figures, singles, tables), encoding="utf-8"))
+        _html(outdir, study, res, claims, figures, singles, tables, changed),
+        encoding="utf-8"))
     results.atomic_write(outdir / "report.md", lambda tmp: tmp.write_text(
-        _markdown(outdir, study, res, claims, figures, singles, tables), encoding="utf-8"))
+        _markdown(outdir, study, res, claims, figures, singles, tables, changed),
+        encoding="utf-8"))
+
+
+def lead(claims: list[ClaimResult], changed: list[str] = ()) -> str:
+    """The report's first line: the paper claims reproduced, then every claim, and whether the
+    run departs from the study as written."""
+    held, papers = paper_tally(claims)
+    line = f"paper results reproduced: {held} of {papers}" if papers else "no paper claims"
+    line += f" · {sum(r.status == 'holds' for r in claims)} of {len(claims)} claims hold"
+    if changed:
+        line += " · NOT the study as written: " + "; ".join(changed)
+    return line
+
+
+def _title(study: Study, changed: list[str]) -> str:
+    return study.title + (" (with overrides)" if changed else "")
+
+
+def _paper_cell(claim: Any) -> str:
+    """Kind, and for a paper claim its section, the paper's value and the band."""
+    if claim.kind != "paper":
+        return claim.kind
+    text = f"paper {claim.section}: {claim.paper_value}; reproduced if {claim.band}"
+    if claim.explained_by:
+        text += f"; explained by {claim.explained_by}"
+    return text
 
 
 def _cells(frame: Any) -> tuple[list[str], list[list[str]]]:
@@ -119,28 +151,27 @@ def _caption(study: Study, path: Path) -> str:
 
 
 def _html(outdir: Path, study: Study, res: SweepResult, claims: list[ClaimResult],
-          figures: list[Path], singles: Singles, tables: Shown) -> str:
+          figures: list[Path], singles: Singles, tables: Shown, changed: list[str]) -> str:
     e = html.escape
-    held = sum(r.status == "holds" for r in claims)
     out = ["<!DOCTYPE html>", "<html lang='en'><head><meta charset='utf-8'>",
-           f"<title>{e(study.title)}: spikelab study report</title>",
+           f"<title>{e(_title(study, changed))}: spikelab study report</title>",
            f"<style>{_CSS}</style></head><body>",
-           f"<h1>{e(study.title)}</h1>",
-           f"<p class='meta'>study <code>{e(study.name)}</code> · {held} of {len(claims)} "
-           f"claims hold</p>"]
+           f"<p class='lead'>{e(lead(claims, changed))}</p>",
+           f"<h1>{e(_title(study, changed))}</h1>",
+           f"<p class='meta'>study <code>{e(study.name)}</code></p>"]
     if study.description:
         out.append(f"<p>{e(study.description)}</p>")
     if study.sources:
         out.append("<p>Sources: " + "; ".join(e(s) for s in study.sources) + "</p>")
-    out.append("<h2>Claims</h2><table><tr><th>claim</th><th>source</th><th>verdict</th>"
-               "<th>numbers behind it</th></tr>")
+    out.append("<h2>Claims</h2><table><tr><th>claim</th><th>kind</th><th>source</th>"
+               "<th>verdict</th><th>numbers behind it</th></tr>")
     for r in claims:
         detail = _numbers(r.numbers)
         if r.error:
             detail = (detail + "; " if detail else "") + r.error
         note = f"<br><small>{e(r.claim.note)}</small>" if r.claim.note else ""
         out.append(f"<tr class='{r.status}'><td><b>{e(r.claim.id)}</b>: {e(r.claim.claim)}"
-                   f"{note}</td><td>{e(r.claim.source)}</td>"
+                   f"{note}</td><td>{e(_paper_cell(r.claim))}</td><td>{e(r.claim.source)}</td>"
                    f"<td class='verdict'>{_MARK[r.status]}</td><td>{e(detail)}</td></tr>")
     out.append("</table>")
     for spec, frame in tables:
@@ -195,17 +226,17 @@ def _md_cell(text: str) -> str:
 
 
 def _markdown(outdir: Path, study: Study, res: SweepResult, claims: list[ClaimResult],
-              figures: list[Path], singles: Singles, tables: Shown) -> str:
-    held = sum(r.status == "holds" for r in claims)
-    out = [f"# {study.title}", "", f"Study `{study.name}`: {held} of {len(claims)} claims hold.",
-           ""]
+              figures: list[Path], singles: Singles, tables: Shown, changed: list[str]) -> str:
+    out = [lead(claims, changed), "", f"# {_title(study, changed)}", "",
+           f"Study `{study.name}`.", ""]
     if study.description:
         out += [study.description, ""]
-    out += ["## Claims", "", "| claim | source | verdict | numbers behind it |",
-            "|---|---|---|---|"]
+    out += ["## Claims", "", "| claim | kind | source | verdict | numbers behind it |",
+            "|---|---|---|---|---|"]
     for r in claims:
         detail = _numbers(r.numbers) + (f"; {r.error}" if r.error else "")
-        out.append(f"| **{r.claim.id}**: {_md_cell(r.claim.claim)} | {_md_cell(r.claim.source)}"
+        out.append(f"| **{r.claim.id}**: {_md_cell(r.claim.claim)} | "
+                   f"{_md_cell(_paper_cell(r.claim))} | {_md_cell(r.claim.source)}"
                    f" | {_MARK[r.status]} | {_md_cell(detail)} |")
     for spec, frame in tables:
         header, rows = _cells(frame)
