@@ -191,3 +191,41 @@ def test_bench_finds_its_scenario_from_any_directory(tmp_path, monkeypatch, caps
     err = capsys.readouterr().err
     assert err.startswith("spikelab: error: benches/ns3-dumbbell.toml: not found") and \
         "--scenario FILE" in err and err.count("\n") == 1
+
+
+def test_every_command_takes_q_and_v():
+    """-q and -v on every command (only some had -q, none had -v)."""
+    commands = list(cli._commands(cli.parser()))
+    names = {c.prog.removeprefix("spikelab ") for c in commands}
+    assert {"run", "sweep", "study run", "study report", "query", "validate", "emulate",
+            "fidelity", "trace import", "rto-study", "bench"} <= names
+    for command in commands:
+        options = command._option_string_actions
+        assert {"-q", "--quiet", "-v", "--verbose"} <= set(options), command.prog
+
+
+def test_verbose_logs_each_stage_and_quiet_prints_only_results(lte_handover, tmp_path):
+    out = tmp_path / "out"
+    proc = spikelab("run", lte_handover, "-o", out, "-v", "--no-plots")
+    assert proc.returncode == 0, proc.stderr
+    stages = [line.split("] ", 1)[1] for line in proc.stderr.splitlines()]
+    assert stages[0].startswith("scenario read: 1 flow(s), 20 s simulated, seed 2")
+    assert stages[1].startswith("simulated: ") and " events in " in stages[1]
+    assert stages[2] == f"tables written to {out}"
+    assert all(line.startswith("spikelab: [") for line in proc.stderr.splitlines())
+    proc = spikelab("validate", lte_handover, "-q")
+    assert (proc.returncode, proc.stdout, proc.stderr) == (0, "", "")
+    assert_one_line_error(spikelab("validate", lte_handover, "-q", "-v"), "-q and -v: choose one")
+
+
+def test_bench_studies_times_each_study_as_a_whole_process():
+    from spikelab.cli import bench
+
+    lines: list[str] = []
+    rows = bench.studies(("lte-handover-basic",), jobs=2, echo=lines.append)
+    (row,) = rows
+    assert row.status == 0 and row.wall_s > 0 and row.cpu_s > 0 and row.peak_mb > 50
+    assert row.paper.startswith("no paper claims · ") and "claims hold" in row.paper
+    assert lines[1].startswith("lte-handover-basic") and lines[-1].startswith("together")
+    assert "within" in lines[-1]
+    assert_one_line_error(spikelab("bench", "-j", "2"), "-j/--jobs: only with --studies")

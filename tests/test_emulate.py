@@ -1046,3 +1046,32 @@ def test_a_lost_syn_times_and_sizes_the_first_flight_as_the_kernel_does(tmp_path
     print(f"kernel TCPTimeouts {c['TcpExtTCPTimeouts']}")
     assert c["TcpExtTCPTimeouts"] >= len(lost)
     assert emu.runs["rto_count"][0].as_py() == sim.runs["rto_count"][0].as_py() == 0
+
+
+def test_usrsctp_statistics_are_read_whatever_the_librarys_struct_size():
+    """usrsctp_get_stat writes the library's own struct sctpstat: a 664-byte buffer let a newer
+    library with a larger struct write past it. The buffer is now 64 KiB, and a struct of
+    another size than the layout spikelab knows is refused, naming both sizes."""
+    import ctypes
+
+    from spikelab.emulate import usrsctp as u
+
+    def filled(nbytes: int) -> ctypes.Array:
+        words = (ctypes.c_uint32 * u._STAT_BUFFER_WORDS)(*([u._UNWRITTEN] * u._STAT_BUFFER_WORDS))
+        for i in range(nbytes // 4):
+            words[i] = i  # as the library would: every word of its struct written
+        return words
+
+    got = u.read_stats(filled(u.STAT_BYTES))
+    assert got == {k: i for k, i in u.STAT_INDEX.items()}
+    with pytest.raises(u.Unavailable, match=r"struct sctpstat is 1024 bytes, not the 664 "):
+        u.read_stats(filled(1024))
+    if u.available():  # the installed library, read for real (its threads in a child)
+        import subprocess
+        import sys
+
+        code = ("from spikelab.emulate import usrsctp as u; lib = u.load(); "
+                "lib.usrsctp_init(0, None, None); print(sorted(u.stats(lib)))")
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                             timeout=60, check=True).stdout
+        assert out.strip() == str(sorted(u.STAT_INDEX))

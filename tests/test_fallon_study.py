@@ -1,7 +1,8 @@
-"""The ``fallon-sctp-rto`` study (paper 004 §6.3): it parses, runs from the CLI, writes its
-report, each claim has the verdict docs/studies.md states, and its numbers match a direct
-recomputation (runs of the scenario through the API, and paper 004 §5's failover arithmetic on
-a run's timeseries)."""
+"""The ``fallon-sctp-rto`` study (paper 004 §5, §6.2, §6.3): it parses, runs from the CLI, writes
+its report, each claim has the verdict docs/studies.md states, its numbers match a direct
+recomputation (the out-of-sample choice of the best pair, runs of the scenario through the API,
+004 §6.2's analytical ranking against ``spikelab rto-study``, and 004 §5's failover arithmetic
+on a run's timeseries)."""
 
 from __future__ import annotations
 
@@ -9,22 +10,35 @@ import json
 import subprocess
 import sys
 
+import duckdb
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
 import spikelab
 from spikelab import study
+from spikelab.analysis import rto_study
 
 NAME = "fallon-sctp-rto"
 SCENARIO = study.BUNDLED / NAME / "scenario.toml"
 EXPECTED = {  # docs/studies.md, "fallon-sctp-rto"
+    "default-failover-146s": "fails",
+    "early-failovers-start-at-rto-min": "holds",
+    "best-pair-gain-63pct": "fails",
+    "gain-needs-a-late-default-failover": "holds",
+    "best-pair-has-beta-0.7": "undecided",
+    "small-beta-fails-over-sooner": "holds",
+    "analytical-top-three": "fails",
+    "skeleton-has-few-spurious-seconds": "holds",
+    "table1-pairs-below-simulated-best": "undecided",
     "failover-after-six-backed-off-timeouts": "holds",
-    "best-pairs-deliver-much-more-than-default": "holds",
-    "best-pairs-have-large-beta": "fails",
     "failover-time-against-data": "holds",
-    "analytical-top-is-not-simulated-top": "holds",
+    "linux-makes-alpha-beta-moot": "holds",
 }
-WALK = 'path.wlan_fwd.walk.preset={{name="wlan-walkaway", noise=0.2, seed={}}}'
+# Issue 38: these hold by construction (RFC arithmetic; censoring at 300 s), so they must not be
+# counted as reproductions of the paper.
+BY_CONSTRUCTION = ("failover-after-six-backed-off-timeouts", "failover-time-against-data")
+LINUX = ('flow.sctp={profile="rfc9260", rto_initial="3s", rto_min="1s", rto_max="60s", '
+         'path_max_retrans=5, pf_max_retrans=0}')
 
 
 def pair(alpha, beta):
@@ -33,71 +47,99 @@ def pair(alpha, beta):
 
 @pytest.fixture(scope="module")
 def out(tmp_path_factory):
-    """The whole study (2,880 runs, about 50 s on 2 cores) from the command line."""
+    """The whole study (6,912 runs, about two minutes on 2 cores) from the command line."""
     cwd = tmp_path_factory.mktemp("fallon")
     proc = subprocess.run([sys.executable, "-m", "spikelab", "study", "run", NAME, "-o", "out"],
-                          cwd=cwd, capture_output=True, text=True, timeout=600)
+                          check=False, cwd=cwd, capture_output=True, text=True, timeout=1200)
     assert proc.returncode == 0, proc.stderr
     return cwd / "out"
 
 
-def test_the_study_parses_with_121_pairs_plus_the_default_and_five_walks():
+def test_the_study_parses_with_two_stacks_121_pairs_plus_the_default():
     s = study.find(NAME)
     params = s.sweep["params"]
+    assert next(iter(params)) == "flow.sctp"  # the stack first: alpha and beta are set inside it
+    stacks = params["flow.sctp"]
+    assert stacks["labels"] == ["ns2", "linux"]
+    assert stacks["values"][0]["profile"] == "ns2"
+    assert stacks["values"][1] == {"profile": "rfc9260", "rto_initial": "3s", "rto_min": "1s",
+                                   "rto_max": "60s", "path_max_retrans": 5, "pf_max_retrans": 0}
     alphas = params["flow.sctp.rto_alpha"]["values"]
     betas = params["flow.sctp.rto_beta"]["values"]
     assert sorted(set(alphas) - {0.125}) == [k / 10 for k in range(11)]
     assert sorted(set(betas) - {0.25}) == [k / 10 for k in range(11)]
-    assert len(params["path.wlan_fwd.walk.preset"]["values"]) == 5
-    assert s.sweep["replications"] == 4  # run seeds 1-4: the primary's loss draws
+    assert s.sweep["replications"] == 24  # seeds 1-12 choose, 13-24 report
     assert {c.id for c in s.claims} == set(EXPECTED)
-    assert spikelab.validate(str(SCENARIO))["flow"][0]["protocol"] == "sctp"
+    kinds = {c.id: c.kind for c in s.claims}
+    assert all(kinds[c] == "model" for c in BY_CONSTRUCTION)
+    assert sum(k == "paper" for k in kinds.values()) >= 3
+    sctp = spikelab.validate(str(SCENARIO))["flow"][0]
+    assert sctp["protocol"] == "sctp"
 
 
 def test_report_files_exist_and_claims_are_as_documented(out):
     for name in ("report.html", "report.md", "claims.json", "runs.parquet"):
         assert (out / name).is_file(), name
-    for stem in ("data-heatmap", "failover-heatmap", "failover-vs-beta"):
+    for stem in ("data-heatmap", "failover-heatmap", "failover-vs-beta", "data-vs-beta"):
         assert (out / "figures" / f"{stem}.png").is_file(), stem
     claims = json.loads((out / "claims.json").read_text())
     assert {c["id"]: c["status"] for c in claims["claims"]} == EXPECTED
     destinations = [f for r in claims["run_figures"] for f in r["figures"]
                     if "destinations_flow0" in f]
-    # default, best (0/0) and the paper's best 0.7/0.7, walk 1, run seed 3
-    assert len(destinations) == 3
-    assert len(pq.read_table(out / "runs.parquet")) == 12 * 12 * 5 * 4
+    assert len(destinations) == 3  # default, 0/0 and the paper's best 0.7/0.7, ns2, seed 3
+    assert len(pq.read_table(out / "runs.parquet")) == 2 * 12 * 12 * 24
 
 
-def test_claim_numbers_match_a_recomputation(out):
-    """alpha and beta are labelled '0.125' (three decimals, the report's number rule), so
-    they are text in the runs table."""
+def test_the_best_pair_is_chosen_on_seeds_1_to_12_and_reported_on_13_to_24(out):
+    """alpha and beta are labelled '0.125' (three decimals), so they are text."""
     runs = pq.read_table(out / "runs.parquet").to_pandas()
     assert (runs["status"] == "ok").all()
-    grid = runs[(runs.alpha != "0.125") & (runs.beta != "0.250")]
-    default = runs[(runs.alpha == "0.125") & (runs.beta == "0.250")]
-    means = grid.groupby(["alpha", "beta"])["bytes_delivered"].mean()
-    best = means.idxmax()
+    assert sorted(runs.seed.unique()) == list(range(1, 25))
+    assert (runs.seed == runs.replication + 1).all()
     numbers = {c["id"]: c["numbers"]
                for c in json.loads((out / "claims.json").read_text())["claims"]}
-    gain = numbers["best-pairs-deliver-much-more-than-default"]
-    assert (gain["best_alpha"], gain["best_beta"]) == best
-    assert gain["best_bytes_delivered"] == pytest.approx(means.max())
-    assert gain["default_bytes_delivered"] == pytest.approx(default.bytes_delivered.mean())
-    assert gain["gain_pct"] == pytest.approx(100 * (means.max() / default.bytes_delivered.mean()
-                                                    - 1))
-    failed = runs[runs.failovers > 0]
-    six = numbers["failover-after-six-backed-off-timeouts"]
-    assert six["runs_with_failover"] == len(failed)
-    assert six["min_time_to_failover_s"] == pytest.approx(failed.time_to_failover_s.min())
+    for stack, claim, prefix in (("ns2", "best-pair-gain-63pct", ""),
+                                 ("linux", "best-pair-gain-63pct", "linux_")):
+        s = runs[runs["stack"] == stack]
+        grid = s[(s.alpha != "0.125") & (s.beta != "0.250")]
+        chosen = grid[grid.seed <= 12].groupby(["alpha", "beta"])["bytes_delivered"].mean()
+        best = chosen[chosen == chosen.max()].index.min()  # ties: the smallest alpha, beta
+        report = s[s.seed > 12]
+        b = report[(report.alpha == best[0]) & (report.beta == best[1])].set_index("seed")
+        d = report[(report.alpha == "0.125") & (report.beta == "0.250")].set_index("seed")
+        diff = b.bytes_delivered - d.bytes_delivered
+        got = numbers[claim]
+        assert got[f"{prefix}gain_pct"] == pytest.approx(
+            100 * diff.mean() / d.bytes_delivered.mean())
+        if stack == "ns2":
+            assert (got["best_alpha"], got["best_beta"]) == best
+            assert got["report_runs"] == 12
+
+
+def test_the_analytical_view_is_the_rto_study_ranking():
+    """The `analytical` view's SQL re-derives 004 §6.2 on the preset's skeleton; it must agree
+    with the Rust arithmetic behind `spikelab rto-study wlan-walkaway`."""
+    s = study.find(NAME)
+    sql = next(v.sql for v in s.views if v.name == "analytical")
+    got = duckdb.connect().execute(sql).df().sort_values(["alpha", "beta"]).reset_index()
+    want = rto_study.study(rto_study.load_trace("wlan-walkaway")).to_pandas()
+    want = want.sort_values(["alpha", "beta"]).reset_index()
+    assert len(got) == len(want) == 121
+    assert np.allclose(got.alpha, want.alpha) and np.allclose(got.beta, want.beta)
+    assert np.allclose(got.delay_sum_s, want.delay_sum_s, rtol=1e-9)
+    assert (got.spurious_s == want.spurious_s).all()
+    assert (got["rank"] == want["rank"]).all()
 
 
 def test_one_pair_of_the_sweep_equals_a_direct_run(out):
     runs = pq.read_table(out / "runs.parquet").to_pandas()
-    for (alpha, beta, walk, seed) in ((0.125, 0.25, 1, 3), (0.7, 0.7, 3, 2)):
-        row = runs[(runs.alpha == f"{alpha:.3f}") & (runs.beta == f"{beta:.3f}")
-                   & (runs.walk == walk) & (runs.seed == seed)].iloc[0]
+    for (stack, alpha, beta, seed) in (("ns2", 0.125, 0.25, 3), ("ns2", 0.7, 0.7, 14),
+                                       ("linux", 0.0, 0.0, 20)):
+        row = runs[(runs["stack"] == stack) & (runs.alpha == f"{alpha:.3f}")
+                   & (runs.beta == f"{beta:.3f}") & (runs.seed == seed)].iloc[0]
+        first = [LINUX] if stack == "linux" else []
         direct = spikelab.run(str(SCENARIO), seed=int(row["seed"]), trace="summary",
-                              progress=False, overrides=[*pair(alpha, beta), WALK.format(walk)])
+                              progress=False, overrides=[*first, *pair(alpha, beta)])
         got = direct.summary.iloc[0]
         assert int(got["bytes_delivered"]) == int(row["bytes_delivered"])
         assert int(got["failovers"]) == int(row["failovers"])
@@ -108,13 +150,13 @@ def backed_off_sum(rto0, rto_max=60.0, timeouts=6):
 
 
 @pytest.mark.parametrize(("overrides", "seed"), [
-    (pair(0.125, 0.25), 3), ([*pair(0.125, 0.25), WALK.format(4)], 1), (pair(0.0, 0.0), 1),
-    (pair(0.7, 0.7), 3)])
+    (pair(0.125, 0.25), 1), (pair(0.125, 0.25), 3), (pair(0.0, 0.0), 1), (pair(0.7, 0.7), 4)])
 def test_time_to_failover_is_the_sum_of_six_backed_off_rtos(overrides, seed):
-    """Paper 004 §5: the failover comes Path.Max.Retrans + 1 = 6 T3 expiries after the timer
-    that began them started, and takes the RTO at that start doubled five times, capped at
-    RTO.Max. The restarted timers wait for data to leave on the primary (docs/models.md
-    'Failover timing'): tolerance 0.5 s."""
+    """Paper 004 §5 under the ns2 stack: the failover comes Path.Max.Retrans + 1 = 6 T3 expiries
+    after the timer that began them started, and takes the RTO at that start doubled five times,
+    capped at RTO.Max. The restarted timers wait for data to leave on the primary (docs/models.md
+    'Failover timing'; under the ns2 profile a T3 timer stopped with chunks marked waits for the
+    next SACK to restart, 'marked_chunks_hold_t3'): tolerance 2 s."""
     res = spikelab.run(str(SCENARIO), seed=seed, trace="timeseries", progress=False,
                        overrides=overrides)
     row = res.summary.iloc[0]
@@ -132,5 +174,5 @@ def test_time_to_failover_is_the_sum_of_six_backed_off_rtos(overrides, seed):
     rto = ts[(ts["var"] == "dest_rto") & (ts.dest == 0)].sort_values("t_ns")
     rto0 = rto[rto.t_ns < last_six[0] * 1e9].value.iloc[-1]  # armed for the first of the six
     assert 1.0 <= rto0 <= 60.0
-    assert row["time_to_failover_s"] == pytest.approx(backed_off_sum(rto0), abs=0.5)
-    assert t_fail - (last_six[0] - rto0) == pytest.approx(row["time_to_failover_s"], abs=0.5)
+    assert row["time_to_failover_s"] == pytest.approx(backed_off_sum(rto0), abs=2.0)
+    assert t_fail - (last_six[0] - rto0) == pytest.approx(row["time_to_failover_s"], abs=2.0)

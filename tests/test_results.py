@@ -170,3 +170,15 @@ def test_the_resolved_scenario_writes_back_as_toml_and_repeats_the_run(example, 
     assert tomllib.loads(text) == resolved
     again = spikelab.run(text, plots=False)
     assert again.runs.to_pandas().equals(first.runs.to_pandas())
+
+
+def test_repr_is_one_line_and_reads_no_table(synthetic_result, tmp_path):
+    """Showing a result (a notebook cell) printed every column of every table and read the
+    lazy packets table from disk."""
+    out = figures.write(synthetic_result, tmp_path / "out", plots=False)
+    loaded = store.load(out)
+    text = repr(loaded)
+    assert text == ("RunResult(seed=7, trace='packets', flows=1, duration_s=3, "
+                    f"events={loaded.events}, wall_s={loaded.wall_s:.3f})")
+    assert callable(loaded.__dict__["_packets"])  # still not read
+    assert callable(loaded.__dict__["_timeseries"])

@@ -46,6 +46,9 @@ def test_claims_are_evaluated_from_the_data(basic):
     # An independent check of the first claim straight from the runs table.
     runs = spikelab.load(basic).runs.to_pandas()
     assert len(runs) == 3 * 2 * 2
+    # One line, nothing read beyond the runs table (it printed every column).
+    assert repr(spikelab.load(basic)) == (f"SweepResult({str(basic)!r}, runs=12, failed=0, "
+                                          f"rows=12, params=['variant', 'loss'])")
     expected = bool(((runs.rto_count >= 1) & (runs.rto_spurious_true >= 1)).all())
     assert data["claims"][0]["status"] == ("holds" if expected else "fails")
 
@@ -136,8 +139,16 @@ id = "bad-sql"
 claim = "a typo"
 source = "test"
 sql = "SELECT holds FROM nowhere"
+[[claim]]
+id = "null-count"
+claim = "a NULL of an integer column is a number the report shows as none"
+source = "test"
+sql = "SELECT true, max(rto_count) FILTER (WHERE false) AS none_counted FROM runs"
 """)
     data = spikelab.study.run(root, tmp_path / "out", jobs=1, progress=False)
+    # claims.json was "NAType is not JSON serializable" for such a NULL.
+    assert json.loads((tmp_path / "out" / "claims.json").read_text())["claims"][-1][
+        "numbers"] == {"none_counted": None}
     status = {c["id"]: (c["status"], c["error"]) for c in data["claims"]}
     assert status["positive"] == ("holds", None)
     assert data["claims"][0]["numbers"]["least"] > 0

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
 import threading
 from collections.abc import Iterable
@@ -16,12 +17,20 @@ import pyarrow as pa
 from . import _core, figures
 from ._interrupts import Latch, interrupts_deferred
 from ._progress import ProgressBar
-from .scenario import (TRACE_LEVELS, ScenarioSource, check_flags, check_outdir, check_seed,
-                       read_scenario)
+from .scenario import (
+    TRACE_LEVELS,
+    ScenarioSource,
+    check_flags,
+    check_outdir,
+    check_seed,
+    read_scenario,
+)
 from .scenario import overrides_list as _overrides
 from .store import results
 from .store.arrow import to_arrow
 from .store.run import RunResult, write_tables
+
+log = logging.getLogger(__name__)
 
 POLL_S = 0.1
 # Rows per streamed chunk of a trace table (a Parquet row group). Small enough that writing
@@ -255,6 +264,8 @@ def run(
     text, base_dir = read_scenario(scenario)
     sim = _core.Simulation(text, _overrides(overrides), base_dir, seed, trace)
     scenario_dict = results.as_run(json.loads(sim.scenario_json), sim.seed, sim.trace)
+    log.info("scenario read: %d flow(s), %g s simulated, seed %d, trace %s",
+             len(scenario_dict.get("flow", [])), sim.duration_s, sim.seed, sim.trace)
     sink = None
     if out is not None:
         created = results.new_root(out)
@@ -265,9 +276,11 @@ def run(
         sink = _TraceFiles(outdir)
     try:
         result, staged, previous = _simulate(sim, scenario_dict, progress, sink)
+        log.info("simulated: %d events in %.2f s of the core", result.events, result.wall_s)
         if sink is not None:
             outdir = write_tables(result, outdir, staged=staged, previous=previous,
                                   on_commit=sink.commit)
+            log.info("tables written to %s", outdir)
     except KeyboardInterrupt:
         # Until the complete manifest is written, an interruption (in the core, while the
         # traces are closed or the tables written) leaves a manifest that says so; before
@@ -298,4 +311,6 @@ def run(
         # The manifest lists the tables; interrupted here, the run is complete without
         # figures (they are moved into figures/ only once all are drawn).
         figures.draw_figures(result, outdir, plots=plots)
+        if plots:
+            log.info("figures drawn in %s", outdir / results.FIGURES)
     return result

@@ -180,32 +180,70 @@ fn no_frto_undo_when_only_retransmitted_data_is_acknowledged() {
     assert_eq!(s.state(), CaState::Loss);
 }
 
+/// After a spurious timeout undone on the first ACK (echoing TSval 10, older than the
+/// retransmission's 1010), segment 2 (sent before the timeout) is lost: three duplicate ACKs
+/// of 2000. Whether they fast-retransmit it.
+fn third_dupack_retransmits_after_an_undo(mut s: Snd, undo_ack: Segment) -> bool {
+    s.ack(ms(1100), undo_ack);
+    let sent = s.send(ms(1100));
+    assert!(sent.is_empty());
+    let mut out = Vec::new();
+    for i in 0..3 {
+        out.extend(s.ack(ms(1150 + i), ts(ack(2000), 10)));
+    }
+    kinds(&out)
+        .into_iter()
+        .any(|k| k == (2000, TxKind::FastRetransmit))
+}
+
 #[test]
-fn after_an_undo_a_third_duplicate_ack_triggers_fast_retransmit() {
-    let run = |response| {
-        let mut s = spurious_timeout(Variant::NewReno, true, response);
-        // The originals were only delayed: the ACK echoes TSval 10, older than the
-        // retransmission's 1010 (an undo with the linux detector).
-        s.ack(ms(1100), ts(ack(2000), 10));
-        let sent = s.send(ms(1100));
-        assert!(sent.is_empty());
-        // Segment 2 (sent before the timeout) is lost: three duplicate ACKs of 2000.
-        let mut out = Vec::new();
-        for i in 0..3 {
-            out.extend(s.ack(ms(1150 + i), ts(ack(2000), 10)));
-        }
-        kinds(&out)
-            .into_iter()
-            .any(|k| k == (2000, TxKind::FastRetransmit))
-    };
-    assert!(
-        run(Response::Undo),
-        "after the undo the RFC 6582 block no longer applies"
-    );
-    assert!(
-        !run(Response::None),
-        "without an undo the ACK does not cover recover (4000): no fast retransmit"
-    );
+fn without_sack_a_timestamp_undo_keeps_the_loss_state_tcp_try_undo_loss() {
+    // Linux `tcp_try_undo_loss` opens the state only for `frto_undo || tcp_is_sack`: a Reno
+    // (non-SACK) connection undone by a timestamp stays in Loss, its loss marks cleared, until
+    // something above `high_seq` (4000) is acknowledged, so the lost segment waits for the next
+    // timeout, as without any undo.
+    let s = spurious_timeout(Variant::NewReno, true, Response::Undo);
+    assert!(!third_dupack_retransmits_after_an_undo(
+        s,
+        ts(ack(2000), 10)
+    ));
+    let s = spurious_timeout(Variant::NewReno, true, Response::None);
+    assert!(!third_dupack_retransmits_after_an_undo(
+        s,
+        ts(ack(2000), 10)
+    ));
+    // The undo itself happened: cwnd and ssthresh restored.
+    let mut s = spurious_timeout(Variant::NewReno, true, Response::Undo);
+    s.ack(ms(1100), ts(ack(2000), 10));
+    assert_eq!(linux_verdicts(&s), vec![LinuxRule::Loss]);
+    assert_eq!(s.cwnd(), 4000);
+}
+
+#[test]
+fn without_sack_an_frto_undo_opens_the_state_and_a_third_duplicate_ack_fast_retransmits() {
+    // No timestamps: the ACK of segment 1, sent once before the timeout, is F-RTO's evidence
+    // (`FLAG_ORIG_SACK_ACKED`, `frto_undo`): the kernel opens the state even without SACK.
+    let s = spurious_timeout(Variant::NewReno, false, Response::Undo);
+    assert!(third_dupack_retransmits_after_an_undo(s, ack(2000)));
+}
+
+#[test]
+fn with_frto_off_the_linux_detector_goes_back_n_and_does_not_undo_by_frto() {
+    // Linux `tcp_frto = 0`: after the timeout the ACK of the delayed original of segment 0
+    // clocks out retransmissions (go-back-N), not F-RTO's two new segments (compare
+    // `dsack_undo_restores_cwnd_and_ssthresh_after_a_spurious_rto`), and an ACK of
+    // never-retransmitted data is no evidence.
+    let mut c = cfg(Variant::Sack, 4, false, Response::Undo);
+    c.spurious.linux_frto = false;
+    let mut s = Snd::new(c, None);
+    assert_eq!(kinds(&s.send(ms(10))), new_segments(0, 4));
+    assert_eq!(kinds(&s.timer(ms(1010))), vec![(0, TxKind::RtoRetransmit)]);
+    let out = s.ack(ms(1100), ack(1000));
+    assert!(out.iter().all(|t| t.kind != TxKind::New), "{out:?}");
+    assert_eq!(kinds(&out)[0].0, 1000);
+    s.ack(ms(1101), ack(3000));
+    assert!(linux_verdicts(&s).is_empty());
+    assert_eq!(s.state(), CaState::Loss);
 }
 
 #[test]

@@ -12,7 +12,7 @@ import os
 import re
 import statistics
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import NoReturn
 
@@ -172,9 +172,10 @@ def cmd_validate(args: argparse.Namespace) -> int:
         if sweepspec.sweep_table(text) is not None:  # every parameter path, before any run
             sweep = f"; [sweep]: {_plural(sweepspec.check_file(path, args.set), 'run')}"
         notes = format_profile_notes(profile_notes(path, args.set))
-    print(f"{args.file}: ok ({describe(scenario)}{sweep})")
-    for line in notes:
-        print(line)
+    if not args.quiet:  # -q: the exit status says it
+        print(f"{args.file}: ok ({describe(scenario)}{sweep})")
+        for line in notes:
+            print(line)
     return 0
 
 
@@ -183,6 +184,14 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
     from . import bench
 
+    if args.studies:
+        if args.grid or args.against or args.scenario or args.set:
+            raise ValueError("--studies: runs the paper studies as written; it takes no "
+                             "--grid, --against, --scenario or --set")
+        bench.studies(jobs=args.jobs)
+        return 0
+    if args.jobs is not None:
+        raise ValueError("-j/--jobs: only with --studies")
     scenario = args.scenario if args.scenario is not None else bench.default_scenario()
     if args.against == "ns2":
         if args.grid:
@@ -318,7 +327,8 @@ def cmd_figure(args: argparse.Namespace) -> int:
            if getattr(args, k) is not None}
     spec = sweepplots.FigureSpec.parse(raw, "figure")
     paths = sweepplots.draw(args.dir, [spec])
-    print("figures: " + ", ".join(str(p) for p in paths))
+    if not args.quiet:
+        print("figures: " + ", ".join(str(p) for p in paths))
     return 0
 
 
@@ -437,6 +447,12 @@ def parser() -> argparse.ArgumentParser:
                         "with ns-2's agents (spikelab's ns2 profile), each as a whole process: "
                         "CPU, wall time and data packets of both (docs/fidelity.md, 'Against "
                         "ns-2.35')")
+    p.add_argument("--studies", action="store_true",
+                   help="time the paper studies (docs/studies.md), each a whole 'spikelab "
+                        "study run' process: wall and CPU time, peak memory, the report's "
+                        "first line; their budget together is 20 minutes on 2 cores")
+    p.add_argument("-j", "--jobs", type=_positive, metavar="N",
+                   help="with --studies: worker processes (default: all cores)")
     overrides(p)
     p.set_defaults(func=cmd_bench)
 
@@ -525,7 +541,64 @@ def parser() -> argparse.ArgumentParser:
     from .traces import register as register_traces
 
     register_traces(sub, _Parser)
+    for command in _commands(top):
+        _verbosity_flags(command)
     return top
+
+
+def _commands(p: argparse.ArgumentParser) -> Iterator[argparse.ArgumentParser]:
+    """Every command's own parser (``study run``, not ``study``)."""
+    for action in p._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for child in dict.fromkeys(action.choices.values()):
+                yield from _commands(child)
+            return
+    yield p
+
+
+def _verbosity_flags(p: argparse.ArgumentParser) -> None:
+    """-q and -v on every command: -q prints only the command's results and errors (no
+    progress, no notes); -v logs each stage of the work on stderr (-vv: each run too)."""
+    if "-q" not in p._option_string_actions:
+        p.add_argument("-q", "--quiet", action="store_true",
+                       help="print only results and errors: no progress, no notes")
+    p.add_argument("-v", "--verbose", action="count", default=0,
+                   help="log each stage of the work on stderr (-vv: each run of a sweep too)")
+
+
+@contextlib.contextmanager
+def _logging(args: argparse.Namespace) -> Iterator[None]:
+    """-v: spikelab's loggers (logging module, logger ``spikelab``) print on stderr, each line
+    with the seconds since the command began."""
+    import logging
+    import time
+
+    level = {0: None, 1: logging.INFO}.get(args.verbose, logging.DEBUG)
+    if level is not None and args.quiet:
+        raise ValueError("-q and -v: choose one (-q prints only results and errors, -v adds "
+                         "each stage's progress)")
+    if level is None:
+        yield
+        return
+    start = time.monotonic()
+
+    class _Since(logging.Formatter):
+        def format(self, record: logging.LogRecord) -> str:
+            return f"{PROG}: [{time.monotonic() - start:8.2f} s] {record.getMessage()}"
+
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(_Since())
+    log = logging.getLogger("spikelab")
+    saved = (log.level, log.propagate)
+    log.addHandler(handler)
+    log.setLevel(level)
+    log.propagate = False
+    try:
+        yield
+    finally:
+        log.removeHandler(handler)
+        log.setLevel(saved[0])
+        log.propagate = saved[1]
 
 
 def _os_message(exc: OSError) -> str:
@@ -562,7 +635,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = None
     try:
         args = parser().parse_args(argv)
-        return args.func(args)
+        with _logging(args):
+            return args.func(args)
     except SystemExit:
         raise
     except KeyboardInterrupt:

@@ -183,3 +183,57 @@ def against_ns2(scenario: str, overrides: list[str] | None = None, repeat: int =
                 echo(f"{s.name:<9}  {s.sim_s:>6g}  {core:>7}  {s.cpu_s:>7.3f}  "
                      f"{s.wall_s:>7.3f}  {s.data_packets:>12,}")
     return sides
+
+
+# ------------------------------------------------------------------------------- paper studies
+
+# The studies that reproduce the five source papers (docs/studies.md); their budget together
+# on 2 cores is 20 minutes (issue of the papers' headline results).
+PAPER_STUDIES = ("kato-lte-handover", "tauran-leo-delack", "fu-delay-spike",
+                 "fu-delay-spike-sctp", "decicco-umts", "fallon-sctp-rto")
+STUDIES_BUDGET_S = 20 * 60
+
+
+@dataclass(frozen=True)
+class StudyTime:
+    name: str
+    wall_s: float
+    cpu_s: float
+    peak_mb: float
+    status: int
+    paper: str  # the report's first line
+
+
+def studies(names: tuple[str, ...] = PAPER_STUDIES, jobs: int | None = None,
+            echo=print) -> list[StudyTime]:
+    """Each study run as a whole ``spikelab study run NAME`` process from scratch, one after
+    the other: wall and CPU time, peak memory, exit status and the report's first line."""
+    rows = []
+    echo(f"{'study':<22}  {'wall s':>7}  {'CPU s':>7}  {'peak MB':>7}  exit  first line of "
+         f"the report")
+    with tempfile.TemporaryDirectory(prefix="spikelab-bench-studies-") as tmp:
+        for name in names:
+            out = Path(tmp) / name
+            cmd = [sys.executable, "-m", "spikelab", "study", "run", name, "-o", str(out), "-q"]
+            if jobs is not None:
+                cmd += ["-j", str(jobs)]
+            start = time.monotonic()
+            proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+            _, status, usage = os.wait4(proc.pid, 0)
+            wall = time.monotonic() - start
+            code = os.waitstatus_to_exitcode(status)
+            report = out / "report.md"
+            if not report.is_file():
+                err = proc.stderr.read().decode().strip() if proc.stderr else ""
+                raise RuntimeError(f"study {name}: {err or f'exit status {code}'}")
+            first = report.read_text(encoding="utf-8").splitlines()[0]
+            # wait4 counts the study process and the workers it reaped (its pool).
+            row = StudyTime(name, wall, usage.ru_utime + usage.ru_stime,
+                            usage.ru_maxrss / 1024, code, first)
+            rows.append(row)
+            echo(f"{name:<22}  {wall:>7.1f}  {row.cpu_s:>7.1f}  {row.peak_mb:>7.0f}  "
+                 f"{code:>4}  {first}")
+    total = sum(r.wall_s for r in rows)
+    echo(f"{'together':<22}  {total:>7.1f}  (budget {STUDIES_BUDGET_S} s on 2 cores: "
+         f"{'within' if total <= STUDIES_BUDGET_S else 'OVER'})")
+    return rows

@@ -44,6 +44,10 @@ def _stack(s: dict[str, Any], *, sndbuf: int) -> ctypes.CDLL:
     except u.Unavailable as exc:
         raise SetupError(str(exc)) from None
     lib.usrsctp_init(0, None, None)
+    try:
+        u.stats(lib)  # a library whose counters cannot be read is refused before any socket
+    except u.Unavailable as exc:
+        raise SetupError(str(exc)) from None
     settings = {
         "blackhole": 2,
         "ecn_enable": 0,

@@ -17,7 +17,7 @@ spikelab          Linux
                   ``frto = "auto"`` (SACK-enhanced with SACK, basic without) is what it does
 ``frto-basic``,   ``tcp_frto = 2`` as well: since Linux 3.10 the same algorithm runs
 ``frto = "basic"`` without SACK (set ``sack = false`` for the basic algorithm's inputs)
-``linux``         all three: the kernel's defaults
+``linux``         all three: the kernel's defaults; with ``frto = "off"`` ``tcp_frto = 0``
 response ``undo`` (or ``linux``): the kernel's full undo (prior cwnd and ssthresh)
 response ``eifel`` (RFC 4015), ``none``: no kernel equivalent (the kernel always undoes)
 ================  =====================================================================
@@ -260,8 +260,9 @@ def map_detectors(tcp: dict[str, Any], flow: int) -> tuple[str | None, dict[str,
         wanted = {DETECTORS[str(n).lower()] for n in names}
         if "linux" in wanted:
             wanted |= {"eifel", "dsack", "frto"}
-        frto = "2" if wanted & {"frto", "frto-basic"} else "0"
         variant = str(tcp.get("frto") or "auto").lower()
+        # frto = "off": the linux detector without F-RTO, tcp_frto = 0.
+        frto = "2" if wanted & {"frto", "frto-basic"} and variant != "off" else "0"
         if "frto-basic" in wanted or ("frto" in wanted and variant == "basic"):
             notes.append(f"{at}.frto: Linux has only SACK-enhanced F-RTO (RFC 5682 §3, which "
                          "also runs without SACK); the basic algorithm maps to it")

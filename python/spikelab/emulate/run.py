@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
 import re
 import signal
@@ -34,6 +35,8 @@ from . import kernel, tables, usrsctp
 from .kernel import EmulationError
 from .probe import Probe
 from .topology import Topology, TopologyError, in_ns
+
+log = logging.getLogger(__name__)
 
 START_MARGIN_NS = 300_000_000  # between "everyone is ready" and time 0
 READY_TIMEOUT_S = 30.0
@@ -234,12 +237,15 @@ def emulate(
     else:
         tmp = tempfile.TemporaryDirectory(prefix="spikelab-emu-")
         workdir = Path(tmp.name)
+    log.info("emulating %g s of %s flow(s) in network namespaces", duration_ns / 1e9,
+             plan.protocol)
     try:
         try:
             raw = _run(text, emu_overrides, base_dir, seed, duration_ns, plan, workdir,
                        realtime=realtime, spin_ns=int(spin_us * 1000), snaplen=snaplen,
                        sample_ns=int(sample_ms * 1e6), tcp_probe=tcp_probe,
                        progress=progress)
+            log.info("emulation done; reading the capture and the sender's samples")
             result = tables.build(raw, resolved, view, plan, seed, duration_ns,
                                   keep_capture=out is not None, template=template)
             if out is not None:
@@ -248,6 +254,7 @@ def emulate(
                 results.write_parquet(tables.tcp_info_table(raw), workdir / f"{name}.parquet")
                 result.manifest["emulation"][name] = f"emulation/{name}.parquet"
                 write_tables(result, outdir)
+                log.info("tables written to %s", outdir)
         except KeyboardInterrupt:
             # Until the complete manifest is written, an interruption leaves one that says so.
             if out is not None:

@@ -28,8 +28,12 @@ SCTP_STATUS = 0x100
 SPP_HB_DISABLE = 0x02
 
 # Indices into struct sctpstat as uint32s (two for the leading sctp_timeval): the counters an
-# emulated run reports.
-STAT_WORDS = 664 // 4
+# emulated run reports. They are those of usrsctp 0.9.5.0 (Debian's libusrsctp2), whose struct
+# is 664 bytes; usrsctp_get_stat copies the library's own struct, whatever its size, so it is
+# given a buffer far larger than any struct sctpstat and the size it wrote is checked.
+STAT_BYTES = 664
+_STAT_BUFFER_WORDS = 16384  # 64 KiB
+_UNWRITTEN = 0xA5A5A5A5
 STAT_INDEX = {
     "sendretransdata": 43,  # DATA chunks retransmitted
     "sendfastretrans": 44,  # DATA chunks fast-retransmitted
@@ -150,8 +154,20 @@ def status(lib: ctypes.CDLL, so: int) -> Status | None:
 
 
 def stats(lib: ctypes.CDLL) -> dict[str, int]:
-    words = (ctypes.c_uint32 * STAT_WORDS)()
+    """The counters of STAT_INDEX; refused (Unavailable) when the library's struct sctpstat is
+    not the size whose layout the indices describe."""
+    words = (ctypes.c_uint32 * _STAT_BUFFER_WORDS)(*([_UNWRITTEN] * _STAT_BUFFER_WORDS))
     lib.usrsctp_get_stat(words)
+    return read_stats(words)
+
+
+def read_stats(words: Any) -> dict[str, int]:
+    """STAT_INDEX's counters from a buffer usrsctp_get_stat filled over _UNWRITTEN words."""
+    written = next((i + 1 for i in range(len(words) - 1, -1, -1) if words[i] != _UNWRITTEN), 0)
+    if written * 4 != STAT_BYTES:
+        raise Unavailable(f"libusrsctp's struct sctpstat is {written * 4} bytes, not the "
+                          f"{STAT_BYTES} of usrsctp 0.9.5.0 whose counter positions spikelab "
+                          f"reads; install libusrsctp 0.9.5.0 (Debian's libusrsctp2)")
     return {k: int(words[i]) for k, i in STAT_INDEX.items()}
 
 

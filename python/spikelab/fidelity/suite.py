@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime
+import logging
 import math
 import os
 import platform
@@ -36,6 +37,8 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+log = logging.getLogger(__name__)
 
 HERE = Path(__file__).resolve().parent
 SCENARIO_DIR = HERE / "scenarios"
@@ -440,6 +443,7 @@ def run_suite(out: str | os.PathLike[str], kind: str, scenarios: Sequence[Any],
             if on_start is not None:
                 on_start(i, len(scenarios), sc)
             t = time.monotonic()
+            log.info("scenario %d of %d: %s", i, len(scenarios), sc.name)
             try:
                 outcome = run_one(sc, outdir / sc.name)
             except (ValueError, OSError) as exc:  # EmulationError, a core error, a failed host

@@ -63,6 +63,13 @@ class RunResult:
     manifest: dict[str, Any] = field(default_factory=dict)
     """manifest.json contents; its ``files`` list is filled when the result is written."""
 
+    def __repr__(self) -> str:
+        # One line, and nothing read: showing a result (a notebook cell) must not load a
+        # lazy packets table.
+        return (f"RunResult(seed={self.seed}, trace={self.trace!r}, "
+                f"flows={self.runs.num_rows}, duration_s={self.duration_s:g}, "
+                f"events={self.events}, wall_s={self.wall_s:.3f})")
+
     @property
     def summary(self) -> pd.DataFrame:
         """The runs table as a pandas DataFrame (one row per flow)."""

@@ -227,6 +227,11 @@ class SweepResult:
     runs: pa.Table
     manifest: dict[str, Any]
 
+    def __repr__(self) -> str:
+        return (f"SweepResult({str(self.dir)!r}, runs={self.manifest.get('runs_total', '?')}, "
+                f"failed={self.failed}, rows={self.runs.num_rows}, "
+                f"params={self.params() if 'sweep' in self.manifest else []})")
+
     @property
     def failed(self) -> int:
         return int(self.manifest.get("runs_failed", 0))

@@ -45,6 +45,7 @@ is false makes the claim undecided (``ci_lo(x)`` / ``ci_hi(x)`` give the 95 % in
 
 from __future__ import annotations
 
+import logging
 import os
 import shutil
 from collections.abc import Iterable
@@ -63,9 +64,9 @@ from ..store.sweep import is_sweep, load_sweep, run_info, scenario_text
 from ..sweep import sweep
 from . import render
 from .definition import (  # noqa: F401 - the names a study's user reaches through spikelab.study
+    BEYOND,
     BUNDLED,
     COPY,
-    BEYOND,
     ERROR,
     FAILS,
     HOLDS,
@@ -74,11 +75,11 @@ from .definition import (  # noqa: F401 - the names a study's user reaches throu
     PAPER,
     RUN_FIGURES,
     STUDY_TOML,
+    UNDECIDED,
     Claim,
     ClaimResult,
     RunFigures,
     Study,
-    UNDECIDED,
     TableSpec,
     available,
     evaluate,
@@ -87,6 +88,8 @@ from .definition import (  # noqa: F401 - the names a study's user reaches throu
     parse,
     unexplained,
 )
+
+log = logging.getLogger(__name__)
 
 
 def _copy_definition(study: Study, outdir: Path) -> Path:
@@ -144,10 +147,16 @@ def report(outdir: str | os.PathLike[str], *, sweep_result: Any = None) -> dict[
                                 f"directory (run 'spikelab study run NAME -o {outdir}')")
     study = parse(outdir / COPY)
     res = sweep_result if sweep_result is not None else load_sweep(outdir)
+    log.info("drawing %d figure(s)", len(study.figures))
     figures = [p for p in draw(outdir, study.figures, views=study.view_pairs())
                if p.suffix == ".png"]
+    if study.run_figures:
+        log.info("re-running the chosen runs for their own figures (%s)",
+                 study.run_figures.where)
     singles = _draw_run_figures(outdir, study, res) if study.run_figures else []
     claims = evaluate(outdir, study.claims, study.view_pairs())
+    log.info("claims evaluated: %d hold of %d", sum(r.status == HOLDS for r in claims),
+             len(claims))
     shown = [(t, _table(outdir, i, t, study)) for i, t in enumerate(study.tables)]
     held, papers = paper_tally(claims)
     changed = deviations(study, res.manifest)
@@ -169,6 +178,7 @@ def report(outdir: str | os.PathLike[str], *, sweep_result: Any = None) -> dict[
     }
     results.write_json(data, outdir / "claims.json")
     render.write(outdir, study, res, claims, figures, singles, shown, changed)
+    log.info("report written: %s", outdir / "report.html")
     return data
 
 

@@ -382,7 +382,12 @@ def unexplained(results: list[ClaimResult]) -> list[ClaimResult]:
 
 
 def _plain(v: Any) -> Any:
-    """numpy / pandas scalars -> Python (for JSON and formatting)."""
+    """numpy / pandas scalars -> Python (for JSON and formatting); pandas' NA (a NULL of an
+    integer column) -> None."""
+    import pandas as pd
+
+    if v is pd.NA or v is pd.NaT:
+        return None
     if hasattr(v, "item"):
         try:
             return v.item()

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import datetime
 import json
+import logging
 import os
 import platform
 import shutil
@@ -26,11 +27,29 @@ from .. import _core
 from .._progress import SweepProgress
 from ..scenario import ScenarioSource, check_flags, check_outdir, read_scenario
 from ..scenario import overrides_list as _overrides
-from ..scenario.sweepspec import (RunTask, SweepSpec, check, digest_big, fingerprint,
-                                  run_command, sweep_table, trace_files)
+from ..scenario.sweepspec import (
+    RunTask,
+    SweepSpec,
+    check,
+    digest_big,
+    fingerprint,
+    run_command,
+    sweep_table,
+    trace_files,
+)
 from ..store import results
-from ..store.sweep import OK, PCAP_DIR, POINTS, SCENARIO_COPY, Store, SweepResult, run_info
+from ..store.sweep import (
+    OK,
+    PCAP_DIR,
+    POINTS,
+    SCENARIO_COPY,
+    Store,
+    SweepResult,
+    run_info,
+)
 from .workers import _dask, _local
+
+log = logging.getLogger(__name__)
 
 INLINE_TEXT = 16_384  # characters of scenario text kept inline in the manifest
 FORMAT = 1
@@ -137,6 +156,8 @@ def sweep(
         bar = SweepProgress(len(p.tasks), len(p.tasks) - len(todo), progress)
         executor = (f"dask {dask}" if dask
                     else f"local pool of {min(workers, max(1, len(todo)))}")
+        log.info("sweep: %d runs, %d done before, %d to run on a %s", len(p.tasks),
+                 len(p.tasks) - len(todo), len(todo), executor)
         start = time.monotonic()
         core_wall = 0.0
         written: dict[str, dict[str, pa.Table]] = {}
@@ -151,11 +172,13 @@ def sweep(
                 shutil.rmtree(store.dir / PCAP_DIR / task.run_id, ignore_errors=True)
             core_wall += outcome.get("wall_s", 0.0)
             bar.update(outcome["status"] == OK)
+            log.debug("run %s: %s", task.run_id, outcome["status"])
             if on_result is not None:
                 on_result(task, outcome)
         bar.close()
         bar = None
         changing()
+        log.info("runs finished in %.1f s; writing the dataset", time.monotonic() - start)
         # Interrupted while the dataset is consolidated, the parts are all there: the
         # manifest says interrupted and the same call writes the tables again.
         return finish(store, p, executor=executor, wall_s=time.monotonic() - start,

@@ -246,8 +246,8 @@ def _dask_client(address: str, workers: int) -> Iterator[Any]:
     try:
         from distributed import Client, LocalCluster
     except ImportError:
-        raise RuntimeError("--dask needs the 'distributed' package: pip install "
-                           "'dask[distributed]'") from None
+        raise RuntimeError("--dask needs Dask, an extra of spikelab: pip install "
+                           "'spikelab[dask]'") from None
     if address == "local":
         with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
                           dashboard_address=None, preload=["spikelab.sweep.workers"]) as cluster, \

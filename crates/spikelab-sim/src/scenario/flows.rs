@@ -68,6 +68,9 @@ pub enum FrtoSpec {
     Auto,
     Basic,
     Sack,
+    /// No F-RTO (Linux `tcp_frto = 0`): the linux detector goes back N after a timeout and
+    /// never undoes by the F-RTO rule; refused with the frto detector.
+    Off,
 }
 
 /// What ssthresh is computed from on a loss.
@@ -1240,6 +1243,14 @@ impl FlowSpec {
         }
         // Whatever `spurious` lists: the frto and linux detectors run it, and a setting that
         // could not run is not left lying in the file.
+        if has("frto") {
+            check(
+                t.frto != FrtoSpec::Off,
+                format!("{at}.frto"),
+                "the frto detector (RFC 5682) cannot run with frto = \"off\" (which turns the \
+                 linux detector's F-RTO off, Linux tcp_frto = 0)",
+            )?;
+        }
         if t.frto == FrtoSpec::Sack {
             check(
                 t.sack,
@@ -1370,21 +1381,16 @@ impl FlowSpec {
             return Ok(());
         }
         let d = TcpSpec::default();
-        let unmodelled: [(&str, bool, &str); 16] = [
+        let unmodelled: [(&str, bool, &str); 15] = [
             ("rack", t.rack, "it has no RACK"),
             ("tlp", t.tlp, "it has no tail loss probe"),
             ("prr", t.prr, "it has no PRR"),
-            (
-                "timestamps",
-                t.timestamps,
-                "its timestamps option is not modelled",
-            ),
             ("dsack", t.dsack, "its sinks' DSACK option is not modelled"),
             ("abc", t.abc, "it grows cwnd per ACK, without byte counting"),
             (
                 "spurious",
-                !t.spurious.is_empty(),
-                "its F-RTO option is not modelled",
+                !t.spurious.is_empty() && t.spurious != ["eifel"],
+                "it runs Eifel alone (spikelab-tcp ns2/eifel.rs); its F-RTO is not modelled",
             ),
             ("rcv_autotune", t.rcv_autotune, "its window_ is fixed"),
             (
@@ -1435,6 +1441,12 @@ impl FlowSpec {
                 format!("the ns2 profile runs ns-2.35's Agent/TCP: {why}; drop the key"),
             )?;
         }
+        check(
+            t.spurious.is_empty() || t.response != ResponseSpec::Eifel,
+            format!("{at}.tcp.response"),
+            "Eifel on the ns2 agent responds as its 2000 paper (\"undo\") or not (\"none\"); \
+             RFC 4015's response is not modelled",
+        )?;
         check(
             t.delack_segments == 2,
             format!("{at}.tcp.delack_segments"),
@@ -1538,9 +1550,10 @@ impl FlowSpec {
             frto: match t.frto {
                 FrtoSpec::Basic => FrtoVariant::Basic,
                 FrtoSpec::Sack => FrtoVariant::SackEnhanced,
-                FrtoSpec::Auto if t.sack => FrtoVariant::SackEnhanced,
-                FrtoSpec::Auto => FrtoVariant::Basic,
+                FrtoSpec::Auto | FrtoSpec::Off if t.sack => FrtoVariant::SackEnhanced,
+                FrtoSpec::Auto | FrtoSpec::Off => FrtoVariant::Basic,
             },
+            linux_frto: t.frto != FrtoSpec::Off,
             response: match t.response {
                 ResponseSpec::None => Response::None,
                 ResponseSpec::Eifel => Response::Eifel,

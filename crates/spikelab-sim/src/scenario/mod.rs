@@ -377,7 +377,7 @@ fn choices_of(field: &str) -> Option<&'static str> {
         (_, "model") => "bernoulli, gilbert_elliott, profile, deterministic",
         (_, "estimator") => "rfc6298, linux, ns2",
         (_, "ssthresh_basis") => "flight, cwnd",
-        (_, "frto") => "auto, basic, sack",
+        (_, "frto") => "auto, basic, sack, off",
         (_, "response") => "none, eifel, undo",
         (_, "protocol") => "tcp, sctp",
         (_, "combining") => "ir, chase",

@@ -1988,6 +1988,29 @@ fn sack_enhanced_frto_needs_sack_whatever_spurious_lists() {
 }
 
 #[test]
+fn frto_off_turns_the_linux_detectors_frto_off_and_is_refused_with_the_frto_detector() {
+    let sc = parse(
+        "[[flow]]\n[flow.tcp]\nprofile = \"linux\"\nfrto = \"off\"\n",
+        &[],
+        Path::new("."),
+    )
+    .unwrap();
+    assert!(!sc.flow[0].spurious_config().linux_frto);
+    let sc = parse(
+        "[[flow]]\n[flow.tcp]\nprofile = \"linux\"\n",
+        &[],
+        Path::new("."),
+    )
+    .unwrap();
+    assert!(sc.flow[0].spurious_config().linux_frto);
+    assert_eq!(
+        err("[[flow]]\n[flow.tcp]\nspurious = [\"frto\"]\nfrto = \"off\"\n"),
+        "flow[0].tcp.frto: the frto detector (RFC 5682) cannot run with frto = \"off\" (which \
+         turns the linux detector's F-RTO off, Linux tcp_frto = 0)"
+    );
+}
+
+#[test]
 fn sctp_message_size_above_the_mtu_payload_is_refused() {
     let sctp = |keys: &str| format!("[[flow]]\nprotocol = \"sctp\"\n[flow.sctp]\n{keys}\n");
     assert_eq!(

@@ -29,6 +29,7 @@
 //! data first ([`super::scoreboard`]); a partial ACK takes one more from `pipe` and restarts
 //! the timer; a timeout ignores duplicate ACKs until the next new ACK.
 
+use super::eifel::{ts_now, Decision, Eifel};
 use super::rtt::Ns2Rtt;
 use super::scoreboard::Scoreboard;
 use crate::spurious::EpisodeKind;
@@ -105,6 +106,9 @@ pub struct Ns2Agent {
     /// Since when, and up to which packet, the sender is in timeout recovery.
     loss: Option<(SimTime, i64)>,
     last_rtt_sample: Option<SimDuration>,
+    /// Eifel ([`super::eifel`]), and the last ACK's timestamp echo (`timestamps_`).
+    eifel: Option<Eifel>,
+    ts_echo: Option<u32>,
 }
 
 impl Ns2Agent {
@@ -174,6 +178,12 @@ impl Ns2Agent {
             rto_without_progress: false,
             loss: None,
             last_rtt_sample: None,
+            eifel: cfg
+                .spurious
+                .detectors
+                .contains(crate::spurious::DetectorKind::Eifel)
+                .then(|| Eifel::new(cfg.spurious.response == crate::spurious::Response::Undo)),
+            ts_echo: None,
             cfg,
         }
     }
@@ -295,6 +305,12 @@ impl Ns2Agent {
         self.now = now;
         self.last_rtt_sample = None;
         let a = self.packet_of_ack(seg.ack);
+        self.ts_echo = seg.ts.map(|t| t.ecr);
+        if a > self.last_ack {
+            if let Some(d) = self.eifel.as_mut().and_then(|e| e.on_new_ack(self.ts_echo)) {
+                self.eifel_decided(d);
+            }
+        }
         match self.variant {
             Variant::Reno => self.recv_reno(a),
             Variant::NewReno => self.recv_newreno(a),
@@ -433,6 +449,14 @@ impl Ns2Agent {
                 ..Segment::default()
             }
         };
+        let mut seg = seg;
+        if self.cfg.timestamps && !is_syn {
+            // `timestamps_` (ts_option_): the send time rides on every data packet.
+            seg.ts = Some(crate::Timestamps {
+                val: ts_now(self.now),
+                ecr: 0,
+            });
+        }
         self.out.push_back(Transmit { seg, kind });
         self.stats.segments_sent += 1;
         if seqno > self.maxseq {
@@ -490,10 +514,19 @@ impl Ns2Agent {
         if self.t_seqno < a + 1 {
             self.t_seqno = a + 1;
         }
-        if self.rtt_active && a >= self.rtt_seq {
+        let timed = self.rtt_active && a >= self.rtt_seq;
+        if timed {
             self.rtt.t_backoff = 1;
             self.rtt_active = false;
-            let tao = self.now_s() - self.rtt_ts;
+        }
+        // With `timestamps_` (ts_option_) ns-2 samples every new ACK's echo instead of the
+        // timed packet; the timed packet still ends the backoff (`newack`).
+        let tao = match self.ts_echo.filter(|_| self.cfg.timestamps) {
+            Some(e) => Some(self.now_s() - e as f64 / 1e3),
+            _ if timed => Some(self.now_s() - self.rtt_ts),
+            _ => None,
+        };
+        if let Some(tao) = tao {
             self.rtt.update(self.now_s(), tao);
             let d = SimDuration::from_secs_f64(tao);
             self.last_rtt_sample = Some(d);
@@ -582,11 +615,36 @@ impl Ns2Agent {
             }
             self.rto_without_progress = true;
             self.last_action = Action::Timeout;
+            let (now, cwnd, ssthresh, ep) =
+                (self.now, self.cwnd, self.ssthresh, self.next_episode - 1);
+            if let Some(e) = &mut self.eifel {
+                e.on_timeout(now, cwnd, ssthresh, ep);
+            }
             self.slowdown(true, Some(Some(1.0)));
         }
         self.reset_rtx_timer(false, outstanding);
         self.last_action = Action::Timeout;
         self.send_much(Reason::Timeout, 0);
+    }
+
+    /// Eifel's verdict on the first new ACK after a timeout ([`super::eifel`]).
+    fn eifel_decided(&mut self, d: Decision) {
+        self.events.push(d.verdict_event(self.now));
+        if let Decision::Spurious {
+            cwnd,
+            ssthresh,
+            episode,
+            ..
+        } = d
+        {
+            if self.eifel.as_ref().is_some_and(|e| e.undo) {
+                (self.cwnd, self.ssthresh, self.t_seqno) = (cwnd, ssthresh, self.maxseq + 1);
+                self.stats.undo_count += 1;
+                let (cwnd, ssthresh) = (self.cwnd(), self.ssthresh());
+                self.events
+                    .push(Decision::undo_event(episode, self.now, cwnd, ssthresh));
+            }
+        }
     }
 
     // ---- Reno -----------------------------------------------------------------------------
@@ -832,6 +890,7 @@ mod tests {
             limited_transmit: true,
             block_fr_after_rto: true,
             handshake: true,
+            timestamps: false,
             ns2: true,
             rto: crate::RtoConfig {
                 algorithm: crate::RtoAlgorithm::Ns2 {

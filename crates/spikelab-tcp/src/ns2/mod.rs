@@ -13,6 +13,7 @@
 //! every rule with the ns-2 function it comes from.
 
 pub mod agent;
+pub mod eifel;
 pub mod rtt;
 pub mod scoreboard;
 pub mod sink;
@@ -24,7 +25,14 @@ pub use sink::Ns2Sink;
 use crate::{Segment, IP_TCP_HEADER};
 
 /// Bytes on the wire as ns-2 counts them: 40 bytes of IP and TCP header on every packet (the
-/// SYN is header only), 8 per SACK block on an ACK (`Sacker::append_ack`), no other options.
+/// SYN is header only), 8 per SACK block on an ACK (`Sacker::append_ack`), and on a data
+/// packet of an agent with the timestamps option (Eifel) its `ts_option_size_`, 10 bytes
+/// (`TcpAgent::headersize`; the sink's ACKs stay 40 bytes).
 pub fn wire_size(seg: &Segment) -> u32 {
-    IP_TCP_HEADER + seg.len + 8 * seg.sack.len() as u32
+    let ts = if seg.ts.is_some() && seg.len > 0 {
+        10
+    } else {
+        0
+    };
+    IP_TCP_HEADER + ts + seg.len + 8 * seg.sack.len() as u32
 }

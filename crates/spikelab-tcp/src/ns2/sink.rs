@@ -16,7 +16,7 @@
 //! bytes `[(k − 1)·mss, k·mss)` (without a handshake data starts at packet 0); an ACK of the
 //! highest packet received in order acknowledges the bytes delivered.
 
-use crate::{Segment, TcpConfig};
+use crate::{Segment, TcpConfig, Timestamps};
 use spikelab_core::{SimDuration, SimTime};
 use std::collections::{BTreeMap, VecDeque};
 
@@ -45,6 +45,8 @@ pub struct Ns2Sink {
     /// Remembered SACK blocks, most recent first (`SackStack`).
     stack: VecDeque<(i64, i64)>,
     out: VecDeque<Segment>,
+    /// The timestamp the next ACK echoes (`ts_echo_`), when the agent sends them.
+    echo: Option<Timestamps>,
 }
 
 impl Ns2Sink {
@@ -62,6 +64,7 @@ impl Ns2Sink {
             held: None,
             stack: VecDeque::new(),
             out: VecDeque::new(),
+            echo: None,
         }
     }
 
@@ -88,6 +91,8 @@ impl Ns2Sink {
     }
 
     pub fn on_segment(&mut self, now: SimTime, seg: &Segment) {
+        // `ts_echo_`: the send time of the packet that triggers the ACK (Eifel's agent only).
+        self.echo = seg.ts.map(|t| Timestamps { val: 0, ecr: t.val });
         let k = self.number(seg);
         let dup = self.seen(k);
         if k > self.maxseen {
@@ -132,6 +137,7 @@ impl Ns2Sink {
         let mut seg = Segment {
             ack: self.byte_of(cum),
             window: self.window,
+            ts: self.echo,
             ..Segment::default()
         };
         if self.sack {

@@ -2,6 +2,7 @@
 
 use super::*;
 use crate::cc::CaEvent;
+use crate::spurious::LinuxRule;
 
 impl TcpSender {
     // ---- input ------------------------------------------------------------------------------
@@ -180,7 +181,8 @@ impl TcpSender {
         }
         linux_ack.dsack = dsack;
         self.linux_note_partial_reordering(seg, acked, prior_snd_una);
-        if let Some(rule) = self.linux_undo_rule(seg, acked, linux_ack) {
+        let linux_rule = self.linux_undo_rule(seg, acked, linux_ack);
+        if let Some(rule) = linux_rule {
             spurious_by = spurious_by.or(self.linux_verdict(now, rule));
         }
         let response = self.cfg.spurious.response;
@@ -251,7 +253,9 @@ impl TcpSender {
                 DetectorKind::Eifel => self.undo_by_timestamps(now, acked),
                 DetectorKind::Dsack => self.undo_by_dsack(now, acked),
                 DetectorKind::Frto => self.undo_by_frto(now, acked),
-                DetectorKind::Linux => self.undo_by_linux(now, acked),
+                DetectorKind::Linux => {
+                    self.undo_by_linux(now, acked, linux_rule.unwrap_or(LinuxRule::Full))
+                }
             }
         } else if frto_action.verdict.is_some_and(|v| v.is_spurious())
             && (self.state == CaState::Loss || self.snd_nxt < self.snd_max)

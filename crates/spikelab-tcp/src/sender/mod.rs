@@ -382,10 +382,11 @@ impl TcpSender {
                 .detectors
                 .contains(DetectorKind::Dsack)
                 .then(|| Dsack::new(mss)),
-            // The linux detector sends after a timeout as the kernel's F-RTO does.
+            // The linux detector sends after a timeout as the kernel's F-RTO does (unless
+            // `tcp_frto = 0`).
             frto: (sp.detectors.contains(DetectorKind::Frto)
-                || sp.detectors.contains(DetectorKind::Linux))
-            .then(|| Frto::new(sp.frto)),
+                || (sp.detectors.contains(DetectorKind::Linux) && sp.linux_frto))
+                .then(|| Frto::new(sp.frto)),
             ledger: UndoLedger::default(),
             episode: None,
             next_episode: 0,

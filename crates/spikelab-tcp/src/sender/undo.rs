@@ -1,6 +1,7 @@
 //! Loss-recovery episodes, the undo ledger and the responses to a detected spurious retransmission.
 
 use super::*;
+use crate::spurious::LinuxRule;
 
 impl TcpSender {
     // ---- the undo ledger and the responses ----------------------------------------------------
@@ -89,9 +90,18 @@ impl TcpSender {
         self.respond(now, DetectorKind::Frto, false, acked);
     }
 
-    /// Undo entry point for the Linux rules (`linux_undo.rs`).
-    pub fn undo_by_linux(&mut self, now: SimTime, acked: u64) {
+    /// Undo entry point for the Linux rules (`linux_undo.rs`). A connection without SACK that
+    /// undoes a timeout on a timestamp (`rule` Loss, not F-RTO) stays in the kernel's Loss
+    /// state until something above `high_seq` is acknowledged (`tcp_try_undo_loss` opens only
+    /// for `frto_undo || tcp_is_sack`): the RFC 6582 block on fast retransmit is kept, so a
+    /// segment lost below `high_seq` waits for the next timeout.
+    pub fn undo_by_linux(&mut self, now: SimTime, acked: u64, rule: LinuxRule) {
+        let keep_block = rule == LinuxRule::Loss && !self.cfg.sack;
+        let recover = self.recover;
         self.respond(now, DetectorKind::Linux, false, acked);
+        if keep_block && self.cfg.spurious.response == Response::Undo {
+            self.recover = recover;
+        }
     }
 
     /// Applies the flow's response to a spurious episode, once. With `Response::None` nothing

@@ -119,6 +119,9 @@ impl Response {
 pub struct SpuriousConfig {
     pub detectors: DetectorSet,
     pub frto: FrtoVariant,
+    /// Whether the linux detector runs F-RTO after a timeout (Linux `tcp_frto` ≠ 0); false:
+    /// conventional go-back-N and no F-RTO undo (`tcp_frto = 0`). The frto detector ignores it.
+    pub linux_frto: bool,
     pub response: Response,
 }
 
@@ -127,6 +130,7 @@ impl Default for SpuriousConfig {
         SpuriousConfig {
             detectors: DetectorSet::EMPTY,
             frto: FrtoVariant::SackEnhanced,
+            linux_frto: true,
             response: Response::None,
         }
     }

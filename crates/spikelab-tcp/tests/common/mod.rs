@@ -105,6 +105,7 @@ pub fn detector_cfg(
             } else {
                 FrtoVariant::Basic
             },
+            linux_frto: true,
             response,
         },
         ..TcpConfig::default()
