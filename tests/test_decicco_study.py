@@ -1,10 +1,13 @@
-"""Study decicco-umts (paper 003): parses with its 60 cells and 15 claims; the full study (1800
-runs of 100 s) runs from the CLI in well under its 15-minute budget and its report holds every
-target of MODELS.md section 4 with the paper's value, the model's mean and 95 % interval; the
+"""Study decicco-umts (paper 003): parses with its 75 cells and 23 claims (paper claims carry
+the paper's section and value; the ones issue 38 lists as holding by construction are not of
+kind paper); the full study (4,500 runs, most of 100 s) runs from the CLI within its 4-minute
+budget and its report holds every target of MODELS.md section 4 with the paper's value, the
+model's mean and 95 % interval; each failing paper claim names an explanation that holds; the
 time-in-timeouts claim's numbers equal those of direct ``spikelab.run`` calls."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import shutil
 import time
@@ -17,26 +20,44 @@ from spikelab.cli import main
 from spikelab.study import parse
 
 STUDY = Path(spikelab.__file__).parent / "studies" / "decicco-umts"
-CLAIMS = {"downlink-goodput-in-band", "downlink-rtt-in-band", "downlink-rtt-sigma-in-band",
-          "downlink-queueing-delay-in-band",
-          "downlink-timeouts-in-band", "downlink-retransmissions-in-band", "jfi-near-paper",
-          "utilisation-rises-with-flows", "uplink-timeouts-below-half", "uplink-goodput-in-band",
-          "three-tcps-within-15pct", "time-in-timeouts-35s", "detectors-recover-capacity",
-          "file-goodput-flat-in-size", "buffer-does-not-avoid-lone-flow-timeouts"}
+PAPER = {"one-flow-far-from-saturating", "utilisation-32-45-84", "utilisation-rises-with-flows",
+         "three-tcps-within-15pct", "file-goodput-flat-in-size", "westwood-least-queueing",
+         "time-in-timeouts-35s"}
+MODEL = {"timeouts-cost-a-lone-flow-a-fifth", "short-transfers-get-the-bearer",
+         "lone-flow-rto-short", "downlink-goodput-in-band", "downlink-rtt-in-band",
+         "downlink-rtt-sigma-in-band", "downlink-queueing-delay-in-band",
+         "downlink-timeouts-in-band", "downlink-retransmissions-in-band", "jfi-near-paper",
+         "uplink-timeouts-below-half", "uplink-goodput-in-band"}
+BEYOND = {"linux-takes-the-conclusions-further", "linux-keeps-the-tcp-comparisons",
+          "detectors-recover-capacity",
+          "buffer-does-not-avoid-lone-flow-timeouts"}
+CLAIMS = PAPER | MODEL | BEYOND
+# Issue 38: hold by construction (the uplink rate is Table 2's, the bearer rate came from the
+# four-flow goodput, the stall rate from Table 5's timeouts), so never of kind paper.
+BY_CONSTRUCTION = {"uplink-goodput-in-band", "downlink-goodput-in-band", "downlink-timeouts-in-band"}
 
 
 def test_study_parses():
     study = parse(STUDY)
     assert study.name == "decicco-umts"
     assert {c.id for c in study.claims} == CLAIMS
-    assert study.sweep["replications"] == 30
+    kinds = {c.id: c.kind for c in study.claims}
+    assert {i for i, k in kinds.items() if k == "paper"} == PAPER
+    assert {i for i, k in kinds.items() if k == "beyond"} == BEYOND
+    assert not BY_CONSTRUCTION & PAPER
+    for c in study.claims:
+        if c.kind == "paper":
+            assert c.section and c.paper_value is not None and c.band, c.id
+    assert study.sweep["replications"] == 60
     assert study.sweep["mode"] == "zip"
     cells = study.sweep["params"]["flow"]["labels"]
-    assert len(cells) == 60
+    assert len(cells) == 75
     assert sum(c.startswith("down ") and c.endswith(("x1", "x2", "x4")) for c in cells) == 9
     assert sum(c.startswith("up ") for c in cells) == 9
     assert sum(c.endswith("F-RTO") for c in cells) == sum(c.endswith("Eifel") for c in cells) == 9
     assert sum(c.startswith("buffer ") for c in cells) == 12
+    assert sum(c.startswith("no stalls ") for c in cells) == 3
+    assert sum(c.startswith("linux ") for c in cells) == 12
 
 
 @pytest.fixture(scope="module")
@@ -54,12 +75,12 @@ def _numbers(out: Path, claim: str) -> dict:
 
 def test_full_study_runs_in_budget_and_reports_every_target(full):
     out, secs = full
-    assert secs < 15 * 60
+    assert secs < 4 * 60
     data = json.loads((out / "claims.json").read_text())
     assert {c["id"] for c in data["claims"]} == CLAIMS
-    assert all(c["status"] in ("holds", "fails") for c in data["claims"]), data["claims"]
+    assert all(c["status"] in ("holds", "fails", "undecided") for c in data["claims"]), data["claims"]
     n = query(out, "SELECT count(DISTINCT run_id) AS runs, count(*) FILTER (WHERE status <> 'ok') AS bad FROM runs")
-    assert n["runs"][0] == 60 * 30 and n["bad"][0] == 0
+    assert n["runs"][0] == 75 * 60 and n["bad"][0] == 0
     report = (out / "report.md").read_text()
     assert "Targets: paper 003 against the model" in report
     # 54 downlink targets (Tables 1, 3, 5, 6 for nine cells: goodput, E[RTT], sigma(RTT),
@@ -86,11 +107,11 @@ def test_full_study_runs_in_budget_and_reports_every_target(full):
     assert len(both) == 63
     assert ((both.dev.abs() <= 1 + 1e-9) == both.in_band).all()
     # The intervals are over runs, not flows (a run's flows share the bearer): recomputed from
-    # runs.parquet for the four-flow NewReno goodput, 1.96 standard errors of the 30 per-run
+    # runs.parquet for the four-flow NewReno goodput, 1.96 standard errors of the 60 per-run
     # means; the per-flow formula would be wider here (the flows of a run split one bearer).
     runs = query(out, "SELECT run_id, goodput_bps FROM runs WHERE cell = 'down NewReno x4'")
     per_run = runs.groupby("run_id").goodput_bps.mean() / 1e3
-    assert len(per_run) == 30
+    assert len(per_run) == 60
     half = 1.96 * per_run.std(ddof=1) / len(per_run) ** 0.5
     t = query(out, "SELECT spikelab, lo95, hi95 FROM targets WHERE link = 'down' AND cc = "
               "'newreno' AND n = 4 AND metric = 'goodput_kbps'", views)
@@ -98,11 +119,30 @@ def test_full_study_runs_in_budget_and_reports_every_target(full):
     assert t.hi95[0] - t.spikelab[0] == pytest.approx(half, rel=1e-9)
     per_flow = 1.96 * (runs.goodput_bps / 1e3).std(ddof=1) / len(runs) ** 0.5
     assert per_flow > half
-    # What the model is calibrated to reproduce (docs/studies.md records the rest).
-    holds = {c["id"] for c in data["claims"] if c["status"] == "holds"}
-    assert {"utilisation-rises-with-flows", "three-tcps-within-15pct",
-            "uplink-goodput-in-band", "uplink-timeouts-below-half",
-            "buffer-does-not-avoid-lone-flow-timeouts"} <= holds
+    # The verdicts (docs/studies.md, decicco-umts, has the numbers).
+    status = {c["id"]: c["status"] for c in data["claims"]}
+    holds = {i for i, s in status.items() if s == "holds"}
+    assert {"utilisation-rises-with-flows", "three-tcps-within-15pct", "westwood-least-queueing",
+            "timeouts-cost-a-lone-flow-a-fifth", "short-transfers-get-the-bearer",
+            "lone-flow-rto-short", "uplink-goodput-in-band", "uplink-timeouts-below-half",
+            "linux-takes-the-conclusions-further", "linux-keeps-the-tcp-comparisons",
+            "buffer-does-not-avoid-lone-flow-timeouts"} <= holds, status
+    # Table 1's lone flow and utilisations and section 5's 35 s are not reproduced, decidedly;
+    # Fig. 6's flatness is undecided (NewReno's 50 KB mean sits on the band's edge). Each
+    # names an explanation that holds.
+    assert {i: status[i] for i in ("one-flow-far-from-saturating", "utilisation-32-45-84",
+                                   "time-in-timeouts-35s")} == dict.fromkeys(
+        ("one-flow-far-from-saturating", "utilisation-32-45-84", "time-in-timeouts-35s"), "fails")
+    assert status["file-goodput-flat-in-size"] == "undecided"
+    explained = {c.id: c.explained_by for c in parse(STUDY).claims if c.kind == "paper"}
+    for cid, s in status.items():
+        if cid in PAPER and s != "holds":
+            assert status[explained[cid]] == "holds", cid
+    # The Fig. 6 test's numbers: a 50 KB download rarely meets a timeout and gets more than
+    # Table 1's lone flow (139 kbit/s) in the model's bearer.
+    fifty = query(out, "SELECT cc, avg(goodput_bps) / 1e3 AS g, avg((rto_count > 0)::INTEGER) AS p "
+                       "FROM runs WHERE cell LIKE 'file 50 KB%' GROUP BY cc")
+    assert (fifty.g > 139).all() and (fifty.p <= 0.15).all(), fifty
 
 
 def test_claims_are_bit_identical_when_evaluated_again(full, tmp_path):
@@ -129,7 +169,7 @@ def test_the_buffer_cells_run_on_their_buffer(full):
         FROM runs WHERE status = 'ok' AND cell LIKE 'buffer % x4' GROUP BY kb ORDER BY kb""")
     assert rows["kb"].tolist() == [15, 25, 35, 45, 60, 90]
     rtts = rows["rtt"].tolist()
-    assert all(a < b for a, b in zip(rtts, rtts[1:])), rtts
+    assert all(a < b for a, b in itertools.pairwise(rtts)), rtts
     # From 15 to 90 KB the buffer holds 75 KB more, 1.8 s at 330 kbit/s when full; the flows'
     # sawtooth keeps it below full (1.2 s more measured).
     assert 0.6 < rtts[-1] - rtts[0] < 1.8, rtts
@@ -165,7 +205,7 @@ def test_a_calibration_override_reaches_every_cell(tmp_path, capsys):
     out = tmp_path / "cal"
     assert main(["study", "run", str(STUDY), "-o", str(out), "-j", "2", "-q",
                  "--replications", "3", "--set", "preset.umts-downlink.stall_rate=0",
-                 "--set", "preset.umts-downlink.buffer=60KB"]) == 0
+                 "--set", "preset.umts-downlink.buffer=60KB"]) in (0, 4)
     capsys.readouterr()
     cells = query(out, "SELECT cell, avg(rto_count) AS rto, avg(rtt_mean_s) AS rtt FROM runs "
                        "WHERE link = 'down' AND cell LIKE 'down % x1' GROUP BY cell")
@@ -173,7 +213,7 @@ def test_a_calibration_override_reaches_every_cell(tmp_path, capsys):
     assert (cells.rto < 1.0).all(), cells
     base = tmp_path / "base"
     assert main(["study", "run", str(STUDY), "-o", str(base), "-j", "2", "-q",
-                 "--replications", "3"]) == 0
+                 "--replications", "3"]) in (0, 4)
     before = query(base, "SELECT avg(rto_count) AS rto, avg(rtt_mean_s) AS rtt FROM runs "
                          "WHERE cell LIKE 'down % x1'")
     assert before.rto[0] > 3.0
