@@ -181,6 +181,9 @@ def test_fig6_cwnd_growth_with_and_without_delayed_ack(reduced):
                                                              "config = ns2/CUBIC"}
     for r in compares:
         assert len(r["figures"]) == 1 and (out / r["figures"][0]).is_file(), r
+        # One directory per comparison: the label's "/" (ns2/NewReno) no longer nests it.
+        parts = Path(r["figures"][0]).parts
+        assert parts[0] == "runs-figures" and parts[1].startswith("compare-ns2_"), parts
     report = (out / "report.md").read_text()
     assert "path.fwd.harq.snr=40" in report
     singles = [r for r in data["run_figures"] if not r["run_id"].startswith("delack")]

@@ -254,7 +254,9 @@ def _draw_run_figures(outdir: Path, study: Study,
                 continue
             (a, ra), (b, rb) = pair
             la, lb = (f"{spec.compare} = {r[spec.compare]}" for r in (ra, rb))
-            name = "-".join(k.replace(" ", "") for k in key) or "all"
+            # One directory: a label such as "ns2/NewReno" must not nest it.
+            name = "-".join(k.replace(" ", "").replace("/", "_").replace(os.sep, "_")
+                            for k in key) or "all"
             _, written = compare_runs(a, b, out=outdir / RUN_FIGURES / f"compare-{name}",
                                       zoom=spec.zoom, labels=(la, lb))
             what = ", ".join(f"{p} = {v}" for p, v in zip(others, key))
