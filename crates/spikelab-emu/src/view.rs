@@ -181,7 +181,7 @@ mod tests {
         let v = view_of("[path.up]\npreset = \"umts-uplink\"\n[path.sw]\n[[path.sw.stage]]\ntype = \"rate\"\nbackpressure = true\nqueue = 7\nswitching = { rates = [\"64kbps\", \"128kbps\"], dwell = \"5s\" }\n[[flow]]\nfwd = \"up\"\n");
         let bp = v["backpressure"].as_array().unwrap();
         assert_eq!(bp.len(), 2);
-        // The preset's UE buffer: 58 kbit/s, 12 KB (MODELS.md section 4).
+        // The preset's UE buffer: 58 kbit/s, 12 KB (docs/models.md, UMTS bearer).
         assert_eq!(bp[1]["path"], "up");
         assert_eq!(bp[1]["rate_bps"], 58_000);
         assert_eq!(bp[1]["queue_bytes"], 12_000);

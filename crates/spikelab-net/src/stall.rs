@@ -12,7 +12,7 @@
 //! always in the same order (gap, duration, gap, duration, …), so they are a function of the
 //! seed and time alone, independent of the traffic.
 //!
-//! **Maturity.** The form is an assumption inferred from 003's tables (MODELS.md §4); `λ`
+//! **Maturity.** The form is an assumption inferred from 003's tables (docs/models.md, UMTS bearer); `λ`
 //! (0.05/s), the median (2.5 s) and `sigma_ln` (0.5) are calibration knobs. Not validated
 //! against a trace of a live bearer.
 

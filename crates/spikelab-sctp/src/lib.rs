@@ -9,8 +9,9 @@
 //! [`rto`] (the §6.3.1 estimator with arbitrary gains) and [`rto_study`] (the alpha/beta study
 //! of Fallon et al., paper 004 §6.2) are public for analytic use.
 //!
-//! Maturity: unit-tested against the RFC rules and the paper arithmetic; not yet validated
-//! against another SCTP implementation.
+//! Maturity: unit-tested against the RFC rules and the paper arithmetic; the endpoints, driven
+//! by spikelab-sim, are compared with usrsctp and with ns-2.35's Agent/SCTP by `spikelab
+//! fidelity` (docs/fidelity.md).
 
 mod config;
 mod endpoint;

@@ -12,7 +12,7 @@
 //! **Which RTO is compared with RTT_i.** By default ([`Alignment::AfterSample`]) `RTO_i` is the
 //! RTO *after* the estimator has taken sample i. 004 §5 reports, for the same instant, "the RTO
 //! was 1000ms, SRTT was 107ms, RTTVAR was 79ms and the recorded RTT was 7ms": the SRTT of 107 ms
-//! already contains the 7 ms sample (before it, SRTT was ≈ 121 ms, MODELS.md §5), so the paper
+//! already contains the 7 ms sample (before it, SRTT was ≈ 121 ms, docs/models.md, WLAN walk-away), so the paper
 //! pairs each RTT with the state that includes it, and its Fig. 3 "RTO deviation from RTT"
 //! plots these pairs. [`Alignment::BeforeSample`] (the RTO a packet sent at second i would run
 //! under) is offered for comparison.

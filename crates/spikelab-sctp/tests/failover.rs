@@ -1,4 +1,4 @@
-//! Failover through the real endpoint: paper 004 §5 arithmetic (MODELS.md §6), the §8.2
+//! Failover through the real endpoint: paper 004 §5 arithmetic (docs/models.md, SCTP), the §8.2
 //! counter reset by a SACK, RFC 7829 PF and PSMR, the return to the primary.
 
 mod common;

@@ -1,4 +1,4 @@
-//! The RFC 4960 estimator on the MODELS.md §5 deterministic WLAN walk-away skeleton (paper
+//! The RFC 4960 estimator on the docs/models.md, WLAN walk-away deterministic WLAN walk-away skeleton (paper
 //! 004 §5 check table) and the 004 §6.2 alpha/beta study on it.
 
 use spikelab_core::SimDuration;

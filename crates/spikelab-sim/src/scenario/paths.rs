@@ -1733,7 +1733,7 @@ pub const PATH_PRESETS: &[&str] = &["umts-downlink", "umts-uplink", "leo-lms", "
 /// The smallest preset buffer: one 1500-byte packet.
 pub const MIN_PRESET_BUFFER: u64 = 1500;
 
-/// One UMTS bearer direction's defaults (paper 003; MODELS.md §4; docs/models.md).
+/// One UMTS bearer direction's defaults (paper 003; docs/models.md, UMTS bearer).
 struct UmtsDefaults {
     rate: u64,
     buffer: u64,
@@ -1751,7 +1751,7 @@ struct UmtsDefaults {
 }
 
 impl UmtsDefaults {
-    /// The UMTS presets' values (paper 003's bearer, MODELS.md section 4); `None` for any
+    /// The UMTS presets' values (paper 003's bearer, docs/models.md, UMTS bearer); `None` for any
     /// other name.
     fn of(name: &str) -> Option<UmtsDefaults> {
         match name {

@@ -12,8 +12,9 @@
 //! Reno's (`ssthresh = max(FlightSize/2, 2·SMSS)`).
 //!
 //! Simplified: the module sets cwnd to rho packets when the connection starts (from the
-//! handshake's RTT); the simulator has no handshake, so the initial window stays the sender's
-//! and rho is first computed at the first srtt. No `tcp_is_cwnd_limited` check. The Reno
+//! handshake's RTT); here the handshake's RTT is not handed to the module, so the initial
+//! window stays the sender's and rho is first computed at the first srtt. No
+//! `tcp_is_cwnd_limited` check. The Reno
 //! growth outside Open follows the sender's ACK counting.
 //!
 //! Maturity: unit-tested against the module's arithmetic (rho = 10 at srtt = 250 ms, the slow

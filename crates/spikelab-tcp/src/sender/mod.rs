@@ -55,8 +55,8 @@
 //! recovery, [`undo`] episodes, the undo ledger and the responses, [`timers`] the RTO and the
 //! early timer, [`rack`], [`tlp`], [`prr`].
 //!
-//! Simplifications: no handshake, no Nagle, no persist timer (the receiver never closes its
-//! window), the advertised window is not scaled or shrunk.
+//! Simplifications: the handshake is optional (`handshake`), no Nagle, no persist timer (the
+//! receiver never closes its window), the advertised window is not scaled or shrunk.
 
 mod ack;
 mod handshake;
