@@ -134,7 +134,9 @@ def study_report(request, tmp_path_factory) -> Path:
     """A shipped study run with one replication (its report is what a reader opens)."""
     out = tmp_path_factory.mktemp("reports") / request.param
     assert main(["study", "run", request.param, "-o", str(out), "-j", "2",
-                 "--replications", "1", "-q"]) in (0, 3)  # 3: a claim fails
+                 "--replications", "1", "-q"]) in (0, 1, 3, 4)
+    # One replication: a claim over held-out seeds has no rows (1), a paper claim's ablation
+    # may be undecided (4), a run may fail (3); the report is written whatever the verdicts.
     return out
 
 

@@ -218,6 +218,12 @@ source = "test"
 sql = '''SELECT avg(goodput_bps) > (SELECT avg(goodput_bps) FROM runs) AS holds,
   (ci_lo(goodput_bps) > (SELECT avg(goodput_bps) FROM runs)
    OR ci_hi(goodput_bps) < (SELECT avg(goodput_bps) FROM runs)) AS decided FROM runs'''
+[[claim]]
+id = "reno-delivers"
+claim = "Reno's mean goodput is below 1 Tbit/s, its interval says so"
+source = "test"
+sql = '''SELECT ci_hi(goodput_bps) < 1e12 AS holds, ci_lo(goodput_bps) AS lo,
+  ci_hi(goodput_bps) < 1e12 AS decided FROM runs WHERE variant = 'reno''''
 """)
     data = spikelab.study.run(root, tmp_path / "out", jobs=1, progress=False)
     from spikelab.analysis.stats import mean_ci
@@ -229,6 +235,12 @@ sql = '''SELECT avg(goodput_bps) > (SELECT avg(goodput_bps) FROM runs) AS holds,
     assert got["hi"] == pytest.approx(mean + half, rel=1e-12)
     assert data["claims"][1]["status"] == "undecided"
     assert "decided" not in data["claims"][1]["numbers"]
+    # One run has no interval: its ci_lo is NULL, so is decided, and the claim is undecided.
+    assert data["claims"][2]["status"] == "holds"
+    one = spikelab.study.run(root, tmp_path / "one", jobs=1, progress=False, replications=1)
+    lo = one["claims"][2]["numbers"]["lo"]
+    assert lo is None or lo != lo  # NULL (NaN in a float column)
+    assert one["claims"][2]["status"] == "undecided"
 
 
 @pytest.mark.parametrize(("bound", "ablation", "kind", "status"), [

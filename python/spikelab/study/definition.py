@@ -347,11 +347,11 @@ def evaluate(outdir: str | os.PathLike[str], claims: list[Claim],
             verdict = row.iloc[0]
             numbers = {k: _plain(v) for k, v in row.iloc[1:].items() if k != DECIDED}
             decided = _plain(row[DECIDED]) if DECIDED in frame.columns[1:] else True
-            if decided is None or not isinstance(decided, bool):
+            if decided is not None and not isinstance(decided, bool):
                 out.append(ClaimResult(c, ERROR, numbers, f"column {DECIDED!r} is "
                                                           f"{decided!r}, not a boolean"))
                 continue
-            if not decided:
+            if not decided:  # false, or NULL: no interval (a single run) decides nothing
                 out.append(ClaimResult(c, UNDECIDED, numbers))
                 continue
             if verdict is None or not isinstance(_plain(verdict), bool):
