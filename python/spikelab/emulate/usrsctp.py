@@ -154,16 +154,27 @@ def status(lib: ctypes.CDLL, so: int) -> Status | None:
 
 
 def stats(lib: ctypes.CDLL) -> dict[str, int]:
-    """The counters of STAT_INDEX; refused (Unavailable) when the library's struct sctpstat is
-    not the size whose layout the indices describe."""
-    words = (ctypes.c_uint32 * _STAT_BUFFER_WORDS)(*([_UNWRITTEN] * _STAT_BUFFER_WORDS))
-    lib.usrsctp_get_stat(words)
-    return read_stats(words)
+    """The counters of STAT_INDEX. The first call in a process checks the size of the library's
+    struct sctpstat (refused, Unavailable, unless it is the size whose layout the indices
+    describe); later calls reuse the checked buffer (the endpoints sample the counters often)."""
+    global _STATS
+    if _STATS is None:
+        words = (ctypes.c_uint32 * _STAT_BUFFER_WORDS)()
+        ctypes.memset(words, _UNWRITTEN & 0xFF, ctypes.sizeof(words))
+        lib.usrsctp_get_stat(words)
+        read_stats(words)
+        _STATS = words
+    lib.usrsctp_get_stat(_STATS)
+    return {k: int(_STATS[i]) for k, i in STAT_INDEX.items()}
+
+
+_STATS: Any = None  # the checked buffer, once the first call has checked it
 
 
 def read_stats(words: Any) -> dict[str, int]:
     """STAT_INDEX's counters from a buffer usrsctp_get_stat filled over _UNWRITTEN words."""
-    written = next((i + 1 for i in range(len(words) - 1, -1, -1) if words[i] != _UNWRITTEN), 0)
+    raw = bytes(words)
+    written = -(-len(raw.rstrip(_UNWRITTEN.to_bytes(4, "little")[:1])) // 4)
     if written * 4 != STAT_BYTES:
         raise Unavailable(f"libusrsctp's struct sctpstat is {written * 4} bytes, not the "
                           f"{STAT_BYTES} of usrsctp 0.9.5.0 whose counter positions spikelab "
