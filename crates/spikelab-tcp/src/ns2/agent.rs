@@ -878,10 +878,11 @@ impl Ns2Agent {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn cfg(variant: Variant) -> TcpConfig {
+    /// ns-default.tcl's agent (the ns2 profile's values) with the handshake, no timestamps.
+    pub(crate) fn cfg(variant: Variant) -> TcpConfig {
         TcpConfig {
             variant,
             mss: 1000,

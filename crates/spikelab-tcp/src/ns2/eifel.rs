@@ -152,30 +152,12 @@ mod tests {
     use super::*;
     use crate::ns2::Ns2Agent;
     use crate::spurious::DetectorSet;
-    use crate::{Segment, TcpConfig, Timestamps, TxKind, Variant};
+    use crate::{Segment, Timestamps, TxKind, Variant};
     use spikelab_core::SimDuration;
 
     fn agent(response: Response) -> Ns2Agent {
-        let mut cfg = TcpConfig {
-            variant: Variant::Reno,
-            mss: 1000,
-            rwnd: 20_000,
-            initial_window: 2,
-            limited_transmit: true,
-            block_fr_after_rto: true,
-            handshake: false,
-            ns2: true,
-            rto: crate::RtoConfig {
-                algorithm: crate::RtoAlgorithm::Ns2 {
-                    tick: SimDuration::from_millis(10),
-                    phase: SimDuration::ZERO,
-                },
-                min: SimDuration::from_millis(200),
-                max: SimDuration::from_secs(60),
-                initial: SimDuration::from_secs(3),
-            },
-            ..TcpConfig::default()
-        };
+        let mut cfg = crate::ns2::agent::tests::cfg(Variant::Reno);
+        cfg.handshake = false;
         cfg.timestamps = true;
         cfg.spurious.detectors = DetectorSet::EMPTY.with(DetectorKind::Eifel);
         cfg.spurious.response = response;
