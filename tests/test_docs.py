@@ -418,6 +418,12 @@ _TYPES = {"int32": "int32", "int64": "int64", "double": "float64"}
 
 def _doc_columns(section: str, first_header: str) -> dict[str, str]:
     """{column name or regex: documented type} of the first table after a heading."""
+    return {k: v[0] for k, v in _doc_column_units(section, first_header).items()}
+
+
+def _doc_column_units(section: str, first_header: str) -> dict[str, tuple[str, str]]:
+    """{column name or regex: (documented type, documented unit)} of the first table after a
+    heading."""
     text = (ROOT / "docs" / "results.md").read_text(encoding="utf-8")
     part = text[text.index(section):]
     _, rows = _markdown_table(part, first_header)
@@ -426,7 +432,7 @@ def _doc_columns(section: str, first_header: str) -> dict[str, str]:
         for name in re.findall(r"`([^`]+)`", row[0]):
             pattern = re.escape(name).replace("<d>", "(eifel|dsack|frto|linux)")
             pattern = pattern.replace("<path>", "[a-z0-9]+").replace("<stage>", "[a-z0-9_]+")
-            out[pattern] = row[1] if len(row) > 1 else ""
+            out[pattern] = (row[1] if len(row) > 1 else "", row[2] if len(row) > 2 else "")
     return out
 
 
@@ -438,16 +444,24 @@ def _type_name(arrow_type) -> str:
     return _TYPES.get(str(arrow_type), str(arrow_type))
 
 
-def _match(documented: dict[str, str], schema, what: str) -> None:
+def _match(documented: dict[str, tuple[str, str]], schema, what: str) -> None:
+    """Every column written is documented with its type and its unit (the file's field
+    metadata, which every column carries with a description), and every documented one is
+    written."""
     names = [f.name for f in schema]
     for field in schema:
         hits = [p for p in documented if re.fullmatch(p, field.name)]
         # An exact name wins over a pattern (drops_total is also drops_<path>_<stage>).
         exact = [p for p in hits if p == re.escape(field.name)]
         assert hits, f"{what}: column {field.name} is written but not in docs/results.md"
-        doc_type = documented[(exact or hits)[0]]
+        doc_type, doc_unit = documented[(exact or hits)[0]]
         assert doc_type == _type_name(field.type), \
             f"{what}.{field.name}: docs say {doc_type}, the file has {field.type}"
+        meta = field.metadata or {}
+        assert meta.get(b"description"), f"{what}.{field.name}: no description in the file"
+        unit = meta.get(b"unit", b"?").decode()
+        assert doc_unit == unit, \
+            f"{what}.{field.name}: docs say unit {doc_unit!r}, the file's metadata {unit!r}"
     for pattern in documented:
         assert any(re.fullmatch(pattern, n) for n in names), \
             f"{what}: docs/results.md documents {pattern}, which the code does not write"
@@ -472,8 +486,8 @@ def test_results_doc_lists_every_column_the_code_writes(traced_run):
 
     for table, section in (("runs", "## runs.parquet"), ("timeseries", "## timeseries.parquet"),
                            ("packets", "## packets.parquet")):
-        _match(_doc_columns(section, "column"), pq.read_schema(traced_run / f"{table}.parquet"),
-               table)
+        _match(_doc_column_units(section, "column"),
+               pq.read_schema(traced_run / f"{table}.parquet"), table)
 
 
 def test_results_doc_lists_every_timeseries_var_and_packet_event(traced_run, tmp_path):
@@ -521,3 +535,6 @@ def test_results_doc_lists_the_sweep_columns(tmp_path):
     single = _doc_columns("## runs.parquet", "column")
     for n in names[8:]:
         assert any(re.fullmatch(p, n) for p in single), n
+    # The sweep's own columns and its parameters carry a unit and a description too.
+    for field in pq.read_schema(tmp_path / "out" / "runs.parquet"):
+        assert b"unit" in field.metadata and field.metadata[b"description"], field.name

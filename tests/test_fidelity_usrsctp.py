@@ -296,25 +296,26 @@ def test_the_metrics_of_simulated_runs():
 
 
 def test_an_expiry_counts_as_retransmitting_only_when_its_marker_names_its_own_chunk():
-    """An emulated run's ``rto_expiry`` marker has ``seq`` -1 when the capture shows no
+    """An emulated run's ``rto_expiry`` marker has ``seq`` null when the capture shows no
     retransmission after it (usrsctp's timer ran on and marked nothing), and the seq and
     transmission of a fast retransmission that followed within 50 ms when there was one
     (loss-tsns: an expiry at 1.890 s, the fast retransmission of TSN 1200 at 1.931 s);
-    neither counts as a T3-rtx expiry with a retransmission. Simulated markers (``tx`` -1)
+    neither counts as a T3-rtx expiry with a retransmission. Simulated markers (``tx`` null)
     name their own chunk and all count, even one whose chunk was fast-retransmitted before.
-    Other flows' markers are not this flow's."""
+    Other flows' markers are not this flow's. Tables written before nulls held -1 for null:
+    they count the same."""
     import types
 
     import pyarrow as pa
 
     rows = [  # (flow, var, seq, tx)
-        (0, "rto_expiry", -1, -1),   # retransmitted nothing
+        (0, "rto_expiry", None, None),   # retransmitted nothing
         (0, "rto_expiry", 1200, 1),  # labelled with the fast retransmission below
         (0, "fast_retx", 1200, 1),
         (0, "rto_expiry", 17, 2),    # its own retransmission
         (1, "rto_expiry", 12, 1),    # another flow
-        (0, "rto_expiry", 40, -1),   # simulated: counts
-        (0, "fast_retx", 40, -1),
+        (0, "rto_expiry", 40, None),   # simulated: counts
+        (0, "fast_retx", 40, None),
     ]
     ts = pa.table({
         "t_ns": pa.array(range(len(rows)), pa.int64()),
@@ -325,6 +326,9 @@ def test_an_expiry_counts_as_retransmitting_only_when_its_marker_names_its_own_c
         "tx": pa.array([r[3] for r in rows], pa.int32()),
     })
     assert fid._t3_with_retransmission(types.SimpleNamespace(timeseries=ts)) == 2
+    legacy = ts.set_column(4, "seq", ts["seq"].fill_null(-1)).set_column(
+        5, "tx", ts["tx"].fill_null(-1))
+    assert fid._t3_with_retransmission(types.SimpleNamespace(timeseries=legacy)) == 2
     assert fid._t3_with_retransmission(types.SimpleNamespace(timeseries=None)) is None
 
 

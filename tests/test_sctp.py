@@ -74,7 +74,7 @@ start = "1s"
     # Chunk kinds in the event column, the destination in its own column.
     assert set(sctp["event"].unique().to_pylist()) >= {"control", "send", "ack", "deliver"}
     assert set(sctp["dest"].unique().to_pylist()) == {0}
-    assert set(pk.filter(pc.equal(pk["flow"], 1))["dest"].unique().to_pylist()) == {-1}
+    assert set(pk.filter(pc.equal(pk["flow"], 1))["dest"].unique().to_pylist()) == {None}
 
 
 def test_bad_sctp_input_is_one_line_naming_the_field(tmp_path):

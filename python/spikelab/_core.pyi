@@ -94,6 +94,14 @@ def walkaway_rtt_ms(seconds: int, noise: float = 0.0, seed: int = 1) -> list[flo
     """The wlan-walkaway preset's RTT (ms) at t = 0 .. seconds - 1 s: the skeleton, or with
     noise > 0 each sample times LogNormal(0, noise) drawn from stream ``seed``."""
 
+def table_schema(name: str) -> list[dict[str, Any]]:
+    """The columns of result table ``name`` (runs, timeseries, packets, or sweep: the columns
+    a sweep adds) as the core's schema describes them: ``name`` (a pattern may hold ``<d>`` or
+    ``<path>_<stage>``), ``type``, ``unit``, ``description``, ``nullable``."""
+
+def column_meta(table: str, column: str) -> tuple[str, str] | None:
+    """(unit, description) of a column of a result table, or None if the schema lacks it."""
+
 # ---- emulation (crates/spikelab-py/src/emu.rs) ------------------------------------------
 
 class Emulator:

@@ -556,8 +556,10 @@ pub fn analyze(cap: &Capture, duration_ns: u64) -> Result<Analysis, String> {
             pkt: id as i64,
             path: p.path,
             kind: if is_data { 0 } else { 1 },
-            seq: 0,
-            ack: 0,
+            // -1: does not apply (null in the table, spikelab_sim::schema); a data row sets
+            // `seq`, an ACK row `ack`.
+            seq: -1,
+            ack: -1,
             len: tcp.payload as i32,
             size: tcp.ip_len as i32,
             tx: -1,

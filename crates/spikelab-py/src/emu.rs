@@ -72,11 +72,11 @@ fn emu_analyze<'py>(
     let mut a = a;
     out.set_item(
         "packets",
-        super::table_to_py(py, std::mem::take(&mut a.packets))?,
+        super::table_to_py(py, "packets", std::mem::take(&mut a.packets))?,
     )?;
     out.set_item(
         "series",
-        super::table_to_py(py, std::mem::take(&mut a.series))?,
+        super::table_to_py(py, "series", std::mem::take(&mut a.series))?,
     )?;
     let js = |v: &dyn erased::Ser| v.json().map_err(|e| PyRuntimeError::new_err(e.to_string()));
     out.set_item("flows", js(&a.flows)?)?;

@@ -9,7 +9,7 @@ use pyo3::exceptions::{PyKeyboardInterrupt, PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList};
 use spikelab_sctp::rto_study::{Alignment, StudyParams};
-use spikelab_sim::{ColumnData, RunControl, Scenario, ScenarioError, Table, TraceLevel};
+use spikelab_sim::{schema, ColumnData, RunControl, Scenario, ScenarioError, Table, TraceLevel};
 use std::path::Path;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
@@ -141,7 +141,7 @@ impl Simulation {
     /// without simulating: the schema an emulated run fills in.
     fn runs_template<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let w = spikelab_sim::World::new(&self.scenario, self.seed, TraceLevel::Summary);
-        table_to_py(py, w.unstarted().runs)
+        table_to_py(py, "runs", w.unstarted().runs)
     }
 
     /// Takes the trace chunks streamed so far: a list of (table name, table), oldest first.
@@ -149,7 +149,7 @@ impl Simulation {
     fn take_chunks<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
         let out = PyList::empty(py);
         for c in self.ctl.take_chunks() {
-            out.append((c.table, table_to_py(py, c.data)?))?;
+            out.append((c.table, table_to_py(py, c.table, c.data)?))?;
         }
         Ok(out)
     }
@@ -167,7 +167,7 @@ impl Simulation {
         let chunks = py.detach(move || ctl.wait_chunks(timeout));
         let out = PyList::empty(py);
         for c in chunks {
-            out.append((c.table, table_to_py(py, c.data)?))?;
+            out.append((c.table, table_to_py(py, c.table, c.data)?))?;
         }
         Ok(out)
     }
@@ -229,9 +229,9 @@ impl Simulation {
             .map(|p| p.to_string_lossy().into_owned())
             .collect();
         out.set_item("pcaps", pcaps)?;
-        out.set_item("runs", table_to_py(py, runs)?)?;
-        out.set_item("timeseries", table_to_py(py, timeseries)?)?;
-        out.set_item("packets", table_to_py(py, packets)?)?;
+        out.set_item("runs", table_to_py(py, "runs", runs)?)?;
+        out.set_item("timeseries", table_to_py(py, "timeseries", timeseries)?)?;
+        out.set_item("packets", table_to_py(py, "packets", packets)?)?;
         out.set_item("wall_s", wall)?;
         out.set_item("events", events)?;
         Ok(out)
@@ -260,15 +260,37 @@ fn le_view<T: Copy, const N: usize>(
     }
 }
 
-/// Hands a table over column by column, freeing each Rust column once Python holds its bytes,
-/// so a long trace exists at most once (plus one column) in memory.
-fn table_to_py<'py>(py: Python<'py>, t: Table) -> PyResult<Bound<'py, PyDict>> {
+/// Hands table `name` (`runs`, `timeseries`, `packets`; the emulator's `series`) over column
+/// by column, freeing each Rust column once Python holds its bytes, so a long trace exists at
+/// most once (plus one column) in memory. Each column carries its unit and description and,
+/// where a value does not apply in some row, a validity bitmap (`spikelab_sim::schema`); a
+/// column without a schema entry is an error (every column the core writes has one).
+fn table_to_py<'py>(py: Python<'py>, name: &str, t: Table) -> PyResult<Bound<'py, PyDict>> {
     let d = PyDict::new(py);
     d.set_item("num_rows", t.num_rows())?;
     let cols = PyList::empty(py);
     for c in t.columns {
+        let spec = schema::column(name, &c.name).ok_or_else(|| {
+            PyRuntimeError::new_err(format!(
+                "column {name}.{} has no entry in the core's schema",
+                c.name
+            ))
+        })?;
+        if spec.spec.ty != schema::Type::of(&c.data) {
+            return Err(PyRuntimeError::new_err(format!(
+                "column {name}.{}: the schema says {}, the core wrote {}",
+                c.name,
+                spec.spec.ty.name(),
+                schema::Type::of(&c.data).name()
+            )));
+        }
         let cd = PyDict::new(py);
         cd.set_item("name", &c.name)?;
+        cd.set_item("unit", spec.spec.unit)?;
+        cd.set_item("description", &spec.description)?;
+        if let Some(bits) = schema::validity(&c.data, spec.spec.null) {
+            cd.set_item("validity", PyBytes::new(py, &bits))?;
+        }
         let (ty, bytes) = match &c.data {
             ColumnData::I64(v) => ("int64", PyBytes::new(py, &le_view(v, i64::to_le_bytes))),
             ColumnData::I32(v) => ("int32", PyBytes::new(py, &le_view(v, i32::to_le_bytes))),
@@ -285,6 +307,36 @@ fn table_to_py<'py>(py: Python<'py>, t: Table) -> PyResult<Bound<'py, PyDict>> {
     }
     d.set_item("columns", cols)?;
     Ok(d)
+}
+
+/// The columns of table `name` (`runs`, `timeseries`, `packets`, or `sweep`: the columns a
+/// sweep adds) as the core's schema describes them: a list of dicts with `name` (placeholders
+/// `<d>`, `<path>_<stage>` in patterns), `type`, `unit`, `description` and `nullable`.
+#[pyfunction]
+fn table_schema<'py>(py: Python<'py>, name: &str) -> PyResult<Bound<'py, PyList>> {
+    let specs = schema::table(name).ok_or_else(|| {
+        PyValueError::new_err(format!(
+            "table: must be runs, timeseries, packets or sweep, got {name:?}"
+        ))
+    })?;
+    let out = PyList::empty(py);
+    for s in specs {
+        let d = PyDict::new(py);
+        d.set_item("name", s.name)?;
+        d.set_item("type", s.ty.name())?;
+        d.set_item("unit", s.unit)?;
+        d.set_item("description", s.description)?;
+        d.set_item("nullable", s.null != schema::Null::Never)?;
+        out.append(d)?;
+    }
+    Ok(out)
+}
+
+/// The unit and description of column `column` of table `table` (a pattern's placeholders
+/// filled), or None when the schema has no such column.
+#[pyfunction]
+fn column_meta(table: &str, column: &str) -> Option<(String, String)> {
+    schema::column(table, column).map(|r| (r.spec.unit.to_string(), r.description))
 }
 
 // ---- paper 004 §6.2: the analytic SCTP RTO alpha/beta study (spikelab-sctp::rto_study) ----
@@ -489,6 +541,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(rto_study, m)?)?;
     m.add_function(wrap_pyfunction!(rto_series, m)?)?;
     m.add_function(wrap_pyfunction!(walkaway_rtt_ms, m)?)?;
+    m.add_function(wrap_pyfunction!(table_schema, m)?)?;
+    m.add_function(wrap_pyfunction!(column_meta, m)?)?;
     emu::register(m)?;
     Ok(())
 }

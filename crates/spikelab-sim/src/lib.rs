@@ -10,6 +10,7 @@
 pub mod packet_event;
 pub mod pcap;
 pub mod scenario;
+pub mod schema;
 pub mod table;
 mod truth;
 pub mod units;

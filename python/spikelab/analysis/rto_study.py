@@ -440,7 +440,7 @@ def simulate(scenario: str | os.PathLike[str], pairs: Sequence[tuple[float, floa
     analysis layer does not run simulations itself), summary trace, the scenario's seed unless
     ``seed``: one row per
     pair, in order, with flow 0's ``bytes_delivered``, ``failovers`` and ``time_to_failover_s``
-    (NaN without failover) and its ``sim_rank`` by data delivered (1 = most; equal amounts keep
+    (null without failover) and its ``sim_rank`` by data delivered (1 = most; equal amounts keep
     the grid order, as the analytical rank does)."""
     check_scenario(scenario)
     got: dict[str, list[Any]] = {"alpha": [], "beta": [], "sim_bytes_delivered": [],
@@ -454,7 +454,8 @@ def simulate(scenario: str | os.PathLike[str], pairs: Sequence[tuple[float, floa
         got["beta"].append(float(beta))
         got["sim_bytes_delivered"].append(int(row["bytes_delivered"]))
         got["sim_failovers"].append(int(row["failovers"]))
-        got["sim_time_to_failover_s"].append(float(row["time_to_failover_s"]))
+        t = float(row["time_to_failover_s"])  # pandas shows a null as NaN
+        got["sim_time_to_failover_s"].append(None if math.isnan(t) else t)
     order = sorted(range(len(pairs)), key=lambda k: -got["sim_bytes_delivered"][k])
     rank = [0] * len(pairs)
     for r, k in enumerate(order, 1):
@@ -529,8 +530,7 @@ def add_simulation(table: pa.Table, scenario: str | os.PathLike[str], *,
         "best_bytes_delivered": table["sim_bytes_delivered"][k].as_py(),
         "default_pair": list(DEFAULT_PAIR),
         "default_bytes_delivered": default["sim_bytes_delivered"],
-        "default_time_to_failover_s": (None if math.isnan(default["sim_time_to_failover_s"])
-                                       else default["sim_time_to_failover_s"]),
+        "default_time_to_failover_s": default["sim_time_to_failover_s"],
     }
     return table, info
 

@@ -84,7 +84,7 @@ def simulated_lines(table, top: int = 5) -> list[str]:
         t = cols["sim_time_to_failover_s"][k]
         rows.append([str(cols["sim_rank"][k]), f"{cols['alpha'][k]:g}", f"{cols['beta'][k]:g}",
                      f"{cols['sim_bytes_delivered'][k] / 1e6:.2f}",
-                     "none" if math.isnan(t) else f"{t:.3f}", str(cols["rank"][k])])
+                     "none" if t is None else f"{t:.3f}", str(cols["rank"][k])])
     return [line.rstrip() for line in align(header, rows).splitlines()]
 
 

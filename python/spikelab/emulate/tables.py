@@ -26,7 +26,7 @@ import pyarrow as pa
 import pyarrow.compute  # noqa: F401  (pa.compute)
 
 from .. import _core
-from ..store import results
+from ..store import results, schema
 from ..store.arrow import to_arrow
 from ..store.run import RunResult
 from . import tcpinfo
@@ -531,11 +531,11 @@ def _common_row(i: int, rcv_f: dict[str, Any], cf: dict[str, Any], view: dict[st
         "retx_segments": cf["retx_segments"],
         "spurious_retx_true": cf["spurious_retx_true"],
         "segments_sent": cf["segments_sent"],
-        "rtt_mean_s": cf["rtt_mean_s"] if cf["rtt_mean_s"] is not None else math.nan,
-        "rtt_sd_s": cf["rtt_sd_s"] if cf["rtt_sd_s"] is not None else math.nan,
+        "rtt_mean_s": cf["rtt_mean_s"],
+        "rtt_sd_s": cf["rtt_sd_s"],
         "rtt_samples": cf["rtt_samples"],
         "longest_stall_s": cf["longest_stall_s"],
-        "completion_time_s": (complete - t0 - start_ns) / 1e9 if complete else math.nan,
+        "completion_time_s": (complete - t0 - start_ns) / 1e9 if complete else None,
     }
     for g, (path, stage) in enumerate(stages):
         row[f"drops_{path}_{stage}"] = cf["drops"][g]
@@ -584,13 +584,13 @@ def _sctp_flow(i: int, fl: dict[str, Any], part: dict[str, Any], rcv_f: dict[str
         "rto_spurious_true": sum(r[1] for r in rtos),
         "fast_retx_count": len(recs),
         "fast_retx_spurious_true": sum(r[1] for r in recs),
-        "dupacks_rcvd": 0,
-        "dsacks_rcvd": 0,
+        "dupacks_rcvd": None,  # TCP only
+        "dsacks_rcvd": None,
         "mss": int(view["flows"][i]["sctp"]["message_size"]),
         "cc": "sctp",
         "transport": "sctp",
         "heartbeats_sent": cf["heartbeats_sent"],
-        "setup_time_s": (established - fl["connect_ns"]) / 1e9 if established else math.nan,
+        "setup_time_s": (established - fl["connect_ns"]) / 1e9 if established else None,
         "assoc_failed": int(bool(fl.get("assoc_failed"))),
         "failovers": cf["failovers"],
     })
@@ -637,21 +637,24 @@ def _unavailable_sctp(missing: list[str]) -> list[str]:
 def _runs_table(rows: list[dict[str, Any]], template: pa.Table
                 ) -> tuple[pa.Table, list[str]]:
     """The runs rows in the simulator's columns (``template``: its runs table for the same
-    scenario): values the emulation has, the template's own for the scenario's settings
-    (dictionary columns such as ``spurious``, ``response``), null for the rest; returns the
-    table and the columns left null."""
+    scenario, with its fields' units and descriptions): values the emulation has, the
+    template's own for the scenario's settings (dictionary columns such as ``spurious``,
+    ``response``), null for the rest; returns the table and the columns left null that apply
+    to the flows (a count the template holds null does not: an SCTP column of a TCP flow, a
+    detector that is off)."""
     cols: dict[str, pa.Array] = {}
     missing = []
     for field in template.schema:
         name, typ = field.name, field.type
+        own = [template[name][min(i, template.num_rows - 1)] for i in range(len(rows))]
         if all(name in r for r in rows):
             values = [r[name] for r in rows]
         elif pa.types.is_dictionary(typ):
-            values = [template[name][min(i, template.num_rows - 1)].as_py()
-                      for i in range(len(rows))]
+            values = [v.as_py() for v in own]
         else:
             values = [None] * len(rows)
-            missing.append(name)
+            if not pa.types.is_integer(typ) or any(v.is_valid for v in own):
+                missing.append(name)
         if pa.types.is_floating(typ):
             values = [None if v is None else float(v) for v in values]
         elif pa.types.is_integer(typ):
@@ -663,7 +666,7 @@ def _runs_table(rows: list[dict[str, Any]], template: pa.Table
 def _timeseries_table(ts: dict[str, list], markers: dict[str, list],
                       cap: pa.Table) -> pa.Table:
     """All series in time order, with the simulator's columns (``seq``/``tx`` name the
-    retransmission of a marker, -1 elsewhere)."""
+    retransmission of a marker; null elsewhere, and on a marker no retransmission followed)."""
     t = np.concatenate([np.asarray(ts["t_ns"], np.int64), np.asarray(markers["t_ns"], np.int64),
                         cap["t_ns"].to_numpy()])
     flow = np.concatenate([np.asarray(ts["flow"], np.int32),
@@ -673,23 +676,26 @@ def _timeseries_table(ts: dict[str, list], markers: dict[str, list],
                             np.asarray(markers["value"], np.float64),
                             cap["value"].to_numpy()])
     n_ts, n_cap = len(ts["t_ns"]), cap.num_rows
+    # -1 marks "none" while the rows are put together; the table holds null there.
     seq = np.concatenate([np.full(n_ts, -1, np.int64), np.asarray(markers["seq"], np.int64),
                           np.full(n_cap, -1, np.int64)])
     tx = np.concatenate([np.full(n_ts, -1, np.int32), np.asarray(markers["tx"], np.int32),
                          np.full(n_cap, -1, np.int32)])
     order = np.argsort(t, kind="stable")
     codes = np.asarray([VAR_NAMES.index(v) for v in var], np.int32)[order]
-    return pa.table({
+    seq, tx = seq[order], tx[order]
+    table = pa.table({
         "t_ns": pa.array(t[order], pa.int64()),
         "flow": pa.array(flow[order], pa.int32()),
         "var": pa.DictionaryArray.from_arrays(pa.array(codes, pa.int32()),
                                               pa.array(VAR_NAMES, pa.string())),
         "value": pa.array(value[order], pa.float64()),
-        "seq": pa.array(seq[order], pa.int64()),
-        "tx": pa.array(tx[order], pa.int32()),
-        # The SCTP destination of a row (the kernel here runs TCP only).
-        "dest": pa.array(np.full(len(t), -1, np.int32), pa.int32()),
+        "seq": pa.array(seq, pa.int64(), mask=seq < 0),
+        "tx": pa.array(tx, pa.int32(), mask=tx < 0),
+        # The SCTP destination of a row: none (the kernel here runs TCP only).
+        "dest": pa.nulls(len(t), pa.int32()),
     })
+    return schema.annotate(table, "timeseries")
 
 
 def tcp_info_table(raw: dict[str, Any]) -> pa.Table:

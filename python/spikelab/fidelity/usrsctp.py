@@ -240,7 +240,7 @@ def _t3_with_retransmission(result: Any) -> float | None:
     retransmits each on their own, so an expiry of usrsctp's that retransmitted nothing, just
     before a fast retransmission, is labelled with that one (seen on loss-tsns); the counter
     of fast-retransmitted chunks says whose it was. Simulated markers carry no transmission
-    number (``tx`` -1) and name their own chunk: all of them count."""
+    number (``tx`` null) and name their own chunk: all of them count."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -249,13 +249,14 @@ def _t3_with_retransmission(result: Any) -> float | None:
         return None
     ts = ts.filter(pc.equal(ts["flow"], 0))
     var = ts["var"].cast(pa.string())
-    tx = ts["tx"] if "tx" in ts.column_names else pa.array([-1] * ts.num_rows, pa.int32())
+    tx = ts["tx"] if "tx" in ts.column_names else pa.nulls(ts.num_rows, pa.int32())
     t3 = ts.filter(pc.and_(pc.equal(var, "rto_expiry"), pc.greater_equal(ts["seq"], 0)))
     t3_tx = tx.filter(pc.and_(pc.equal(var, "rto_expiry"), pc.greater_equal(ts["seq"], 0)))
     fr_mask = pc.and_(pc.equal(var, "fast_retx"), pc.greater_equal(tx, 0))
     by_fr = set(zip(ts.filter(fr_mask)["seq"].to_pylist(), tx.filter(fr_mask).to_pylist(),
                     strict=True))
-    return float(sum((seq, x) not in by_fr or x < 0
+    # A marker without a transmission number (null; -1 in tables written before nulls).
+    return float(sum(x is None or x < 0 or (seq, x) not in by_fr
                      for seq, x in zip(t3["seq"].to_pylist(), t3_tx.to_pylist(), strict=True)))
 
 

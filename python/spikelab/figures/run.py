@@ -411,7 +411,9 @@ def seqack(packets: pa.Table, flow: int, zoom: Zoom = None,
     if pk.num_rows == 0:
         return None
     ts = None if timeseries is None else timeseries.filter(_eq(timeseries, "flow", flow))
-    sctp = "dest" in pk.column_names and pc.max(pk["dest"]).as_py() >= 0
+    # SCTP rows name a destination (TCP's are null; -1 in tables written before nulls).
+    top = pc.max(pk["dest"]).as_py() if "dest" in pk.column_names else None
+    sctp = top is not None and top >= 0
     layers = _seqack_layers(pk, ts, 1 if sctp else MB)
     t_all = _np(pk, "t_ns") / NS
     run = (float(t_all.min()), float(t_all.max()))

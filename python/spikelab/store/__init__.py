@@ -4,6 +4,7 @@
 - :mod:`.run`: a run's tables and metadata (:class:`RunResult`), written and read back;
 - :mod:`.sweep`: a sweep's part files and dataset (:class:`SweepResult`);
 - :mod:`.arrow`: the core's columnar tables as pyarrow tables.
+- :mod:`.schema`: each column's type, unit, description and nullability (the core's schema).
 """
 
 from __future__ import annotations

@@ -1,8 +1,13 @@
 """Columnar tables from the Rust core -> pyarrow, without a Python object per value.
 
 The core hands over each table as ``{"num_rows": n, "columns": [{"name", "type", "data",
-"dictionary"?}, ...]}`` where ``data`` holds ``n`` little-endian packed values. Dictionary
-columns carry int32 codes into ``dictionary``; code -1 is null. They stay dictionary-encoded.
+"unit", "description", "validity"?, "dictionary"?}, ...]}`` where ``data`` holds ``n``
+little-endian packed values. ``validity`` is an Arrow validity bitmap (bit i set: row i has a
+value), present when some row's value does not apply: the core's schema
+(``spikelab_sim::schema``) turns its compact markers (-1, NaN) into it, so the tables hold nulls,
+never sentinels. Dictionary columns carry int32 codes into ``dictionary``; code -1 is null. They
+stay dictionary-encoded. ``unit`` and ``description`` become the field's metadata, which the
+Parquet files keep (:func:`field_meta` reads it back).
 """
 
 from __future__ import annotations
@@ -36,19 +41,30 @@ def _values(data: bytes, dtype: np.dtype, n: int, name: str) -> np.ndarray:
 
 def _column(col: Mapping[str, Any], n: int) -> pa.Array:
     name, kind = col["name"], col["type"]
+    nulls = col.get("validity")
+    if nulls is not None and len(nulls) != (n + 7) // 8:
+        raise ValueError(f"column {name!r}: {len(nulls)} bytes of validity for {n} rows")
     if kind == "dict":
         codes = _values(col["data"], _NUMERIC["int32"], n, name)
         dictionary = _strings(col["dictionary"])
         if n and (codes.max() >= len(dictionary) or codes.min() < -1):
             raise ValueError(f"column {name!r}: dictionary code out of range")
         valid = codes >= 0
-        nulls = None if valid.all() else pa.py_buffer(np.packbits(valid, bitorder="little"))
-        indices = pa.Array.from_buffers(pa.int32(), n, [nulls, pa.py_buffer(codes)])
+        if nulls is None and not valid.all():
+            nulls = np.packbits(valid, bitorder="little").tobytes()
+        indices = pa.Array.from_buffers(
+            pa.int32(), n, [None if nulls is None else pa.py_buffer(nulls), pa.py_buffer(codes)])
         return pa.DictionaryArray.from_arrays(indices, dictionary)
     if kind not in _NUMERIC:
         raise ValueError(f"column {name!r}: unknown type {kind!r}")
     values = _values(col["data"], _NUMERIC[kind], n, name)
-    return pa.Array.from_buffers(_ARROW[kind], n, [None, pa.py_buffer(values)])
+    return pa.Array.from_buffers(_ARROW[kind], n, [None if nulls is None else pa.py_buffer(nulls),
+                                                   pa.py_buffer(values)])
+
+
+def _field(col: Mapping[str, Any], array: pa.Array) -> pa.Field:
+    meta = {k: col[k] for k in ("unit", "description") if col.get(k) is not None}
+    return pa.field(col["name"], array.type, metadata=meta or None)
 
 
 def _strings(words: list[str]) -> pa.Array:
@@ -61,9 +77,16 @@ def _strings(words: list[str]) -> pa.Array:
 
 
 def to_arrow(table: Mapping[str, Any]) -> pa.Table:
-    """Convert one core TABLE dict to a ``pyarrow.Table``, columns in the order given."""
+    """Convert one core TABLE dict to a ``pyarrow.Table``, columns in the order given, each
+    field with its ``unit`` and ``description`` metadata."""
     n = int(table["num_rows"])
     columns = table["columns"]
-    return pa.table(
-        [_column(col, n) for col in columns], names=[col["name"] for col in columns]
-    )
+    arrays = [_column(col, n) for col in columns]
+    return pa.Table.from_arrays(
+        arrays, schema=pa.schema([_field(c, a) for c, a in zip(columns, arrays, strict=True)]))
+
+
+def field_meta(field: pa.Field) -> dict[str, str]:
+    """A field's ``unit`` and ``description`` (empty strings where it has none)."""
+    meta = field.metadata or {}
+    return {k: meta.get(k.encode(), b"").decode() for k in ("unit", "description")}

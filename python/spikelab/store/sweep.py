@@ -25,7 +25,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ..scenario import TRACE_LEVELS
-from . import results
+from . import results, schema
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -70,7 +70,9 @@ def part_table(task: RunTask, spec: SweepSpec, outcome: dict[str, Any]) -> pa.Ta
         for name in runs.column_names:
             if name not in cols:  # `seed` is already there; parameters never clash (plan)
                 cols[name] = runs.column(name)
-    return pa.table(cols)
+    # Every column's unit and description (the parameters': the field they set).
+    return schema.annotate(pa.table(cols), "runs",
+                           {p.name: schema.param_meta(p.key) for p in spec.params})
 
 
 def write_part(table: pa.Table, path: Path) -> None:
@@ -87,7 +89,8 @@ def read_part(path: Path) -> pa.Table:
 
 
 def _with_run_id(table: pa.Table, run_id: str) -> pa.Table:
-    return table.add_column(0, "run_id", pa.array([run_id] * table.num_rows, pa.string()))
+    return schema.annotate(
+        table.add_column(0, "run_id", pa.array([run_id] * table.num_rows, pa.string())), "runs")
 
 
 def _concat(tables: list[pa.Table]) -> pa.Table:

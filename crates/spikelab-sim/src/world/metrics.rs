@@ -263,18 +263,51 @@ impl RunsBuilder {
         let rows = &self.rows;
         let mut t = Table::default();
         // `col!(f64 name)` is the rows' field `name`; `col!(i64 name in part)` their
-        // `part.name`.
+        // `part.name`, where the part (`tcp`, `sctp`) may not apply to a row: then the column
+        // holds its "does not apply" marker, -1 or NaN, null in the table (crate::schema).
         macro_rules! col {
-            (i64 $f:ident $(in $p:ident)?) => {
+            (i64 $f:ident) => {
                 t.push(
                     stringify!($f),
-                    ColumnData::I64(rows.iter().map(|r| r$(.$p)?.$f).collect()),
+                    ColumnData::I64(rows.iter().map(|r| r.$f).collect()),
                 )
             };
-            (f64 $f:ident $(in $p:ident)?) => {
+            (f64 $f:ident) => {
                 t.push(
                     stringify!($f),
-                    ColumnData::F64(rows.iter().map(|r| r$(.$p)?.$f).collect()),
+                    ColumnData::F64(rows.iter().map(|r| r.$f).collect()),
+                )
+            };
+            (i64 $f:ident in delivery) => {
+                t.push(
+                    stringify!($f),
+                    ColumnData::I64(rows.iter().map(|r| r.delivery.$f).collect()),
+                )
+            };
+            (f64 $f:ident in delivery) => {
+                t.push(
+                    stringify!($f),
+                    ColumnData::F64(rows.iter().map(|r| r.delivery.$f).collect()),
+                )
+            };
+            (i64 $f:ident in $p:ident) => {
+                t.push(
+                    stringify!($f),
+                    ColumnData::I64(
+                        rows.iter()
+                            .map(|r| r.$p.as_ref().map_or(-1, |p| p.$f))
+                            .collect(),
+                    ),
+                )
+            };
+            (f64 $f:ident in $p:ident) => {
+                t.push(
+                    stringify!($f),
+                    ColumnData::F64(
+                        rows.iter()
+                            .map(|r| r.$p.as_ref().map_or(f64::NAN, |p| p.$f))
+                            .collect(),
+                    ),
                 )
             };
         }
@@ -308,7 +341,7 @@ impl RunsBuilder {
         col!(f64 dupacks_per_pkt in tcp);
         col!(f64 spurious_retx_per_pkt);
         col!(f64 retx_per_pkt);
-        t.push("cc", dictionary(rows.iter().map(|r| r.cc)));
+        t.push("cc", dictionary(rows.iter().map(|r| Some(r.cc))));
         let n = rows.len();
         t.push("jfi", ColumnData::F64(vec![self.jfi; n]));
         t.push(
@@ -321,12 +354,15 @@ impl RunsBuilder {
         );
         t.push(
             "spurious",
-            dictionary(rows.iter().map(|r| r.tcp.spurious.as_str())),
+            dictionary(
+                rows.iter()
+                    .map(|r| r.tcp.as_ref().map(|p| p.spurious.as_str())),
+            ),
         );
         t.push(
             "response",
             fixed_dictionary(
-                rows.iter().map(|r| r.tcp.response),
+                rows.iter().map(|r| r.tcp.as_ref().map(|p| p.response)),
                 &["none", "eifel", "undo"],
             ),
         );
@@ -345,7 +381,7 @@ impl RunsBuilder {
         col!(f64 rto_wait_s in tcp);
         t.push(
             "transport",
-            fixed_dictionary(rows.iter().map(|r| r.protocol), &["tcp", "sctp"]),
+            fixed_dictionary(rows.iter().map(|r| Some(r.protocol)), &["tcp", "sctp"]),
         );
         col!(i64 failovers in sctp);
         col!(f64 time_to_failover_s in sctp);
@@ -357,8 +393,14 @@ impl RunsBuilder {
         for d in DetectorKind::ALL {
             let name = d.name();
             let k = d as usize;
+            // A detector that is off (or an SCTP row): -1, null in the table.
+            let score = |r: &RunRow| r.tcp.as_ref().and_then(|p| p.det[k]);
             let int = |f: fn(&DetScore) -> i64| {
-                ColumnData::I64(rows.iter().map(|r| f(&r.tcp.det[k])).collect())
+                ColumnData::I64(
+                    rows.iter()
+                        .map(|r| score(r).as_ref().map_or(-1, f))
+                        .collect(),
+                )
             };
             t.push(&format!("det_{name}_detections"), int(|s| s.tp + s.fp));
             t.push(&format!("det_{name}_tp"), int(|s| s.tp));
@@ -370,13 +412,9 @@ impl RunsBuilder {
                 &format!("det_{name}_delay_mean_s"),
                 ColumnData::F64(
                     rows.iter()
-                        .map(|r| {
-                            let s = &r.tcp.det[k];
-                            if s.tp + s.fp > 0 {
-                                s.delay_sum_s / (s.tp + s.fp) as f64
-                            } else {
-                                f64::NAN
-                            }
+                        .map(|r| match score(r) {
+                            Some(s) if s.tp + s.fp > 0 => s.delay_sum_s / (s.tp + s.fp) as f64,
+                            _ => f64::NAN,
                         })
                         .collect(),
                 ),
@@ -400,25 +438,37 @@ impl RunsBuilder {
     }
 }
 
-/// A dictionary column of `values`, its dictionary in order of first appearance.
-fn dictionary<'a>(values: impl Iterator<Item = &'a str>) -> ColumnData {
+/// A dictionary column of `values` (`None`: null), its dictionary in order of first
+/// appearance.
+fn dictionary<'a>(values: impl Iterator<Item = Option<&'a str>>) -> ColumnData {
     let mut names: Vec<String> = Vec::new();
     let codes = values
-        .map(|v| match names.iter().position(|n| n == v) {
-            Some(c) => c as i32,
-            None => {
-                names.push(v.to_string());
-                names.len() as i32 - 1
-            }
+        .map(|v| match v {
+            None => -1,
+            Some(v) => match names.iter().position(|n| n == v) {
+                Some(c) => c as i32,
+                None => {
+                    names.push(v.to_string());
+                    names.len() as i32 - 1
+                }
+            },
         })
         .collect();
     ColumnData::Dict(codes, names)
 }
 
-/// A dictionary column of `values` over the dictionary `names` (a value not in it: code 0).
-fn fixed_dictionary<'a>(values: impl Iterator<Item = &'a str>, names: &[&str]) -> ColumnData {
+/// A dictionary column of `values` (`None`: null) over the dictionary `names` (a value not in
+/// it: code 0).
+fn fixed_dictionary<'a>(
+    values: impl Iterator<Item = Option<&'a str>>,
+    names: &[&str],
+) -> ColumnData {
     let codes = values
-        .map(|v| names.iter().position(|n| *n == v).unwrap_or(0) as i32)
+        .map(|v| {
+            v.map_or(-1, |v| {
+                names.iter().position(|n| *n == v).unwrap_or(0) as i32
+            })
+        })
         .collect();
     ColumnData::Dict(codes, names.iter().map(|n| n.to_string()).collect())
 }

@@ -366,11 +366,13 @@ struct RunRow {
     fr_episodes_spurious_true: i64,
     /// Drops per stage, in the flat order of every path's stages.
     drops: Vec<u64>,
-    tcp: TcpColumns,
-    sctp: SctpColumns,
+    /// The transport's own columns; the other transport's do not apply (null in the table:
+    /// `crate::schema`).
+    tcp: Option<TcpColumns>,
+    sctp: Option<SctpColumns>,
 }
 
-/// The columns only a TCP flow fills ([`TcpColumns::none`] for an association).
+/// The columns only a TCP flow fills (null for an association).
 struct TcpColumns {
     dupacks_rcvd: i64,
     dsacks_rcvd: i64,
@@ -389,52 +391,19 @@ struct TcpColumns {
     timeout_time_s: f64,
     /// The expired RTOs summed, s.
     rto_wait_s: f64,
-    det: [DetScore; N_DETECTORS],
+    /// Each detector's score; `None` for one that is off (null in the table).
+    det: [Option<DetScore>; N_DETECTORS],
 }
 
-impl TcpColumns {
-    fn none() -> TcpColumns {
-        TcpColumns {
-            dupacks_rcvd: 0,
-            dsacks_rcvd: 0,
-            dupacks_per_pkt: f64::NAN,
-            spurious: String::new(),
-            response: "none",
-            rto_spurious_detected: 0,
-            fr_spurious_detected: 0,
-            undo_count: 0,
-            tlp_count: 0,
-            tlp_recoveries: 0,
-            rack_loss_count: 0,
-            local_cwr_count: 0,
-            timeout_time_s: f64::NAN,
-            rto_wait_s: f64::NAN,
-            det: [DetScore::default(); N_DETECTORS],
-        }
-    }
-}
-
-/// The columns only an SCTP association fills ([`SctpColumns::none`] for a TCP flow).
+/// The columns only an SCTP association fills (null for a TCP flow).
 struct SctpColumns {
     failovers: i64,
+    /// NaN without failover (null in the table).
     time_to_failover_s: f64,
     data_primary_bytes: i64,
     data_other_bytes: i64,
     heartbeats_sent: i64,
+    /// NaN if never established (null in the table).
     setup_time_s: f64,
     assoc_failed: i64,
-}
-
-impl SctpColumns {
-    fn none() -> SctpColumns {
-        SctpColumns {
-            failovers: 0,
-            time_to_failover_s: f64::NAN,
-            data_primary_bytes: 0,
-            data_other_bytes: 0,
-            heartbeats_sent: 0,
-            setup_time_s: f64::NAN,
-            assoc_failed: 0,
-        }
-    }
 }

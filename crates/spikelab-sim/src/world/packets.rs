@@ -49,12 +49,27 @@ impl World {
         let tr = &mut self.ptrace;
         tr.reserve_row();
         tr.t.push(self.now.as_nanos() as i64);
-        let (flow, dest) = match p.sctp() {
-            Some(s) => (
-                self.assocs[p.local_flow()].id,
-                self.sctp_pkts.get(s).dest as i32,
-            ),
-            None => (self.flows[p.local_flow()].id, -1),
+        // -1 where a value does not apply (null in the table, crate::schema): no data, no
+        // ACK, no destination.
+        let (flow, dest, seq, ack) = match p.sctp() {
+            Some(s) => {
+                let sp = self.sctp_pkts.get(s);
+                (
+                    self.assocs[p.local_flow()].id,
+                    sp.dest as i32,
+                    sp.first_tsn.map_or(-1, |t| t as i64),
+                    sp.pkt.sack().map_or(-1, |s| s.cum_tsn_ack as i64),
+                )
+            }
+            None => {
+                let data = p.dir == Dir::Data;
+                (
+                    self.flows[p.local_flow()].id,
+                    -1,
+                    if data { p.seg.seq as i64 } else { -1 },
+                    if data { -1 } else { p.seg.ack as i64 },
+                )
+            }
         };
         tr.flow.push(flow as i32);
         tr.dest.push(dest);
@@ -63,8 +78,8 @@ impl World {
         tr.path.push(p.path as i32);
         tr.stage.push(stage_code);
         tr.kind.push((p.dir == Dir::Ack) as i32);
-        tr.seq.push(p.seg.seq as i64);
-        tr.ack.push(p.seg.ack as i64);
+        tr.seq.push(seq);
+        tr.ack.push(ack);
         tr.len.push(p.seg.len as i32);
         tr.size.push(p.size as i32);
         tr.tx.push(p.tx);

@@ -449,8 +449,8 @@ impl World {
                 fr_episodes: st.fast_retransmits as i64,
                 fr_episodes_spurious_true: fr_spurious,
                 drops: a.drops.clone(),
-                tcp: TcpColumns::none(),
-                sctp: SctpColumns {
+                tcp: None,
+                sctp: Some(SctpColumns {
                     failovers: st.failovers.len() as i64,
                     time_to_failover_s: time_to_failover,
                     data_primary_bytes: data_primary as i64,
@@ -458,7 +458,7 @@ impl World {
                     heartbeats_sent: st.heartbeats_sent as i64,
                     setup_time_s: st.setup_time.map_or(f64::NAN, |d| d.as_secs_f64()),
                     assoc_failed: st.failed_at.is_some() as i64,
-                },
+                }),
             });
         }
     }

@@ -174,8 +174,9 @@ impl Markers {
 }
 
 /// The timeseries table: the series rows (time order) followed by the marker rows (time
-/// order). Series rows have `seq` = -1 and `tx` = -1. A streamed run hands the series over in
-/// chunks as it goes and the markers come last, so both ways give the same table.
+/// order). Series rows have `seq` = -1 and `tx` = -1 (null in the table). A streamed run
+/// hands the series over in chunks as it goes and the markers come last, so both ways give
+/// the same table.
 pub(super) fn series_table(a: SeriesTrace, b: Markers, c: Markers) -> Table {
     fn cat<T: Copy>(mut a: Vec<T>, b: &[T]) -> Vec<T> {
         a.extend_from_slice(b);

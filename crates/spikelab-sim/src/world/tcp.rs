@@ -6,7 +6,7 @@ use crate::packet_event::{ACK as EV_ACK, RETX as EV_RETX, SEND as EV_SEND, TLP a
 use crate::scenario::{AppKind, TraceLevel};
 use crate::truth::Truth;
 use spikelab_core::{ArenaId, SimTime};
-use spikelab_tcp::spurious::EpisodeKind;
+use spikelab_tcp::spurious::{DetectorKind, EpisodeKind};
 use spikelab_tcp::{CaState, Receiver, Segment, Sender, SpuriousEvent, TxKind};
 use std::collections::VecDeque;
 
@@ -539,7 +539,7 @@ impl World {
                 fr_episodes: fr_eps,
                 fr_episodes_spurious_true: fr_eps_true,
                 drops: f.drops.clone(),
-                tcp: TcpColumns {
+                tcp: Some(TcpColumns {
                     dupacks_rcvd: st.dupacks_rcvd as i64,
                     dsacks_rcvd: st.dsacks_rcvd as i64,
                     dupacks_per_pkt: per_pkt(st.dupacks_rcvd),
@@ -554,9 +554,12 @@ impl World {
                     local_cwr_count: st.local_cwr_count as i64,
                     timeout_time_s: f.snd.timeout_time(stop).as_secs_f64(),
                     rto_wait_s: st.rto_wait_ns as f64 * 1e-9,
-                    det: scores,
-                },
-                sctp: SctpColumns::none(),
+                    // A detector that is off has no score (null in the table).
+                    det: std::array::from_fn(|k| {
+                        enabled.contains(DetectorKind::ALL[k]).then_some(scores[k])
+                    }),
+                }),
+                sctp: None,
             });
         }
     }
