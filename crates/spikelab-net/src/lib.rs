@@ -118,7 +118,7 @@ pub trait StageModel {
 /// configuration in a scenario ([`StageSchema`]), both in the type's own module. Adding a stage
 /// type is a module and a line in the list at the end of this file (docs/adding-a-model.md).
 macro_rules! stage_types {
-    ($( $(#[$doc:meta])* $variant:ident($stage:ty, $config:ident) ),+ $(,)?) => {
+    ($( $(#[$doc:meta])* $variant:ident($stage:ty, $config:ty) ),+ $(,)?) => {
         /// One stage of a path.
         #[derive(Debug)]
         pub enum Stage {
