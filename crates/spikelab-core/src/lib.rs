@@ -6,8 +6,11 @@
 //!   never changes another component's random numbers.
 //! * [`Arena`]: a slab with a free list; events carry [`ArenaId`]s instead of owned packets.
 //! * [`pcapng`]: a small pcapng writer and reader (the emulator's capture, the simulator's `--pcap`).
+//! * [`capture`]: a streamed reader of pcap and pcapng files (any byte order and resolution) and
+//!   the TCP/SCTP header columns a trace import reads.
 
 mod arena;
+pub mod capture;
 pub mod pcapng;
 mod queue;
 mod rng;
