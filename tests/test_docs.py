@@ -22,7 +22,7 @@ in ``NOT_RUN``, outputs that are measurements are in ``NO_COMPARE``, files a doc
 ``FILES``, and a block can be skipped only by a marker in the doc itself,
 ``<!-- doc-test: skip (reason) -->`` on the line before it.
 
-Below the block tests: the README's detector table is regenerated from real runs, and the
+Below the block tests: the detector table of docs/results.md is regenerated from real runs, and the
 column tables of docs/results.md are compared with the columns the code writes.
 """
 
@@ -362,9 +362,9 @@ def test_output_comparison_catches_a_stale_doc():
                         "  [FAILS] a-claim: In every run\n")
 
 
-# --- The README's detector table, regenerated -----------------------------------------------
+# --- The detector table of docs/results.md, regenerated -----------------------------------------------
 
-# README columns -> runs.parquet columns (one definition of the spurious count: "timeouts"
+# The table's columns -> runs.parquet columns (one definition of the spurious count: "timeouts"
 # and "spurious timeouts" count expiries, per-episode counts say "episodes").
 DETECTOR_COLUMNS = {
     "timeouts": "rto_count",
@@ -388,14 +388,14 @@ def _markdown_table(text: str, first_header: str) -> tuple[list[str], list[list[
     return cells(lines[start]), rows
 
 
-def test_readme_detector_table_matches_real_runs():
-    """README "Spurious-timeout detection": the lossless spike, Reno, block_fr_after_rto, seed
+def test_detector_table_matches_real_runs():
+    """docs/results.md "Detectors scored against the ground truth": the lossless spike, Reno, block_fr_after_rto, seed
     1, one row per detector; every number regenerated from a run."""
     import spikelab
 
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    assert "Reno, `block_fr_after_rto = true`, seed 1" in readme
-    header, rows = _markdown_table(readme, "detector")
+    doc = (ROOT / "docs" / "results.md").read_text(encoding="utf-8")
+    assert "Reno, `block_fr_after_rto = true`, seed 1" in doc
+    header, rows = _markdown_table(doc, "detector")
     assert header[0] == "detector" and header[-1] == "MB in 20 s", header
     assert set(header[1:-1]) == set(DETECTOR_COLUMNS), header
     assert [r[0] for r in rows] == ["none", "eifel", "dsack", "frto"]

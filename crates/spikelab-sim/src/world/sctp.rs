@@ -10,6 +10,9 @@
 //! retransmission was sent.
 
 use super::*;
+use crate::packet_event::{ACK as EV_ACK, RETX as EV_RETX, SEND as EV_SEND};
+use crate::scenario::{AppKind, TraceLevel};
+use spikelab_core::{ArenaId, Rng, SimDuration, SimTime};
 use spikelab_sctp::{
     Chunk, DataSource, Endpoint, Packet as SctpPacket, PathState, Role, SctpEvent, T3Record,
 };
