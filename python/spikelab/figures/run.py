@@ -230,7 +230,7 @@ def _seqack_layers(tr: Traces, flow: int, unit: float = MB) -> dict[str, Layer]:
             continue
         if var != "undo":
             found = found.filter(pc.equal(found["value"], 1.0))
-        layers[var] = Layer.held(_np(found, "t_ns"), _np(found, "seq"), {})
+        layers[var] = Layer.held(_np(found, "t_ns"), _np(found, "seq"))
     return layers
 
 

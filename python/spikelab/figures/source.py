@@ -198,29 +198,26 @@ class Traces:
         one (timeouts, verdicts, failovers)."""
         where, params = self._where(flow, match)
         return self.arrow(f"SELECT {', '.join(columns)} FROM {table} WHERE {where} "
-                                f"ORDER BY rn", params)
+                          f"ORDER BY rn", params)
 
-    def layer(self, table: str, flow: int | None, column: str, *, extra: tuple[str, ...] = (),
-              order: str = "time", positive: bool = False, hold: bool = False,
-              **match: Any) -> Layer:
-        """The rows of ``table`` matched (``flow``, and column = value for each keyword):
-        ``t_ns`` and ``column`` (``extra`` columns too, for a layer read whole), in time
-        order (``order="time"``; ties in file order) or in file order (``"file"``);
+    def layer(self, table: str, flow: int | None, column: str, *, order: str = "time",
+              positive: bool = False, hold: bool = False, **match: Any) -> Layer:
+        """The rows of ``table`` matched (``flow``, and column = value for each keyword;
+        ``"column >="``: value for a comparison): ``t_ns`` and ``column``, in time order
+        (``order="time"``; ties in file order) or in file order (``"file"``);
         ``positive``: only rows with ``column`` > 0. Read whole if at most
         :data:`LOAD_ROWS` rows or ``hold`` (rare events, every one of which is drawn)."""
         if not self._rows[table]:
-            return Layer.held(np.zeros(0, np.int64), np.zeros(0), {c: np.zeros(0) for c in extra})
+            return Layer.held(np.zeros(0, np.int64), np.zeros(0))
         where, params = self._where(flow, match)
         if positive:
             where += f" AND {column} > 0"
         by = "t_ns, rn" if order == "time" else "rn"
         n = int(self.one(f"SELECT count(*) FROM {table} WHERE {where}", params)[0])
         if n <= self.load_rows or hold:
-            cols = ", ".join(["t_ns", column, *extra])
-            got = self.arrow(f"SELECT {cols} FROM {table} WHERE {where} ORDER BY {by}",
-                                   params)
-            return Layer.held(got.column(0).to_numpy(), got.column(1).to_numpy(),
-                              {c: got.column(c).to_numpy() for c in extra})
+            got = self.arrow(f"SELECT t_ns, {column} FROM {table} WHERE {where} ORDER BY {by}",
+                             params)
+            return Layer.held(got.column(0).to_numpy(), got.column(1).to_numpy())
         name = f"layer_{len(self._temps)}"
         self._temps.append(name)
         # Ordered as the figure reads it: ``ord`` is each row's place.
@@ -228,7 +225,6 @@ class Traces:
                          f"row_number() OVER (ORDER BY {by}) AS ord FROM {table} "
                          f"WHERE {where}", params)
         return Layer(self, name, n)
-
 
     def sampled(self, var: str, flows: np.ndarray, edges: np.ndarray) -> np.ndarray:
         """Time-series variable ``var`` of every flow at each of ``edges`` (seconds): the
@@ -282,18 +278,17 @@ class Traces:
 
 
 class Layer:
-    """One layer's rows: held (``t_ns``, ``v``, and ``extra`` columns, in order) or kept in
-    DuckDB (a temporary table of ``n`` rows: ``t_ns``, ``v``, ``ord``), read by window."""
+    """One layer's rows: held (``t_ns``, ``v``, in order) or kept in DuckDB (a temporary
+    table of ``n`` rows: ``t_ns``, ``v``, ``ord``, its place in order), read by window."""
 
     def __init__(self, traces: Traces | None, name: str | None, n: int,
-                 t_ns: np.ndarray | None = None, v: np.ndarray | None = None,
-                 extra: dict[str, np.ndarray] | None = None) -> None:
+                 t_ns: np.ndarray | None = None, v: np.ndarray | None = None) -> None:
         self.traces, self.name, self.n = traces, name, n
-        self.t_ns, self.v, self.extra = t_ns, v, extra or {}
+        self.t_ns, self.v = t_ns, v
 
     @classmethod
-    def held(cls, t_ns: np.ndarray, v: np.ndarray, extra: dict[str, np.ndarray]) -> Layer:
-        return cls(None, None, int(t_ns.size), t_ns, v, extra)
+    def held(cls, t_ns: np.ndarray, v: np.ndarray) -> Layer:
+        return cls(None, None, int(t_ns.size), t_ns, v)
 
     @property
     def is_held(self) -> bool:
@@ -303,10 +298,6 @@ class Layer:
     def t(self) -> np.ndarray:
         """Held rows' times, seconds."""
         return self.t_ns / 1e9
-
-    def drop(self) -> None:
-        if not self.is_held and self.traces is not None:
-            self.traces.con.execute(f"DROP TABLE IF EXISTS {self.name}")
 
     def _query(self, sql: str, params: list[Any]) -> tuple[np.ndarray, np.ndarray]:
         got = self.traces.arrow(sql, params)
