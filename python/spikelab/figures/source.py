@@ -101,8 +101,8 @@ class Traces:
             self.con.execute(f"CREATE VIEW {name} AS SELECT * EXCLUDE (file_row_number), "
                              f"file_row_number AS rn FROM read_parquet('{quoted}', "
                              f"file_row_number = true){where}")
-            self._rows[name] = (meta.num_rows if not where else
-                                int(self.one(f"SELECT count(*) FROM {name}")[0]))
+            # The file's rows (those of other events included: a bound, never counted).
+            self._rows[name] = meta.num_rows
             return
         if source is None or source.num_rows == 0:
             self._rows[name] = 0
@@ -137,6 +137,8 @@ class Traces:
             del self._temps[mark:]
 
     def rows(self, table: str) -> int:
+        """The table's rows (of a Parquet packets file, before ``packet_events``): 0 means
+        nothing to draw."""
         return self._rows[table]
 
     def has(self, table: str, column: str) -> bool:
