@@ -3,7 +3,7 @@
 use super::*;
 use crate::scenario::TraceLevel;
 use crate::table::{ColumnData, Table};
-use spikelab_core::SimTime;
+use spikelab_core::{SimDuration, SimTime};
 use spikelab_tcp::spurious::DetectorKind;
 
 impl World {
@@ -12,16 +12,16 @@ impl World {
         let mut runs = RunsBuilder::default();
         // The run's span: from the first flow's start to the end, or to the last completion
         // when every flow is a finished transfer.
-        let starts = self.flows.iter().map(|f| f.start());
+        let starts = self.flows.iter().map(|f| f.progress().start());
         let first = starts
-            .chain(self.assocs.iter().map(|a| a.start()))
+            .chain(self.assocs.iter().map(|a| a.progress().start()))
             .min()
             .unwrap_or(end);
         let completions: Vec<Option<SimTime>> = self
             .flows
             .iter()
-            .map(|f| f.completed())
-            .chain(self.assocs.iter().map(|a| a.completed()))
+            .map(|f| f.progress().completed())
+            .chain(self.assocs.iter().map(|a| a.progress().completed()))
             .collect();
         let last = if completions.iter().all(|c| c.is_some()) {
             completions.iter().flatten().copied().max().unwrap_or(end)
@@ -72,71 +72,116 @@ impl World {
     }
 }
 
-/// Per-detector score of one flow.
-#[derive(Clone, Copy, Default)]
-pub(super) struct DetScore {
-    pub(super) tp: i64,
-    pub(super) fp: i64,
-    pub(super) fn_: i64,
-    pub(super) tn: i64,
-    pub(super) undecided: i64,
-    pub(super) delay_sum_s: f64,
+/// The delivery bookkeeping of one TCP flow or SCTP association: when its in-order data last
+/// advanced and its longest stall, when its transfer completed, and its RTT samples.
+pub(super) struct Progress {
+    start: SimTime,
+    /// In-order bytes delivered to the receiving application so far.
+    delivered: u64,
+    last_progress: SimTime,
+    longest_stall: SimDuration,
+    completed: Option<SimTime>,
+    rtt_hist: RttHist,
 }
 
-pub(super) struct RunRow {
-    pub(super) flow: i32,
-    pub(super) cc: &'static str,
-    pub(super) rtt_min_s: f64,
-    pub(super) qdelay_mean_s: f64,
-    pub(super) qdelay_p95_s: f64,
-    pub(super) rto_per_pkt: f64,
-    pub(super) dupacks_per_pkt: f64,
-    pub(super) spurious_retx_per_pkt: f64,
-    pub(super) retx_per_pkt: f64,
-    pub(super) goodput_bps: f64,
-    pub(super) bytes_delivered: i64,
-    pub(super) rto_count: i64,
-    pub(super) rto_spurious_true: i64,
-    pub(super) fast_retx_count: i64,
-    pub(super) fast_retx_spurious_true: i64,
-    pub(super) retx_segments: i64,
-    pub(super) spurious_retx_true: i64,
-    pub(super) dupacks_rcvd: i64,
-    pub(super) dsacks_rcvd: i64,
-    pub(super) segments_sent: i64,
-    pub(super) rtt_mean_s: f64,
-    pub(super) rtt_sd_s: f64,
-    pub(super) rtt_samples: i64,
-    pub(super) longest_stall_s: f64,
-    pub(super) completion_time_s: f64,
-    pub(super) mss: i64,
-    pub(super) drops: Vec<u64>,
-    pub(super) spurious: String,
-    pub(super) response: &'static str,
-    pub(super) rto_episodes: i64,
-    pub(super) rto_episodes_spurious_true: i64,
-    pub(super) rto_spurious_detected: i64,
-    pub(super) fr_episodes: i64,
-    pub(super) fr_episodes_spurious_true: i64,
-    pub(super) fr_spurious_detected: i64,
-    pub(super) undo_count: i64,
-    pub(super) tlp_count: i64,
-    pub(super) tlp_recoveries: i64,
-    pub(super) rack_loss_count: i64,
-    pub(super) local_cwr_count: i64,
-    /// Time in timeout recovery, s (NaN for SCTP).
-    pub(super) timeout_time_s: f64,
-    /// The expired RTOs summed, s (NaN for SCTP).
-    pub(super) rto_wait_s: f64,
-    pub(super) det: [DetScore; N_DETECTORS],
-    pub(super) protocol: &'static str,
-    pub(super) failovers: i64,
-    pub(super) time_to_failover_s: f64,
-    pub(super) data_primary_bytes: i64,
-    pub(super) data_other_bytes: i64,
-    pub(super) heartbeats_sent: i64,
-    pub(super) setup_time_s: f64,
-    pub(super) assoc_failed: i64,
+impl Progress {
+    pub(super) fn new(start: SimTime) -> Progress {
+        Progress {
+            start,
+            delivered: 0,
+            last_progress: start,
+            longest_stall: SimDuration::ZERO,
+            completed: None,
+            rtt_hist: RttHist::default(),
+        }
+    }
+
+    pub(super) fn start(&self) -> SimTime {
+        self.start
+    }
+
+    /// When the transfer was wholly acknowledged.
+    pub(super) fn completed(&self) -> Option<SimTime> {
+        self.completed
+    }
+
+    /// The endpoint starts at `now`: a stall counts from here.
+    pub(super) fn started(&mut self, now: SimTime) {
+        self.last_progress = now;
+    }
+
+    /// The receiver's in-order data reached `delivered` bytes at `now`; whether it advanced.
+    pub(super) fn delivered(&mut self, now: SimTime, delivered: u64) -> bool {
+        if delivered <= self.delivered {
+            return false;
+        }
+        self.delivered = delivered;
+        self.longest_stall = self.longest_stall.max(now - self.last_progress);
+        self.last_progress = now;
+        true
+    }
+
+    /// The sender has all of its data acknowledged at `now` if `done`.
+    pub(super) fn done(&mut self, now: SimTime, done: bool) {
+        if self.completed.is_none() && done {
+            self.completed = Some(now);
+        }
+    }
+
+    pub(super) fn rtt_sample(&mut self, rtt: SimDuration) {
+        self.rtt_hist.add(rtt);
+    }
+
+    /// Closes the books at the run's `end`: the end of the endpoint's active time (its
+    /// completion, else the run's end), with the stall up to it counted.
+    pub(super) fn close(&mut self, end: SimTime) -> SimTime {
+        let stop = self.completed.unwrap_or(end);
+        if self.completed.is_none() && stop > self.last_progress {
+            self.longest_stall = self.longest_stall.max(stop - self.last_progress);
+        }
+        stop
+    }
+
+    /// The runs-table columns of the deliveries until `stop` ([`Progress::close`]): `delivered`
+    /// bytes in all, and the RTT samples' count, sum and sum of squares (s, s²).
+    pub(super) fn columns(&self, stop: SimTime, delivered: u64, rtt: (u64, f64, f64)) -> Delivery {
+        let active = stop.since(self.start).as_secs_f64();
+        let (mean, sd) = mean_sd(rtt.0, rtt.1, rtt.2);
+        let rtt_min = self.rtt_hist.min.map_or(f64::NAN, |m| m.as_secs_f64());
+        Delivery {
+            goodput_bps: if active > 0.0 {
+                delivered as f64 * 8.0 / active
+            } else {
+                0.0
+            },
+            bytes_delivered: delivered as i64,
+            rtt_mean_s: mean,
+            rtt_sd_s: sd,
+            rtt_samples: rtt.0 as i64,
+            longest_stall_s: self.longest_stall.as_secs_f64(),
+            completion_time_s: self
+                .completed
+                .map_or(f64::NAN, |c| c.since(self.start).as_secs_f64()),
+            rtt_min_s: rtt_min,
+            // NaN without samples (f64::max would turn NaN into 0).
+            qdelay_mean_s: nonneg(mean - rtt_min),
+            qdelay_p95_s: nonneg(self.rtt_hist.quantile_s(0.95) - rtt_min),
+        }
+    }
+}
+
+/// The runs-table columns of what a flow or association delivered ([`Progress::columns`]).
+pub(super) struct Delivery {
+    goodput_bps: f64,
+    bytes_delivered: i64,
+    rtt_mean_s: f64,
+    rtt_sd_s: f64,
+    rtt_samples: i64,
+    longest_stall_s: f64,
+    completion_time_s: f64,
+    rtt_min_s: f64,
+    qdelay_mean_s: f64,
+    qdelay_p95_s: f64,
 }
 
 #[derive(Default)]
@@ -151,7 +196,7 @@ pub(super) struct RunsBuilder {
 
 /// Mean and sample standard deviation from a count, a sum and a sum of squares (NaN without
 /// samples; sd 0 with one).
-pub(super) fn mean_sd(n: u64, sum: f64, sumsq: f64) -> (f64, f64) {
+fn mean_sd(n: u64, sum: f64, sumsq: f64) -> (f64, f64) {
     if n == 0 {
         return (f64::NAN, f64::NAN);
     }
@@ -175,7 +220,7 @@ pub(super) fn ratio(n: u64, of: u64) -> f64 {
 }
 
 /// `x` clamped at 0, NaN kept.
-pub(super) fn nonneg(x: f64) -> f64 {
+fn nonneg(x: f64) -> f64 {
     if x < 0.0 {
         0.0
     } else {
@@ -203,10 +248,10 @@ impl RunsBuilder {
 
     /// The per-run columns, once every flow's row is in: `span` is the run's span in seconds.
     fn finish_run(&mut self, span: f64, utilisation: f64) {
-        let goodputs: Vec<f64> = self.rows.iter().map(|r| r.goodput_bps).collect();
+        let goodputs: Vec<f64> = self.rows.iter().map(|r| r.delivery.goodput_bps).collect();
         self.jfi = jain_index(&goodputs);
         self.utilisation = utilisation;
-        let bytes: i64 = self.rows.iter().map(|r| r.bytes_delivered).sum();
+        let bytes: i64 = self.rows.iter().map(|r| r.delivery.bytes_delivered).sum();
         self.aggregate_goodput_bps = if span > 0.0 {
             bytes as f64 * 8.0 / span
         } else {
@@ -217,17 +262,19 @@ impl RunsBuilder {
     fn build(self, stages: &[(String, String)], seed: u64) -> Table {
         let rows = &self.rows;
         let mut t = Table::default();
+        // `col!(f64 name)` is the rows' field `name`; `col!(i64 name in part)` their
+        // `part.name`.
         macro_rules! col {
-            (i64 $f:ident) => {
+            (i64 $f:ident $(in $p:ident)?) => {
                 t.push(
                     stringify!($f),
-                    ColumnData::I64(rows.iter().map(|r| r.$f).collect()),
+                    ColumnData::I64(rows.iter().map(|r| r$(.$p)?.$f).collect()),
                 )
             };
-            (f64 $f:ident) => {
+            (f64 $f:ident $(in $p:ident)?) => {
                 t.push(
                     stringify!($f),
-                    ColumnData::F64(rows.iter().map(|r| r.$f).collect()),
+                    ColumnData::F64(rows.iter().map(|r| r$(.$p)?.$f).collect()),
                 )
             };
         }
@@ -237,42 +284,31 @@ impl RunsBuilder {
         );
         // Seeds are u64; the column keeps their bit pattern as int64.
         t.push("seed", ColumnData::I64(vec![seed as i64; rows.len()]));
-        col!(f64 goodput_bps);
-        col!(i64 bytes_delivered);
+        col!(f64 goodput_bps in delivery);
+        col!(i64 bytes_delivered in delivery);
         col!(i64 rto_count);
         col!(i64 rto_spurious_true);
         col!(i64 fast_retx_count);
         col!(i64 fast_retx_spurious_true);
         col!(i64 retx_segments);
         col!(i64 spurious_retx_true);
-        col!(i64 dupacks_rcvd);
-        col!(i64 dsacks_rcvd);
+        col!(i64 dupacks_rcvd in tcp);
+        col!(i64 dsacks_rcvd in tcp);
         col!(i64 segments_sent);
-        col!(f64 rtt_mean_s);
-        col!(f64 rtt_sd_s);
-        col!(i64 rtt_samples);
-        col!(f64 longest_stall_s);
-        col!(f64 completion_time_s);
+        col!(f64 rtt_mean_s in delivery);
+        col!(f64 rtt_sd_s in delivery);
+        col!(i64 rtt_samples in delivery);
+        col!(f64 longest_stall_s in delivery);
+        col!(f64 completion_time_s in delivery);
         col!(i64 mss);
-        col!(f64 rtt_min_s);
-        col!(f64 qdelay_mean_s);
-        col!(f64 qdelay_p95_s);
+        col!(f64 rtt_min_s in delivery);
+        col!(f64 qdelay_mean_s in delivery);
+        col!(f64 qdelay_p95_s in delivery);
         col!(f64 rto_per_pkt);
-        col!(f64 dupacks_per_pkt);
+        col!(f64 dupacks_per_pkt in tcp);
         col!(f64 spurious_retx_per_pkt);
         col!(f64 retx_per_pkt);
-        let mut names: Vec<String> = Vec::new();
-        let codes = rows
-            .iter()
-            .map(|r| match names.iter().position(|n| n == r.cc) {
-                Some(c) => c as i32,
-                None => {
-                    names.push(r.cc.to_string());
-                    names.len() as i32 - 1
-                }
-            })
-            .collect();
-        t.push("cc", ColumnData::Dict(codes, names));
+        t.push("cc", dictionary(rows.iter().map(|r| r.cc)));
         let n = rows.len();
         t.push("jfi", ColumnData::F64(vec![self.jfi; n]));
         t.push(
@@ -283,61 +319,46 @@ impl RunsBuilder {
             "aggregate_goodput_bps",
             ColumnData::F64(vec![self.aggregate_goodput_bps; n]),
         );
-        let mut labels: Vec<String> = Vec::new();
-        let codes = rows
-            .iter()
-            .map(|r| match labels.iter().position(|l| *l == r.spurious) {
-                Some(c) => c as i32,
-                None => {
-                    labels.push(r.spurious.clone());
-                    labels.len() as i32 - 1
-                }
-            })
-            .collect();
-        t.push("spurious", ColumnData::Dict(codes, labels));
-        let responses: Vec<String> = ["none", "eifel", "undo"].map(String::from).to_vec();
+        t.push(
+            "spurious",
+            dictionary(rows.iter().map(|r| r.tcp.spurious.as_str())),
+        );
         t.push(
             "response",
-            ColumnData::Dict(
-                rows.iter()
-                    .map(|r| responses.iter().position(|x| x == r.response).unwrap_or(0) as i32)
-                    .collect(),
-                responses.clone(),
+            fixed_dictionary(
+                rows.iter().map(|r| r.tcp.response),
+                &["none", "eifel", "undo"],
             ),
         );
         col!(i64 rto_episodes);
         col!(i64 rto_episodes_spurious_true);
-        col!(i64 rto_spurious_detected);
+        col!(i64 rto_spurious_detected in tcp);
         col!(i64 fr_episodes);
         col!(i64 fr_episodes_spurious_true);
-        col!(i64 fr_spurious_detected);
-        col!(i64 undo_count);
-        col!(i64 tlp_count);
-        col!(i64 tlp_recoveries);
-        col!(i64 rack_loss_count);
-        col!(i64 local_cwr_count);
-        col!(f64 timeout_time_s);
-        col!(f64 rto_wait_s);
-        let protocols: Vec<String> = ["tcp", "sctp"].map(String::from).to_vec();
+        col!(i64 fr_spurious_detected in tcp);
+        col!(i64 undo_count in tcp);
+        col!(i64 tlp_count in tcp);
+        col!(i64 tlp_recoveries in tcp);
+        col!(i64 rack_loss_count in tcp);
+        col!(i64 local_cwr_count in tcp);
+        col!(f64 timeout_time_s in tcp);
+        col!(f64 rto_wait_s in tcp);
         t.push(
             "transport",
-            ColumnData::Dict(
-                rows.iter().map(|r| (r.protocol == "sctp") as i32).collect(),
-                protocols,
-            ),
+            fixed_dictionary(rows.iter().map(|r| r.protocol), &["tcp", "sctp"]),
         );
-        col!(i64 failovers);
-        col!(f64 time_to_failover_s);
-        col!(i64 data_primary_bytes);
-        col!(i64 data_other_bytes);
-        col!(i64 heartbeats_sent);
-        col!(f64 setup_time_s);
-        col!(i64 assoc_failed);
+        col!(i64 failovers in sctp);
+        col!(f64 time_to_failover_s in sctp);
+        col!(i64 data_primary_bytes in sctp);
+        col!(i64 data_other_bytes in sctp);
+        col!(i64 heartbeats_sent in sctp);
+        col!(f64 setup_time_s in sctp);
+        col!(i64 assoc_failed in sctp);
         for d in DetectorKind::ALL {
             let name = d.name();
             let k = d as usize;
             let int = |f: fn(&DetScore) -> i64| {
-                ColumnData::I64(rows.iter().map(|r| f(&r.det[k])).collect())
+                ColumnData::I64(rows.iter().map(|r| f(&r.tcp.det[k])).collect())
             };
             t.push(&format!("det_{name}_detections"), int(|s| s.tp + s.fp));
             t.push(&format!("det_{name}_tp"), int(|s| s.tp));
@@ -350,7 +371,7 @@ impl RunsBuilder {
                 ColumnData::F64(
                     rows.iter()
                         .map(|r| {
-                            let s = &r.det[k];
+                            let s = &r.tcp.det[k];
                             if s.tp + s.fp > 0 {
                                 s.delay_sum_s / (s.tp + s.fp) as f64
                             } else {
@@ -377,4 +398,27 @@ impl RunsBuilder {
         );
         t
     }
+}
+
+/// A dictionary column of `values`, its dictionary in order of first appearance.
+fn dictionary<'a>(values: impl Iterator<Item = &'a str>) -> ColumnData {
+    let mut names: Vec<String> = Vec::new();
+    let codes = values
+        .map(|v| match names.iter().position(|n| n == v) {
+            Some(c) => c as i32,
+            None => {
+                names.push(v.to_string());
+                names.len() as i32 - 1
+            }
+        })
+        .collect();
+    ColumnData::Dict(codes, names)
+}
+
+/// A dictionary column of `values` over the dictionary `names` (a value not in it: code 0).
+fn fixed_dictionary<'a>(values: impl Iterator<Item = &'a str>, names: &[&str]) -> ColumnData {
+    let codes = values
+        .map(|v| names.iter().position(|n| *n == v).unwrap_or(0) as i32)
+        .collect();
+    ColumnData::Dict(codes, names.iter().map(|n| n.to_string()).collect())
 }

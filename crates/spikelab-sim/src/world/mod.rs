@@ -325,3 +325,116 @@ impl World {
         self.finish()
     }
 }
+
+// ---- the runs table's rows: filled by tcp.rs and sctp.rs, written by metrics.rs -----------
+
+/// Per-detector score of one flow.
+#[derive(Clone, Copy, Default)]
+struct DetScore {
+    tp: i64,
+    fp: i64,
+    fn_: i64,
+    tn: i64,
+    undecided: i64,
+    delay_sum_s: f64,
+}
+
+/// One flow's row of the runs table.
+struct RunRow {
+    flow: i32,
+    protocol: &'static str,
+    cc: &'static str,
+    /// TCP's MSS; SCTP's chunk payload.
+    mss: i64,
+    delivery: Delivery,
+    /// Retransmission timeouts (SCTP: T3-rtx expiries) and fast retransmits, each with how
+    /// many were spurious by the ground truth; retransmitted segments (chunks); the same per
+    /// packet sent.
+    rto_count: i64,
+    rto_spurious_true: i64,
+    fast_retx_count: i64,
+    fast_retx_spurious_true: i64,
+    retx_segments: i64,
+    spurious_retx_true: i64,
+    segments_sent: i64,
+    rto_per_pkt: f64,
+    spurious_retx_per_pkt: f64,
+    retx_per_pkt: f64,
+    rto_episodes: i64,
+    rto_episodes_spurious_true: i64,
+    fr_episodes: i64,
+    fr_episodes_spurious_true: i64,
+    /// Drops per stage, in the flat order of every path's stages.
+    drops: Vec<u64>,
+    tcp: TcpColumns,
+    sctp: SctpColumns,
+}
+
+/// The columns only a TCP flow fills ([`TcpColumns::none`] for an association).
+struct TcpColumns {
+    dupacks_rcvd: i64,
+    dsacks_rcvd: i64,
+    dupacks_per_pkt: f64,
+    /// The detectors enabled, and the response.
+    spurious: String,
+    response: &'static str,
+    rto_spurious_detected: i64,
+    fr_spurious_detected: i64,
+    undo_count: i64,
+    tlp_count: i64,
+    tlp_recoveries: i64,
+    rack_loss_count: i64,
+    local_cwr_count: i64,
+    /// Time in timeout recovery, s.
+    timeout_time_s: f64,
+    /// The expired RTOs summed, s.
+    rto_wait_s: f64,
+    det: [DetScore; N_DETECTORS],
+}
+
+impl TcpColumns {
+    fn none() -> TcpColumns {
+        TcpColumns {
+            dupacks_rcvd: 0,
+            dsacks_rcvd: 0,
+            dupacks_per_pkt: f64::NAN,
+            spurious: String::new(),
+            response: "none",
+            rto_spurious_detected: 0,
+            fr_spurious_detected: 0,
+            undo_count: 0,
+            tlp_count: 0,
+            tlp_recoveries: 0,
+            rack_loss_count: 0,
+            local_cwr_count: 0,
+            timeout_time_s: f64::NAN,
+            rto_wait_s: f64::NAN,
+            det: [DetScore::default(); N_DETECTORS],
+        }
+    }
+}
+
+/// The columns only an SCTP association fills ([`SctpColumns::none`] for a TCP flow).
+struct SctpColumns {
+    failovers: i64,
+    time_to_failover_s: f64,
+    data_primary_bytes: i64,
+    data_other_bytes: i64,
+    heartbeats_sent: i64,
+    setup_time_s: f64,
+    assoc_failed: i64,
+}
+
+impl SctpColumns {
+    fn none() -> SctpColumns {
+        SctpColumns {
+            failovers: 0,
+            time_to_failover_s: f64::NAN,
+            data_primary_bytes: 0,
+            data_other_bytes: 0,
+            heartbeats_sent: 0,
+            setup_time_s: f64::NAN,
+            assoc_failed: 0,
+        }
+    }
+}

@@ -34,7 +34,6 @@ pub(super) struct AssocRt {
     pub(super) id: u32,
     /// (forward, reverse) path of each destination.
     dests: Vec<(u16, u16)>,
-    start: SimTime,
     a: Endpoint,
     b: Endpoint,
     /// Earliest queued timer event of A and of B.
@@ -48,14 +47,12 @@ pub(super) struct AssocRt {
     fr: Vec<(SimTime, u64, u64)>,
     /// (TSN, tx_id) of each retransmitted chunk copy.
     retx: Vec<(u64, u64)>,
-    rtt_hist: RttHist,
+    /// In-order deliveries, completion and RTT samples.
+    progress: Progress,
+    /// The RTT samples' count, sum and sum of squares (s, s²).
     rtt_n: u64,
     rtt_sum: f64,
     rtt_sumsq: f64,
-    last_delivered: u64,
-    last_progress: SimTime,
-    longest_stall: SimDuration,
-    completed: Option<SimTime>,
     pub(super) drops: Vec<u64>,
     /// Last recorded value (bits) of each destination's variables.
     last_dest_vars: Vec<[u64; N_DEST_VARS]>,
@@ -83,7 +80,6 @@ impl AssocRt {
         AssocRt {
             id,
             dests,
-            start,
             a: Endpoint::new(
                 cfg.clone(),
                 Role::Client,
@@ -97,27 +93,18 @@ impl AssocRt {
             pending_fr: Vec::new(),
             fr: Vec::new(),
             retx: Vec::new(),
-            rtt_hist: RttHist::default(),
+            progress: Progress::new(start),
             rtt_n: 0,
             rtt_sum: 0.0,
             rtt_sumsq: 0.0,
-            last_delivered: 0,
-            last_progress: start,
-            longest_stall: SimDuration::ZERO,
-            completed: None,
             drops: vec![0; n_global],
             last_dest_vars: vec![[u64::MAX; N_DEST_VARS]; n],
             last_vars: [u64::MAX; N_VARS],
         }
     }
 
-    pub(super) fn start(&self) -> SimTime {
-        self.start
-    }
-
-    /// When the transfer was wholly acknowledged.
-    pub(super) fn completed(&self) -> Option<SimTime> {
-        self.completed
+    pub(super) fn progress(&self) -> &Progress {
+        &self.progress
     }
 
     fn ep(&mut self, b: bool) -> &mut Endpoint {
@@ -166,7 +153,7 @@ impl World {
     pub(super) fn assoc_start(&mut self, ai: u32) {
         let now = self.now;
         let a = &mut self.assocs[ai as usize];
-        a.last_progress = now;
+        a.progress.started(now);
         a.a.connect(now);
         self.pump_assoc(ai, false);
     }
@@ -200,9 +187,7 @@ impl World {
         self.take_assoc_events(ai, b);
         if !b {
             let a = &mut self.assocs[ai as usize];
-            if a.completed.is_none() && a.a.is_done() {
-                a.completed = Some(now);
-            }
+            a.progress.done(now, a.a.is_done());
             if self.level >= TraceLevel::Timeseries {
                 self.record_assoc_vars(ai);
             }
@@ -234,7 +219,7 @@ impl World {
                 // One fast retransmit, judged by its first (lowest) TSN, as a T3 expiry is.
                 SctpEvent::FastRetransmit { tsns, .. } => a.pending_fr.extend(tsns.first()),
                 SctpEvent::RttSample { at, rtt, .. } => {
-                    a.rtt_hist.add(rtt);
+                    a.progress.rtt_sample(rtt);
                     let s = rtt.as_secs_f64();
                     a.rtt_n += 1;
                     a.rtt_sum += s;
@@ -324,13 +309,8 @@ impl World {
             }
             a.b.on_packet(now, sp.dest as usize, &sp.pkt);
             let delivered = a.b.delivered_bytes();
-            if delivered > a.last_delivered {
-                a.last_delivered = delivered;
-                a.longest_stall = a.longest_stall.max(now - a.last_progress);
-                a.last_progress = now;
-                if self.level >= TraceLevel::Timeseries {
-                    self.series.push(now, a.id, VAR_RCV_NXT, delivered as f64);
-                }
+            if a.progress.delivered(now, delivered) && self.level >= TraceLevel::Timeseries {
+                self.series.push(now, a.id, VAR_RCV_NXT, delivered as f64);
             }
         } else {
             a.a.on_packet(now, sp.dest as usize, &sp.pkt);
@@ -399,10 +379,7 @@ impl World {
         end: SimTime,
     ) {
         for a in &mut self.assocs {
-            let stop = a.completed.unwrap_or(end);
-            if a.completed.is_none() && stop > a.last_progress {
-                a.longest_stall = a.longest_stall.max(stop - a.last_progress);
-            }
+            let stop = a.progress.close(end);
             let st = a.a.stats().clone();
             let spurious_t3: Vec<bool> =
                 a.t3.iter()
@@ -432,12 +409,8 @@ impl World {
             for (t, var, value, seq, tx, dest) in ev {
                 markers.mark_dest(t, a.id, var, value, seq, tx, dest);
             }
-            let active = stop.since(a.start).as_secs_f64();
-            let delivered = a.b.delivered_bytes();
-            let (mean, sd) = mean_sd(a.rtt_n, a.rtt_sum, a.rtt_sumsq);
             let sent = st.data_chunks_sent;
             let per_pkt = |k: u64| ratio(k, sent);
-            let rtt_min = a.rtt_hist.min.map_or(f64::NAN, |m| m.as_secs_f64());
             let t3_count = a.t3.len() as u64;
             let primary = a.a.config().primary;
             let data_primary = st.per_dest.get(primary).map_or(0, |d| d.bytes_sent);
@@ -452,64 +425,40 @@ impl World {
                         .next_back();
                 first.map_or(f64::NAN, |t| fo.at.since(t).as_secs_f64())
             });
+            let rtt = (a.rtt_n, a.rtt_sum, a.rtt_sumsq);
+            let t3_spurious = spurious_t3.iter().filter(|s| **s).count() as i64;
+            let fr_spurious = spurious_fr.iter().filter(|s| **s).count() as i64;
             runs.row(RunRow {
                 flow: a.id as i32,
-                cc: "sctp",
                 protocol: "sctp",
-                rtt_min_s: rtt_min,
-                qdelay_mean_s: nonneg(mean - rtt_min),
-                qdelay_p95_s: nonneg(a.rtt_hist.quantile_s(0.95) - rtt_min),
-                rto_per_pkt: per_pkt(t3_count),
-                dupacks_per_pkt: f64::NAN,
-                spurious_retx_per_pkt: per_pkt(spurious_retx as u64),
-                retx_per_pkt: per_pkt(st.retransmitted_chunks),
-                goodput_bps: if active > 0.0 {
-                    delivered as f64 * 8.0 / active
-                } else {
-                    0.0
-                },
-                bytes_delivered: delivered as i64,
+                cc: "sctp",
+                mss: a.a.config().chunk_payload() as i64,
+                delivery: a.progress.columns(stop, a.b.delivered_bytes(), rtt),
                 rto_count: t3_count as i64,
-                rto_spurious_true: spurious_t3.iter().filter(|s| **s).count() as i64,
+                rto_spurious_true: t3_spurious,
                 fast_retx_count: st.fast_retransmits as i64,
-                fast_retx_spurious_true: spurious_fr.iter().filter(|s| **s).count() as i64,
+                fast_retx_spurious_true: fr_spurious,
                 retx_segments: st.retransmitted_chunks as i64,
                 spurious_retx_true: spurious_retx as i64,
-                dupacks_rcvd: 0,
-                dsacks_rcvd: 0,
                 segments_sent: sent as i64,
-                rtt_mean_s: mean,
-                rtt_sd_s: sd,
-                rtt_samples: a.rtt_n as i64,
-                longest_stall_s: a.longest_stall.as_secs_f64(),
-                completion_time_s: a
-                    .completed
-                    .map_or(f64::NAN, |c| c.since(a.start).as_secs_f64()),
-                mss: a.a.config().chunk_payload() as i64,
-                drops: a.drops.clone(),
-                spurious: String::new(),
-                response: "none",
+                rto_per_pkt: per_pkt(t3_count),
+                spurious_retx_per_pkt: per_pkt(spurious_retx as u64),
+                retx_per_pkt: per_pkt(st.retransmitted_chunks),
                 rto_episodes: t3_count as i64,
-                rto_episodes_spurious_true: spurious_t3.iter().filter(|s| **s).count() as i64,
-                rto_spurious_detected: 0,
+                rto_episodes_spurious_true: t3_spurious,
                 fr_episodes: st.fast_retransmits as i64,
-                fr_episodes_spurious_true: spurious_fr.iter().filter(|s| **s).count() as i64,
-                fr_spurious_detected: 0,
-                undo_count: 0,
-                tlp_count: 0,
-                tlp_recoveries: 0,
-                rack_loss_count: 0,
-                local_cwr_count: 0,
-                timeout_time_s: f64::NAN,
-                rto_wait_s: f64::NAN,
-                det: [DetScore::default(); N_DETECTORS],
-                failovers: st.failovers.len() as i64,
-                time_to_failover_s: time_to_failover,
-                data_primary_bytes: data_primary as i64,
-                data_other_bytes: (data_total - data_primary) as i64,
-                heartbeats_sent: st.heartbeats_sent as i64,
-                setup_time_s: st.setup_time.map_or(f64::NAN, |d| d.as_secs_f64()),
-                assoc_failed: st.failed_at.is_some() as i64,
+                fr_episodes_spurious_true: fr_spurious,
+                drops: a.drops.clone(),
+                tcp: TcpColumns::none(),
+                sctp: SctpColumns {
+                    failovers: st.failovers.len() as i64,
+                    time_to_failover_s: time_to_failover,
+                    data_primary_bytes: data_primary as i64,
+                    data_other_bytes: (data_total - data_primary) as i64,
+                    heartbeats_sent: st.heartbeats_sent as i64,
+                    setup_time_s: st.setup_time.map_or(f64::NAN, |d| d.as_secs_f64()),
+                    assoc_failed: st.failed_at.is_some() as i64,
+                },
             });
         }
     }

@@ -5,7 +5,7 @@ use super::*;
 use crate::packet_event::{ACK as EV_ACK, RETX as EV_RETX, SEND as EV_SEND, TLP as EV_TLP};
 use crate::scenario::{AppKind, TraceLevel};
 use crate::truth::Truth;
-use spikelab_core::{ArenaId, SimDuration, SimTime};
+use spikelab_core::{ArenaId, SimTime};
 use spikelab_tcp::spurious::EpisodeKind;
 use spikelab_tcp::{CaState, Receiver, Segment, Sender, SpuriousEvent, TxKind};
 use std::collections::VecDeque;
@@ -32,7 +32,6 @@ pub(super) struct FlowRt {
     pub(super) id: u32,
     fwd: u16,
     rev: u16,
-    start: SimTime,
     mss: u64,
     snd: Sender,
     rcv: Receiver,
@@ -45,13 +44,9 @@ pub(super) struct FlowRt {
     fr_events: Vec<(SimTime, usize, u16)>,
     episodes: Vec<EpisodeRec>,
     last_vars: [u64; N_VARS],
-    last_rcv_nxt: u64,
-    last_progress: SimTime,
-    longest_stall: SimDuration,
-    completed: Option<SimTime>,
+    /// In-order deliveries, completion and RTT samples.
+    progress: Progress,
     drops: Vec<u64>,
-    /// RTT samples, for the queueing-delay statistics.
-    rtt_hist: RttHist,
     /// TCP Small Queues (`tcp.small_queue`, 0: off), when the flow's first path starts with a
     /// sender's own queue (`backpressure`).
     tsq: Option<SmallQueue>,
@@ -94,7 +89,6 @@ impl FlowRt {
             id,
             fwd,
             rev,
-            start,
             mss: cfg.mss as u64,
             ns2: cfg.ns2,
             snd: Sender::new(cfg.clone(), total),
@@ -106,23 +100,14 @@ impl FlowRt {
             fr_events: Vec::new(),
             episodes: Vec::new(),
             last_vars: [u64::MAX; N_VARS],
-            last_rcv_nxt: 0,
-            last_progress: start,
-            longest_stall: SimDuration::ZERO,
-            completed: None,
+            progress: Progress::new(start),
             drops: vec![0; n_global],
-            rtt_hist: RttHist::default(),
             tsq: SmallQueue::new(f, own_queue),
         }
     }
 
-    pub(super) fn start(&self) -> SimTime {
-        self.start
-    }
-
-    /// When the transfer was wholly acknowledged.
-    pub(super) fn completed(&self) -> Option<SimTime> {
-        self.completed
+    pub(super) fn progress(&self) -> &Progress {
+        &self.progress
     }
 }
 
@@ -143,7 +128,7 @@ impl SmallQueue {
 impl World {
     /// The flow starts: its sender sends what it may.
     pub(super) fn tcp_start(&mut self, f: u32) {
-        self.flows[f as usize].last_progress = self.now;
+        self.flows[f as usize].progress.started(self.now);
         self.pump_sender(f);
     }
 
@@ -196,13 +181,8 @@ impl World {
                 f.retire_truth();
                 f.rcv.on_segment(now, &p.seg);
                 let rcv_nxt = f.rcv.rcv_nxt();
-                if rcv_nxt > f.last_rcv_nxt {
-                    f.last_rcv_nxt = rcv_nxt;
-                    f.longest_stall = f.longest_stall.max(now - f.last_progress);
-                    f.last_progress = now;
-                    if self.level >= TraceLevel::Timeseries {
-                        self.series.push(now, f.id, VAR_RCV_NXT, rcv_nxt as f64);
-                    }
+                if f.progress.delivered(now, rcv_nxt) && self.level >= TraceLevel::Timeseries {
+                    self.series.push(now, f.id, VAR_RCV_NXT, rcv_nxt as f64);
                 }
                 self.pump_receiver(fi);
             }
@@ -210,11 +190,9 @@ impl World {
                 f.snd.on_ack(now, &p.seg);
                 f.retire_truth();
                 f.take_spurious_events();
-                if f.completed.is_none() && f.snd.is_done() {
-                    f.completed = Some(now);
-                }
+                f.progress.done(now, f.snd.is_done());
                 if let Some(r) = f.snd.last_rtt_sample() {
-                    f.rtt_hist.add(r);
+                    f.progress.rtt_sample(r);
                     if self.level >= TraceLevel::Timeseries {
                         self.series.push(now, f.id, VAR_RTT_SAMPLE, r.as_secs_f64());
                     }
@@ -446,10 +424,7 @@ impl World {
     /// their ground truth, detector verdicts, undos).
     pub(super) fn tcp_rows(&mut self, runs: &mut RunsBuilder, markers: &mut Markers, end: SimTime) {
         for f in self.flows.iter_mut() {
-            let stop = f.completed.unwrap_or(end);
-            if f.completed.is_none() && stop > f.last_progress {
-                f.longest_stall = f.longest_stall.max(stop - f.last_progress);
-            }
+            let stop = f.progress.close(end);
             let spurious = |&(_, idx, tn): &(SimTime, usize, u16)| f.truth.spurious(idx, tn);
             let rto_spurious = f.rto_events.iter().filter(|e| spurious(e)).count();
             let fr_spurious = f.fr_events.iter().filter(|e| spurious(e)).count();
@@ -541,70 +516,47 @@ impl World {
                 markers.mark(t, f.id, var, value, seq, tx);
             }
             let st = f.snd.stats();
-            let active = stop.since(f.start).as_secs_f64();
-            let delivered = f.rcv.rcv_nxt();
-            let (mean, sd) = mean_sd(st.rtt_samples, st.rtt_sum_s, st.rtt_sumsq_s);
             let per_pkt = |n: u64| ratio(n, st.segments_sent);
-            let rtt_min = f.rtt_hist.min.map_or(f64::NAN, |m| m.as_secs_f64());
+            let rtt = (st.rtt_samples, st.rtt_sum_s, st.rtt_sumsq_s);
             runs.row(RunRow {
                 flow: f.id as i32,
                 protocol: "tcp",
                 cc: f.snd.cc_name(),
-                rtt_min_s: rtt_min,
-                // NaN without samples (f64::max would turn NaN into 0).
-                qdelay_mean_s: nonneg(mean - rtt_min),
-                qdelay_p95_s: nonneg(f.rtt_hist.quantile_s(0.95) - rtt_min),
-                rto_per_pkt: per_pkt(st.rto_count),
-                dupacks_per_pkt: per_pkt(st.dupacks_rcvd),
-                spurious_retx_per_pkt: per_pkt(spurious_retx),
-                retx_per_pkt: per_pkt(st.retx_segments),
-                goodput_bps: if active > 0.0 {
-                    delivered as f64 * 8.0 / active
-                } else {
-                    0.0
-                },
-                bytes_delivered: delivered as i64,
+                mss: f.mss as i64,
+                delivery: f.progress.columns(stop, f.rcv.rcv_nxt(), rtt),
                 rto_count: st.rto_count as i64,
                 rto_spurious_true: rto_spurious as i64,
                 fast_retx_count: st.fast_retx_count as i64,
                 fast_retx_spurious_true: fr_spurious as i64,
                 retx_segments: st.retx_segments as i64,
                 spurious_retx_true: spurious_retx as i64,
-                dupacks_rcvd: st.dupacks_rcvd as i64,
-                dsacks_rcvd: st.dsacks_rcvd as i64,
                 segments_sent: st.segments_sent as i64,
-                rtt_mean_s: mean,
-                rtt_sd_s: sd,
-                rtt_samples: st.rtt_samples as i64,
-                longest_stall_s: f.longest_stall.as_secs_f64(),
-                completion_time_s: f
-                    .completed
-                    .map_or(f64::NAN, |c| c.since(f.start).as_secs_f64()),
-                mss: f.mss as i64,
-                drops: f.drops.clone(),
-                spurious: enabled.label(),
-                response: f.snd.config().spurious.response.name(),
+                rto_per_pkt: per_pkt(st.rto_count),
+                spurious_retx_per_pkt: per_pkt(spurious_retx),
+                retx_per_pkt: per_pkt(st.retx_segments),
                 rto_episodes: rto_eps,
                 rto_episodes_spurious_true: rto_eps_true,
-                rto_spurious_detected: rto_detected,
                 fr_episodes: fr_eps,
                 fr_episodes_spurious_true: fr_eps_true,
-                fr_spurious_detected: fr_detected,
-                undo_count: st.undo_count as i64,
-                tlp_count: st.tlp_count as i64,
-                tlp_recoveries: st.tlp_recoveries as i64,
-                rack_loss_count: st.rack_loss_count as i64,
-                local_cwr_count: st.local_cwr_count as i64,
-                timeout_time_s: f.snd.timeout_time(stop).as_secs_f64(),
-                rto_wait_s: st.rto_wait_ns as f64 * 1e-9,
-                det: scores,
-                failovers: 0,
-                time_to_failover_s: f64::NAN,
-                data_primary_bytes: 0,
-                data_other_bytes: 0,
-                heartbeats_sent: 0,
-                setup_time_s: f64::NAN,
-                assoc_failed: 0,
+                drops: f.drops.clone(),
+                tcp: TcpColumns {
+                    dupacks_rcvd: st.dupacks_rcvd as i64,
+                    dsacks_rcvd: st.dsacks_rcvd as i64,
+                    dupacks_per_pkt: per_pkt(st.dupacks_rcvd),
+                    spurious: enabled.label(),
+                    response: f.snd.config().spurious.response.name(),
+                    rto_spurious_detected: rto_detected,
+                    fr_spurious_detected: fr_detected,
+                    undo_count: st.undo_count as i64,
+                    tlp_count: st.tlp_count as i64,
+                    tlp_recoveries: st.tlp_recoveries as i64,
+                    rack_loss_count: st.rack_loss_count as i64,
+                    local_cwr_count: st.local_cwr_count as i64,
+                    timeout_time_s: f.snd.timeout_time(stop).as_secs_f64(),
+                    rto_wait_s: st.rto_wait_ns as f64 * 1e-9,
+                    det: scores,
+                },
+                sctp: SctpColumns::none(),
             });
         }
     }
