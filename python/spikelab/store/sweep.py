@@ -65,7 +65,8 @@ LAYOUT = 2  # sweep.json "layout": 2 = blocks (absent: one part file per run, re
 # file holds this many runs (a 20 s packets table is about 9 MB in memory).
 BLOCK_RUNS = {"summary": 1000, "timeseries": 100, "packets": 20}
 # Rows per Parquet row group: what the sweep's process holds of a table while writing it.
-ROW_GROUP_ROWS = {"runs": 100_000, "timeseries": 262_144, "packets": 262_144}
+# (16,384 runs rows are about 12 MB; 262,144 trace rows about 20-30 MB.)
+ROW_GROUP_ROWS = {"runs": 16_384, "timeseries": 262_144, "packets": 262_144}
 # Test-only: blocks of this many runs, so that small sweeps write several.
 TEST_BLOCK_ENV = "SPIKELAB_TEST_BLOCK_RUNS"
 
@@ -130,7 +131,9 @@ def write_part(table: pa.Table, path: Path) -> None:
 
 
 def read_part(path: Path) -> pa.Table:
-    with pa.memory_map(str(path)) as source:
+    """A spooled table, read into memory (a memory map would keep the whole file, mostly
+    its schema, mapped as long as the table lives)."""
+    with pa.OSFile(str(path)) as source:
         return pa.ipc.open_file(source).read_all()
 
 
@@ -207,10 +210,17 @@ class _BlockWriter:
         self.held += table.num_rows
         if self.held >= self.limit:
             self._flush()
+        elif len(self.buf) >= 128:
+            # Many small tables (a summary run has a row per flow) cost far more as separate
+            # chunks than as rows: merge them into one.
+            self.buf = [self._merged()]
+
+    def _merged(self) -> pa.Table:
+        return pa.concat_tables(self.buf).unify_dictionaries().combine_chunks()
 
     def _flush(self) -> None:
         if self.held:
-            merged = pa.concat_tables(self.buf).unify_dictionaries().combine_chunks()
+            merged = self._merged()
             self.writer.write_table(merged, row_group_size=self.limit)
             self.rows += merged.num_rows
         self.buf, self.held = [], 0
@@ -477,6 +487,7 @@ class Ledger:
         self.blocks[b] = rec
         self.spool.pop(b, None)
         shutil.rmtree(self.root / PARTS / f"b{b:06d}", ignore_errors=True)
+        pa.default_memory_pool().release_unused()  # what the block held, back to the system
 
     def finish(self) -> None:
         """Make ``runs.parquet`` from the runs blocks; give every block file of a trace table
