@@ -280,7 +280,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
                   if m.get("runs_reused") else "")
         print(f"{m['runs_ok']} ok{reused}, {m['runs_failed']} failed in {m['wall_s']:.1f} s "
               f"wall ({m['core_wall_s']:.1f} s of simulation)")
-        print(f"results: {args.out} (runs.parquet: {result.runs.num_rows} rows)")
+        print(f"results: {args.out} (runs.parquet: {result.rows()} rows)")
     return _report_failures(result)
 
 
