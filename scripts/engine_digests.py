@@ -27,6 +27,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import math
 import sys
 import tempfile
 from collections.abc import Iterable
@@ -132,6 +133,15 @@ def study_digests(names: Iterable[str] | None = None) -> dict:
     return out
 
 
+def _same(a, b) -> bool:
+    """Equal, a NaN (a claim's undecided number) counting as equal to a NaN."""
+    if isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b):
+        return True
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
+    return a == b
+
+
 def differences(want: dict, got: dict, prefix: str = "") -> list[str]:
     """Keys whose values differ, as dotted paths."""
     out = []
@@ -139,7 +149,7 @@ def differences(want: dict, got: dict, prefix: str = "") -> list[str]:
         a, b = want.get(key), got.get(key)
         if isinstance(a, dict) and isinstance(b, dict):
             out += differences(a, b, f"{prefix}{key}.")
-        elif a != b:
+        elif not _same(a, b):
             out.append(f"{prefix}{key}: recorded {a!r}, now {b!r}")
     return out
 
