@@ -548,6 +548,7 @@ impl World {
 impl FlowRt {
     /// Retires the segments whose ground truth can no longer change (wholly below `snd_una`,
     /// no copy in the network).
+    #[inline]
     fn retire_truth(&mut self) {
         self.truth.retire((self.snd.snd_una() / self.mss) as usize);
     }
