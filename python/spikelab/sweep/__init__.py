@@ -51,6 +51,7 @@ from ..store.sweep import (
     SweepResult,
     block_runs,
     dataset_dir,
+    give_back_memory,
     progress as _progress,
     read_table,
     run_info,
@@ -192,6 +193,9 @@ def sweep(
             log.debug("run %s: %s", task.run_id, outcome["status"])
             if on_result is not None:
                 on_result(task, outcome)
+            outcome = None
+            if bar.done % 256 == 0:
+                give_back_memory()
         bar.close()
         bar = None
         changing()
