@@ -27,6 +27,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import math
 import sys
 import tempfile
 from collections.abc import Iterable
@@ -132,18 +133,23 @@ def study_digests(names: Iterable[str] | None = None) -> dict:
     return out
 
 
-def _is_nan(x: object) -> bool:
-    return isinstance(x, float) and x != x
+def _same(a, b) -> bool:
+    """Equal, a NaN (a claim's undecided number) counting as equal to a NaN."""
+    if isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b):
+        return True
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
+    return a == b
 
 
 def differences(want: dict, got: dict, prefix: str = "") -> list[str]:
-    """Keys whose values differ, as dotted paths (a claim's NaN number equals NaN)."""
+    """Keys whose values differ, as dotted paths."""
     out = []
     for key in sorted(set(want) | set(got)):
         a, b = want.get(key), got.get(key)
         if isinstance(a, dict) and isinstance(b, dict):
             out += differences(a, b, f"{prefix}{key}.")
-        elif a != b and not (_is_nan(a) and _is_nan(b)):
+        elif not _same(a, b):
             out.append(f"{prefix}{key}: recorded {a!r}, now {b!r}")
     return out
 

@@ -61,3 +61,11 @@ def test_digest_sees_a_changed_value_order_and_nan_payload():
     assert digests.table_digest(pa.table({"a": other_nan, "b": base["b"]})) == d
     dict_b = base["b"].combine_chunks().dictionary_encode()
     assert digests.table_digest(pa.table({"a": base["a"], "b": dict_b})) == d
+
+
+def test_a_nan_number_is_the_same_nan():
+    want = {"claim:x": {"status": "holds", "numbers": {"ci": float("nan"), "n": 3}}}
+    got = {"claim:x": {"status": "holds", "numbers": {"ci": float("nan"), "n": 3}}}
+    assert digests.differences(want, got) == []
+    got["claim:x"]["numbers"]["n"] = 4
+    assert digests.differences(want, got) == ["claim:x.numbers.n: recorded 3, now 4"]

@@ -151,9 +151,18 @@ def test_values_that_do_not_apply_are_null_and_the_others_are_not(mixed):
         pc.invert(markers)).num_rows
 
 
+def _parquet_files(outdir: Path) -> list[Path]:
+    """Every Parquet file of a results directory (a sweep's trace tables are folders of
+    block files; its spool and index under parts/ are not the dataset)."""
+    return sorted(p for p in outdir.rglob("*.parquet")
+                  if p.is_file() and p.relative_to(outdir).parts[0] != "parts")
+
+
 def test_every_column_of_every_file_has_a_unit_and_a_description(mixed, bulk_sweep):
-    files = [mixed / f"{n}.parquet" for n in schema.TABLES]
-    files += [bulk_sweep / f"{n}.parquet" for n in schema.TABLES]
+    files = _parquet_files(mixed) + _parquet_files(bulk_sweep)
+    names = {p.relative_to(p.parents[1] if p.parent.name.endswith(".parquet") else p.parent)
+             .parts[0] for p in files}
+    assert names == {f"{n}.parquet" for n in schema.TABLES}, files
     for path in files:
         for field in pq.read_schema(path):
             meta = field.metadata or {}
@@ -162,8 +171,9 @@ def test_every_column_of_every_file_has_a_unit_and_a_description(mixed, bulk_swe
     sweep_runs = pq.read_schema(bulk_sweep / "runs.parquet")
     assert sweep_runs.field("variant").metadata[b"description"].decode().endswith(
         "flow.tcp.variant (in that field's unit)")
+    packets = next((bulk_sweep / "packets.parquet").glob("*.parquet"))
     assert sweep_runs.field("run_id").metadata[b"description"] == \
-        pq.read_schema(bulk_sweep / "packets.parquet").field("run_id").metadata[b"description"]
+        pq.read_schema(packets).field("run_id").metadata[b"description"]
     assert sweep_runs.field("completion_time_s").metadata[b"unit"] == b"s"
 
 

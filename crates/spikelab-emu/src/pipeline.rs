@@ -612,7 +612,7 @@ mod tests {
     use crate::frame::tests::build;
     use crate::frame::{ACK, SYN};
     use spikelab_core::Rng;
-    use spikelab_net::{LossModel, LossStage};
+    use spikelab_net::{LossModel, LossStage, StageModel};
     use std::path::Path;
 
     const MS: u64 = 1_000_000;

@@ -71,7 +71,7 @@ pub fn scenario_view(sc: &Scenario) -> Value {
     let backpressure: Vec<Value> = sc
         .path
         .iter()
-        .filter(|(_, p)| p.stage.first().and_then(|s| s.backpressure) == Some(true))
+        .filter(|(_, p)| p.stage.first().is_some_and(|s| s.config.own_queue()))
         .filter_map(
             |(name, p)| match build_stage(name, 0, &p.stage, sc.sim.seed) {
                 Stage::Rate(r) => {

@@ -7,7 +7,7 @@
 //! arrival time, and the packet is discarded when it would have left (at the outgoing port, as
 //! in the paper's emulator). A discarded packet does not hold back the packets behind it.
 
-use crate::{DropCause, Outcome, PacketInfo, Profile};
+use crate::{DropCause, Outcome, PacketInfo, Profile, StageModel};
 use spikelab_core::{Rng, SimDuration, SimTime};
 
 #[derive(Debug)]
@@ -47,8 +47,10 @@ impl DelayStage {
     pub fn reorders(&self) -> bool {
         self.reorder
     }
+}
 
-    pub fn on_arrival(&mut self, now: SimTime, _pkt: &PacketInfo) -> Outcome {
+impl StageModel for DelayStage {
+    fn on_arrival(&mut self, now: SimTime, _pkt: &PacketInfo) -> Outcome {
         let (delay, loss) = match &mut self.source {
             DelaySource::Fixed(d) => (*d, 0.0),
             DelaySource::Profile(p) => p.at(now),
@@ -64,6 +66,102 @@ impl DelayStage {
             self.last_departure = leave;
         }
         Outcome::Pass(leave)
+    }
+
+    fn keeps_order(&self) -> bool {
+        !self.reorders()
+    }
+}
+
+/// The `delay` stage's configuration in a scenario (docs/scenario.md, "Stages").
+#[cfg(feature = "serde")]
+pub use schema::DelayConfig;
+
+#[cfg(feature = "serde")]
+mod schema {
+    use super::*;
+    use crate::config::prelude::*;
+    use crate::config::{
+        at_lines, delay_profile, read_csv_lines, resolve_path, DELAY_TRACE_HEADER,
+    };
+    use crate::leo::LeoConfig;
+    use crate::walkaway::{PresetFor, PresetSpec};
+
+    optional_fields! {
+        /// A delay stage (`type = "delay"`): one of a fixed `delay`, a `profile` of rows
+        /// `[time_ms, delay_ms, loss]`, a CSV `trace`, a `preset` or a LEO constellation's `leo`;
+        /// FIFO unless `reorder`.
+        #[derive(Clone, Debug, Default, Serialize, Deserialize)]
+        #[serde(deny_unknown_fields)]
+        pub struct DelayConfig {
+            delay: Duration,
+            profile: Vec<Vec<f64>>,
+            trace: String,
+            reorder: bool,
+            /// A LEO constellation's delay trace.
+            leo: LeoConfig,
+            preset: PresetSpec,
+        }
+        computed {
+            /// The rows of `trace`, read once when the scenario is resolved.
+            trace_rows: Vec<Vec<f64>>,
+            /// The rows `leo` stands for, computed when the scenario is resolved.
+            leo_rows: Vec<Vec<f64>>,
+            /// The rows `preset` stands for, computed when the scenario is resolved.
+            preset_rows: Vec<Vec<f64>>,
+        }
+    }
+
+    impl StageSchema for DelayConfig {
+        const TYPE: &'static str = "delay";
+        const FIELDS: &'static [&'static str] =
+            &["delay", "profile", "trace", "preset", "leo", "reorder"];
+
+        fn resolve(&mut self, at: &str, ctx: &ResolveCtx) -> Result<()> {
+            let one_of = ["delay", "profile", "trace", "preset", "leo"];
+            exactly_one(&self.set_fields(), &one_of, (at, Self::TYPE), None)?;
+            if let Some(l) = &self.leo {
+                let rows = l.rows(&format!("{at}.leo"))?;
+                delay_profile(&rows, &format!("{at}.leo"))?;
+                self.leo_rows = Some(rows);
+            }
+            if let Some(p) = &self.preset {
+                let rows = p.rows(at, PresetFor::Delay)?;
+                delay_profile(&rows, &format!("{at}.preset"))?;
+                self.preset_rows = Some(rows);
+            }
+            if let Some(rows) = &self.profile {
+                delay_profile(rows, &format!("{at}.profile"))?;
+            }
+            if let Some(file) = &self.trace {
+                let full = resolve_path(ctx.base_dir, file);
+                let field = format!("{at}.trace");
+                let (rows, lines) = read_csv_lines(&full, &field, DELAY_TRACE_HEADER)?;
+                at_lines(delay_profile(&rows, &field), &full, &lines)?;
+                self.trace = Some(full.to_string_lossy().into_owned());
+                self.trace_rows = Some(rows);
+            }
+            self.reorder.get_or_insert(false);
+            Ok(())
+        }
+
+        fn build(&self, ctx: &PathCtx) -> Stage {
+            let reorder = self.reorder.unwrap_or(false);
+            let rng = ctx.rng();
+            if let Some(d) = self.delay {
+                Stage::Delay(DelayStage::fixed(d.0, reorder, rng))
+            } else {
+                let rows = self
+                    .profile
+                    .as_ref()
+                    .or(self.trace_rows.as_ref())
+                    .or(self.preset_rows.as_ref())
+                    .or(self.leo_rows.as_ref())
+                    .expect("validated: a profile, a trace that was read, a preset or leo");
+                let p = delay_profile(rows, "profile").expect("validated");
+                Stage::Delay(DelayStage::profile(p, reorder, rng))
+            }
+        }
     }
 }
 

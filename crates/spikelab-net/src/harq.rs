@@ -28,7 +28,7 @@
 //! assumptions (docs/models.md, "Satellite link").
 
 use crate::lms::{LmsChannel, LmsParams};
-use crate::{DropCause, Outcome, PacketInfo};
+use crate::{DropCause, Outcome, PacketInfo, StageModel};
 use spikelab_core::{Rng, SimDuration, SimTime};
 use std::sync::OnceLock;
 
@@ -217,9 +217,11 @@ impl HarqStage {
         }
         None
     }
+}
 
+impl StageModel for HarqStage {
     #[inline(never)]
-    pub fn on_arrival(&mut self, now: SimTime, pkt: &PacketInfo) -> Outcome {
+    fn on_arrival(&mut self, now: SimTime, pkt: &PacketInfo) -> Outcome {
         self.channel.forget_before(now);
         let codewords = (pkt.wire_size as u64 * 8).div_ceil(K_BITS as u64).max(1);
         let spacing = SYMBOLS_PER_TX as f64 / self.p.symbol_rate;
@@ -253,6 +255,296 @@ impl HarqStage {
         match worst {
             Some(_) => Outcome::Pass(leave),
             None => Outcome::Drop(done, DropCause::Harq),
+        }
+    }
+
+    fn keeps_order(&self) -> bool {
+        !self.reorders()
+    }
+}
+
+/// The `harq` stage's configuration in a scenario (docs/scenario.md, "Stages").
+#[cfg(feature = "serde")]
+pub use schema::{CombiningKind, HarqConfig};
+
+#[cfg(feature = "serde")]
+mod schema {
+    use super::*;
+    use crate::config::prelude::*;
+    use crate::lms::{ChannelConfig, DopplerKind, DopplerSpectrum, LmsState, ITS_S_BAND};
+    use crate::LmsParams;
+
+    /// How a HARQ receiver combines transmissions.
+    #[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+    #[serde(rename_all = "lowercase")]
+    pub enum CombiningKind {
+        /// Type II, incremental redundancy.
+        Ir,
+        /// Type I, chase combining.
+        Chase,
+    }
+
+    optional_fields! {
+        /// A harq stage (`type = "harq"`): hybrid ARQ over a land-mobile-satellite channel at a
+        /// reference SNR; out of order unless `reorder_buffer`.
+        #[derive(Clone, Debug, Default, Serialize, Deserialize)]
+        #[serde(deny_unknown_fields)]
+        pub struct HarqConfig {
+            /// Reference SNR, dB: an unshadowed, unfaded direct signal's Es/N0.
+            snr: f64,
+            combining: CombiningKind,
+            delta: f64,
+            max_retx: i64,
+            first_delay: Duration,
+            retx_delay: Duration,
+            /// QPSK symbols per second on the link.
+            symbol_rate: f64,
+            reorder_buffer: bool,
+            channel: ChannelConfig,
+        }
+    }
+
+    impl HarqConfig {
+        /// The HARQ stage's and its channel's parameters, checked (defaults for what is missing).
+        pub fn params(&self, at: &str) -> Result<(HarqParams, LmsParams)> {
+            let d = HarqParams::default();
+            let snr = self.snr.ok_or_else(|| {
+                ConfigError::new(
+                    format!("{at}.snr"),
+                    "a harq stage needs snr, the reference SNR in dB (paper 001: 7 to 13)",
+                )
+            })?;
+            check(
+                snr.is_finite() && (-10.0..=40.0).contains(&snr),
+                format!("{at}.snr"),
+                format!("must be a reference SNR in [-10, 40] dB, got {}", num(snr)),
+            )?;
+            let delta = self.delta.unwrap_or(d.delta);
+            check(
+                delta.is_finite() && delta >= 0.0,
+                format!("{at}.delta"),
+                format!(
+                    "must be >= 0 (the code's gap to the mutual-information bound), got {}",
+                    num(delta)
+                ),
+            )?;
+            check(
+                delta <= 10.0,
+                format!("{at}.delta"),
+                format!("must be at most 10, got {}", num(delta)),
+            )?;
+            let max_retx = self.max_retx.unwrap_or(d.max_retx as i64);
+            check(
+                (0..=15).contains(&max_retx),
+                format!("{at}.max_retx"),
+                format!("must be in [0, 15] retransmissions, got {max_retx}"),
+            )?;
+            let symbol_rate = self.symbol_rate.unwrap_or(d.symbol_rate);
+            check(
+                symbol_rate.is_finite() && (1e3..=1e10).contains(&symbol_rate),
+                format!("{at}.symbol_rate"),
+                format!("must be in [1e3, 1e10] symbols/s, got {}", num(symbol_rate)),
+            )?;
+            let retx_delay = self.retx_delay.map_or(d.retx_delay, |x| x.0);
+            check(
+                retx_delay.0 <= 10 * 1_000_000_000,
+                format!("{at}.retx_delay"),
+                format!(
+                    "must be at most 10 s (the delay a HARQ retransmission adds; paper 001: 20 ms), \
+                     got {}",
+                    Duration(retx_delay)
+                ),
+            )?;
+            let hp = HarqParams {
+                snr_ref: 10f64.powf(snr / 10.0),
+                combining: match self.combining.unwrap_or(CombiningKind::Ir) {
+                    CombiningKind::Ir => Combining::IncrementalRedundancy,
+                    CombiningKind::Chase => Combining::Chase,
+                },
+                delta,
+                max_retx: max_retx as u32,
+                first_delay: self.first_delay.map_or(d.first_delay, |x| x.0),
+                retx_delay,
+                symbol_rate,
+                reorder_buffer: self.reorder_buffer.unwrap_or(false),
+            };
+            let c = self.channel.clone().unwrap_or_default();
+            let ch = |f: &str| format!("{at}.channel.{f}");
+            let mut lp = LmsParams::default();
+            let positive = |v: Option<f64>, f: &str, unit: &str, max: f64| -> Result<Option<f64>> {
+                if let Some(x) = v {
+                    check(
+                        x.is_finite() && x > 0.0,
+                        ch(f),
+                        format!("must be > 0 {unit}, got {}", num(x)),
+                    )?;
+                    check(
+                        x <= max,
+                        ch(f),
+                        format!("must be at most {max} {unit}, got {}", num(x)),
+                    )?;
+                }
+                Ok(v)
+            };
+            if let Some(v) = positive(c.speed_kmh, "speed_kmh", "km/h", 1000.0)? {
+                lp.speed = v / 3.6;
+            }
+            if let Some(v) = positive(c.carrier_ghz, "carrier_ghz", "GHz", 100.0)? {
+                lp.carrier = v * 1e9;
+            }
+            if let Some(v) = positive(c.sojourn_m, "sojourn_m", "m", 1e6)? {
+                // The state chain takes a step per sojourn: a sojourn of a nanosecond would make a
+                // run of seconds billions of steps.
+                check(
+                    v >= 0.1,
+                    ch("sojourn_m"),
+                    format!("must be at least 0.1 m (ITS: 6 m), got {}", num(v)),
+                )?;
+                lp.sojourn_m = v;
+            }
+            if let Some(v) = positive(c.shadow_corr_m, "shadow_corr_m", "m", 1e6)? {
+                lp.shadow_corr_m = v;
+            }
+            if let Some(v) = c.crossfade_m {
+                check(
+                    v.is_finite() && (0.0..=1e6).contains(&v),
+                    ch("crossfade_m"),
+                    format!("must be in [0, 1e6] m, got {}", num(v)),
+                )?;
+                lp.crossfade_m = v;
+            }
+            if let Some(g) = c.grid {
+                check(
+                    g.0 .0 >= 1_000 && g.0 .0 <= 1_000_000_000,
+                    ch("grid"),
+                    format!("must be between 1us and 1s, got {g}"),
+                )?;
+                lp.grid = g.0;
+            }
+            if let Some(k) = c.doppler {
+                lp.spectrum = match k {
+                    DopplerKind::Gaussian => DopplerSpectrum::Gaussian,
+                    DopplerKind::Jakes => DopplerSpectrum::Jakes,
+                };
+            }
+            if let Some(states) = &c.states {
+                for (name, spec) in states {
+                    let f = |x: &str| format!("{at}.channel.states.{name}.{x}");
+                    let Some(st) = LmsState::ALL.iter().find(|s| s.name() == name) else {
+                        return Err(ConfigError::new(
+                            format!("{at}.channel.states.{name}"),
+                            format!("unknown channel state {name:?} (known: los, moderate, deep)"),
+                        ));
+                    };
+                    let p = &mut lp.states[*st as usize];
+                    if let Some(w) = spec.w {
+                        check(
+                            w.is_finite() && w > 0.0 && w < 1.0,
+                            f("w"),
+                            format!("must be a probability in (0, 1), got {}", num(w)),
+                        )?;
+                        p.w = w;
+                    }
+                    for (name, v, slot) in [
+                        ("alpha", spec.alpha, &mut p.alpha),
+                        ("mp", spec.mp, &mut p.mp),
+                    ] {
+                        if let Some(v) = v {
+                            check(
+                                v.is_finite() && (-60.0..=20.0).contains(&v),
+                                f(name),
+                                format!("must be in [-60, 20] dB, got {}", num(v)),
+                            )?;
+                            *slot = v;
+                        }
+                    }
+                    if let Some(v) = spec.psi {
+                        check(
+                            v.is_finite() && (0.0..=20.0).contains(&v),
+                            f("psi"),
+                            format!("must be in [0, 20] dB, got {}", num(v)),
+                        )?;
+                        p.psi = v;
+                    }
+                }
+                let sum: f64 = lp.states.iter().map(|s| s.w).sum();
+                check(
+                    (sum - 1.0).abs() < 1e-6,
+                    format!("{at}.channel.states"),
+                    format!(
+                        "the steady-state probabilities w of los, moderate and deep must sum to 1, \
+                         got {sum} (defaults {}, {}, {})",
+                        ITS_S_BAND[0].w, ITS_S_BAND[1].w, ITS_S_BAND[2].w
+                    ),
+                )?;
+            }
+            // The channel is drawn, grid step by grid step, as far ahead as a packet's last
+            // transmission: bound what that holds in memory.
+            let retx_span = hp.max_retx as f64 * hp.retx_delay.as_secs_f64();
+            let codeword_span =
+                (HARQ_MAX_CODEWORDS - 1) as f64 * SYMBOLS_PER_TX as f64 / hp.symbol_rate;
+            let grid = lp.grid.as_secs_f64();
+            let steps = (retx_span + codeword_span) / grid;
+            check(
+                steps <= HARQ_MAX_LOOKAHEAD_STEPS,
+                if retx_span >= codeword_span {
+                    format!("{at}.retx_delay")
+                } else {
+                    format!("{at}.symbol_rate")
+                },
+                format!(
+                    "a packet's transmissions reach {:.6} s ahead (max_retx × retx_delay, plus a \
+                     64 KiB packet's codewords at symbol_rate), {steps:.3e} steps of channel.grid \
+                     ({}); at most 1e7 (the channel is drawn that far ahead): shorten retx_delay, \
+                     raise symbol_rate or coarsen channel.grid",
+                    retx_span + codeword_span,
+                    Duration(lp.grid)
+                ),
+            )?;
+            Ok((hp, lp))
+        }
+    }
+
+    /// Codewords of the largest packet (64 KiB and headers) a harq stage may carry.
+    const HARQ_MAX_CODEWORDS: u64 = (66_000 * 8u64).div_ceil(K_BITS as u64);
+    /// Grid steps of the LMS channel a harq stage may draw ahead of the present.
+    const HARQ_MAX_LOOKAHEAD_STEPS: f64 = 1e7;
+
+    impl StageSchema for HarqConfig {
+        const TYPE: &'static str = "harq";
+        const FIELDS: &'static [&'static str] = &[
+            "snr",
+            "combining",
+            "delta",
+            "max_retx",
+            "first_delay",
+            "retx_delay",
+            "symbol_rate",
+            "reorder_buffer",
+            "channel",
+        ];
+
+        fn resolve(&mut self, at: &str, _ctx: &ResolveCtx) -> Result<()> {
+            self.params(at)?;
+            self.combining.get_or_insert(CombiningKind::Ir);
+            self.delta.get_or_insert(0.02);
+            self.max_retx.get_or_insert(3);
+            self.reorder_buffer.get_or_insert(false);
+            Ok(())
+        }
+
+        fn build(&self, ctx: &PathCtx) -> Stage {
+            let (harq, channel) = self.params("stage").expect("validated");
+            Stage::Harq(HarqStage::new(harq, channel, ctx.rng()))
+        }
+
+        fn misplaced(field: &str, on: &str) -> Option<String> {
+            (field == "reorder_buffer").then(|| {
+                format!(
+                    "a {on} stage keeps packets in order and has no reordering buffer (only a \
+                     harq stage, whose HARQ processes run in parallel, reorders)"
+                )
+            })
         }
     }
 }

@@ -239,6 +239,55 @@ pub fn delay_trace(seed: u64, duration_s: f64, alt_km: f64) -> Vec<(f64, f64)> {
     rows
 }
 
+/// A delay stage's `leo = { ... }`: this constellation's delay as the stage's profile.
+#[cfg(feature = "serde")]
+pub use schema::{LeoConfig, MAX_LEO_SECONDS};
+
+#[cfg(feature = "serde")]
+mod schema {
+    use super::*;
+    use crate::config::prelude::*;
+
+    optional_fields! {
+        /// A LEO constellation's delay (`leo = { seed = 3 }` on a delay stage).
+        #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+        #[serde(deny_unknown_fields)]
+        pub struct LeoConfig {
+            /// Seed of the trace (independent of the run's seed; default 1).
+            seed: u64,
+            /// How long the trace runs (default 3600 s); its last delay holds after that.
+            duration: Duration,
+            /// Orbit altitude, km (default 800).
+            altitude_km: f64,
+        }
+    }
+
+    /// The longest LEO trace, s (one day: 864 000 rows).
+    pub const MAX_LEO_SECONDS: f64 = 86_400.0;
+
+    impl LeoConfig {
+        /// The trace as delay-profile rows `[time_ms, delay_ms, 0]`, after checking the knobs.
+        pub fn rows(&self, at: &str) -> Result<Vec<Vec<f64>>> {
+            let secs = self.duration.map_or(3600.0, |d| d.0.as_secs_f64());
+            check(
+                secs > 0.0 && secs <= MAX_LEO_SECONDS,
+                format!("{at}.duration"),
+                format!("must be in (0, {MAX_LEO_SECONDS}] s, got {secs} s"),
+            )?;
+            let alt = self.altitude_km.unwrap_or(800.0);
+            check(
+                alt.is_finite() && (500.0..=1500.0).contains(&alt),
+                format!("{at}.altitude_km"),
+                format!("must be in [500, 1500] km (a LEO orbit), got {}", num(alt)),
+            )?;
+            Ok(delay_trace(self.seed.unwrap_or(1), secs, alt)
+                .into_iter()
+                .map(|(t, d)| vec![t, d, 0.0])
+                .collect())
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

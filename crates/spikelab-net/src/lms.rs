@@ -460,6 +460,65 @@ impl LmsChannel {
     }
 }
 
+/// The land-mobile-satellite channel under a harq stage as a scenario gives it (`channel = {
+/// ... }`; every knob has a default).
+#[cfg(feature = "serde")]
+pub use schema::{ChannelConfig, DopplerKind, LooConfig};
+
+#[cfg(feature = "serde")]
+mod schema {
+    use crate::config::prelude::*;
+    use std::collections::BTreeMap;
+
+    /// The Doppler spectrum of the LMS channel's diffuse part.
+    #[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+    #[serde(rename_all = "lowercase")]
+    pub enum DopplerKind {
+        Gaussian,
+        Jakes,
+    }
+
+    optional_fields! {
+        /// One LMS state's Loo parameters; a missing value keeps the ITS S-band default.
+        #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+        #[serde(deny_unknown_fields)]
+        pub struct LooConfig {
+            /// Steady-state probability.
+            w: f64,
+            /// Mean of the direct signal's level, dB.
+            alpha: f64,
+            /// Standard deviation of the direct signal's level, dB.
+            psi: f64,
+            /// Diffuse power relative to the unshadowed direct signal, dB.
+            mp: f64,
+        }
+    }
+
+    optional_fields! {
+        /// The LMS channel under a harq stage (`channel = { ... }`); every knob has a default.
+        #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+        #[serde(deny_unknown_fields)]
+        pub struct ChannelConfig {
+            /// Vehicle speed, km/h (default 50).
+            speed_kmh: f64,
+            /// Carrier frequency, GHz (default 2.2, S band).
+            carrier_ghz: f64,
+            /// The state chain's time constant as a distance, m (default 6).
+            sojourn_m: f64,
+            /// Shadowing correlation length, m (default 2).
+            shadow_corr_m: f64,
+            /// Distance over which a state change is blended, m (default 1).
+            crossfade_m: f64,
+            /// Shadowing grid step (default 10 ms).
+            grid: Duration,
+            /// Diffuse Doppler spectrum (default gaussian).
+            doppler: DopplerKind,
+            /// Per state (`los`, `moderate`, `deep`): Loo parameters overriding the ITS set.
+            states: BTreeMap<String, LooConfig>,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

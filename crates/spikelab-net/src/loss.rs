@@ -6,7 +6,7 @@
 //! first byte is a listed sequence number (each list entry drops one transmission; list a
 //! number twice to drop the original and its first retransmission).
 
-use crate::{DropCause, Outcome, PacketInfo, Profile};
+use crate::{DropCause, Outcome, PacketInfo, Profile, StageModel};
 use spikelab_core::{Rng, SimTime};
 
 #[derive(Debug)]
@@ -56,8 +56,10 @@ impl LossStage {
             nth_cursor: 0,
         }
     }
+}
 
-    pub fn on_arrival(&mut self, now: SimTime, pkt: &PacketInfo) -> Outcome {
+impl StageModel for LossStage {
+    fn on_arrival(&mut self, now: SimTime, pkt: &PacketInfo) -> Outcome {
         self.count += 1;
         let dropped = match &mut self.model {
             LossModel::Bernoulli { p } => self.rng.chance(*p).then_some(DropCause::Random),
@@ -92,6 +94,179 @@ impl LossStage {
         match dropped {
             Some(cause) => Outcome::Drop(now, cause),
             None => Outcome::Pass(now),
+        }
+    }
+}
+
+/// The `loss` stage's configuration in a scenario (docs/scenario.md, "Stages").
+#[cfg(feature = "serde")]
+pub use schema::{LossConfig, LossKind};
+
+#[cfg(feature = "serde")]
+mod schema {
+    use super::*;
+    use crate::config::loss_profile;
+    use crate::config::prelude::*;
+    use crate::walkaway::{PresetFor, PresetSpec};
+
+    /// The loss model of a loss stage (`model`; default from the fields given).
+    #[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+    #[serde(rename_all = "snake_case")]
+    pub enum LossKind {
+        Bernoulli,
+        GilbertElliott,
+        Profile,
+        Deterministic,
+    }
+
+    optional_fields! {
+        /// A loss stage (`type = "loss"`): one model, Bernoulli (`p`), Gilbert-Elliott (`p`,
+        /// `r`, `h`, `k`), a time `profile` or `preset`, or deterministic (`nth`, `seqs`).
+        #[derive(Clone, Debug, Default, Serialize, Deserialize)]
+        #[serde(deny_unknown_fields)]
+        pub struct LossConfig {
+            /// Rows `[time_ms, loss]`.
+            profile: Vec<Vec<f64>>,
+            preset: PresetSpec,
+            model: LossKind,
+            p: f64,
+            r: f64,
+            h: f64,
+            k: f64,
+            /// Drop these packets (counted from 1 in the path's entry order).
+            nth: Vec<u64>,
+            /// Drop the data with these sequence numbers (TCP bytes, SCTP TSNs).
+            seqs: Vec<u64>,
+        }
+        computed {
+            /// The rows `preset` stands for, computed when the scenario is resolved.
+            preset_rows: Vec<Vec<f64>>,
+        }
+    }
+
+    impl StageSchema for LossConfig {
+        const TYPE: &'static str = "loss";
+        const FIELDS: &'static [&'static str] = &[
+            "model", "p", "r", "h", "k", "profile", "preset", "nth", "seqs",
+        ];
+
+        fn resolve(&mut self, at: &str, _ctx: &ResolveCtx) -> Result<()> {
+            let model = match self.model {
+                Some(m) => m,
+                None if self.nth.is_some() || self.seqs.is_some() => LossKind::Deterministic,
+                None if self.profile.is_some() || self.preset.is_some() => LossKind::Profile,
+                None if self.p.is_some() => LossKind::Bernoulli,
+                None => {
+                    return Err(ConfigError::new(
+                        format!("{at}.model"),
+                        "a loss stage needs a model (bernoulli, gilbert_elliott, profile, deterministic) or p, profile, nth or seqs",
+                    ))
+                }
+            };
+            self.model = Some(model);
+            let (name, fields): (&str, &[&str]) = match model {
+                LossKind::Bernoulli => ("bernoulli", &["p"]),
+                LossKind::GilbertElliott => ("gilbert_elliott", &["p", "r", "h", "k"]),
+                LossKind::Profile => ("profile", &["profile", "preset"]),
+                LossKind::Deterministic => ("deterministic", &["nth", "seqs"]),
+            };
+            for f in self.set_fields() {
+                check(
+                    f == "model" || fields.contains(&f),
+                    format!("{at}.{f}"),
+                    format!(
+                        "not a field of the {name} loss model (its fields: {}); one loss \
+                         stage has one model",
+                        fields.join(", ")
+                    ),
+                )?;
+            }
+            let model_name = name;
+            let need = |f: Option<f64>, name: &str| -> Result<()> {
+                let v = f.ok_or_else(|| {
+                    ConfigError::new(
+                        format!("{at}.{name}"),
+                        format!("required by the {model_name} loss model"),
+                    )
+                })?;
+                probability(v, &format!("{at}.{name}"))
+            };
+            match model {
+                LossKind::Bernoulli => need(self.p, "p")?,
+                LossKind::GilbertElliott => {
+                    need(self.p, "p")?;
+                    need(self.r, "r")?;
+                    self.h.get_or_insert(0.0);
+                    self.k.get_or_insert(1.0);
+                    need(self.h, "h")?;
+                    need(self.k, "k")?;
+                }
+                LossKind::Profile => {
+                    check(
+                        !(self.profile.is_some() && self.preset.is_some()),
+                        format!("{at}.preset"),
+                        "give profile or preset, not both",
+                    )?;
+                    if let Some(p) = &self.preset {
+                        let rows = p.rows(at, PresetFor::Loss)?;
+                        loss_profile(&rows, &format!("{at}.preset"))?;
+                        self.preset_rows = Some(rows);
+                    } else {
+                        let rows = self.profile.as_ref().ok_or_else(|| {
+                            ConfigError::new(
+                                format!("{at}.profile"),
+                                "required by the profile loss model",
+                            )
+                        })?;
+                        loss_profile(rows, &format!("{at}.profile"))?;
+                    }
+                }
+                LossKind::Deterministic => {
+                    check(
+                        self.nth.is_some() || self.seqs.is_some(),
+                        format!("{at}.nth"),
+                        "the deterministic loss model needs nth or seqs",
+                    )?;
+                    if let Some(n) = &self.nth {
+                        check(
+                            n.iter().all(|&x| x >= 1),
+                            format!("{at}.nth"),
+                            "packet indices count from 1",
+                        )?;
+                    }
+                }
+            }
+            Ok(())
+        }
+
+        fn build(&self, ctx: &PathCtx) -> Stage {
+            let model = match self.model.expect("resolved") {
+                LossKind::Bernoulli => LossModel::Bernoulli {
+                    p: self.p.unwrap_or(0.0),
+                },
+                LossKind::GilbertElliott => LossModel::GilbertElliott {
+                    p: self.p.unwrap_or(0.0),
+                    r: self.r.unwrap_or(1.0),
+                    h: self.h.unwrap_or(0.0),
+                    k: self.k.unwrap_or(1.0),
+                    bad: false,
+                },
+                LossKind::Profile => LossModel::Profile(
+                    loss_profile(
+                        self.profile
+                            .as_ref()
+                            .or(self.preset_rows.as_ref())
+                            .expect("validated"),
+                        "profile",
+                    )
+                    .expect("validated"),
+                ),
+                LossKind::Deterministic => LossModel::Deterministic {
+                    nth: self.nth.clone().unwrap_or_default(),
+                    seqs: self.seqs.clone().unwrap_or_default(),
+                },
+            };
+            Stage::Loss(LossStage::new(model, ctx.rng()))
         }
     }
 }

@@ -21,7 +21,7 @@
 //! `loss` are calibration knobs (`p = 0.1`: a typical 10 % BLER target; 120 ms: an RLC round trip
 //! of a few 10 ms TTIs plus status-report delay). Not validated against a link-level trace.
 
-use crate::{DropCause, Outcome, PacketInfo};
+use crate::{DropCause, Outcome, PacketInfo, StageModel};
 use spikelab_core::{Rng, SimDuration, SimTime};
 
 /// The most extra round trips one packet may take (bounds `K` when `p` is close to 1).
@@ -85,8 +85,10 @@ impl RlcStage {
             0
         }
     }
+}
 
-    pub fn on_arrival(&mut self, now: SimTime, _pkt: &PacketInfo) -> Outcome {
+impl StageModel for RlcStage {
+    fn on_arrival(&mut self, now: SimTime, _pkt: &PacketInfo) -> Outcome {
         let k = self.attempts();
         let lost = self.rng.chance(self.p.loss);
         let leave = (now + self.p.rtt.saturating_mul(k)).max(self.last_departure);
@@ -95,6 +97,77 @@ impl RlcStage {
             Outcome::Drop(leave, DropCause::Rlc)
         } else {
             Outcome::Pass(leave)
+        }
+    }
+}
+
+/// The `rlc` stage's configuration in a scenario (docs/scenario.md, "Stages").
+#[cfg(feature = "serde")]
+pub use schema::RlcConfig;
+
+#[cfg(feature = "serde")]
+mod schema {
+    use super::*;
+    use crate::config::prelude::*;
+
+    optional_fields! {
+        /// An RLC stage (`type = "rlc"`): UMTS RLC acknowledged mode, a geometric number of link
+        /// round trips per packet, in order, with a residual loss.
+        #[derive(Clone, Debug, Default, Serialize, Deserialize)]
+        #[serde(deny_unknown_fields)]
+        pub struct RlcConfig {
+            /// The chance that a packet needs one more RLC round trip (default 0.1).
+            p: f64,
+            /// RLC round trip: the wait per extra attempt (default 120 ms).
+            rlc_rtt: Duration,
+            /// Residual SDU loss probability (default 0.002).
+            loss: f64,
+        }
+    }
+
+    impl RlcConfig {
+        /// The RLC stage's parameters, checked (defaults for what is missing).
+        pub fn params(&self, at: &str) -> Result<RlcParams> {
+            let d = RlcParams::default();
+            let p = self.p.unwrap_or(d.p);
+            check(
+                p.is_finite() && (0.0..1.0).contains(&p),
+                format!("{at}.p"),
+                format!("must be in [0, 1) (the chance that a packet needs one more RLC round trip), got {}", num(p)),
+            )?;
+            let rtt = self.rlc_rtt.map_or(d.rtt, |x| x.0);
+            check(
+                rtt > SimDuration::ZERO && rtt <= SimDuration::from_secs(60),
+                format!("{at}.rlc_rtt"),
+                format!("must be in (0, 60 s], got {}", Duration(rtt)),
+            )?;
+            let loss = self.loss.unwrap_or(d.loss);
+            check(
+                loss.is_finite() && (0.0..=1.0).contains(&loss),
+                format!("{at}.loss"),
+                format!("must be a probability in [0, 1], got {}", num(loss)),
+            )?;
+            Ok(RlcParams { p, rtt, loss })
+        }
+    }
+
+    impl StageSchema for RlcConfig {
+        const TYPE: &'static str = "rlc";
+        const FIELDS: &'static [&'static str] = &["p", "rlc_rtt", "loss"];
+
+        fn resolve(&mut self, at: &str, _ctx: &ResolveCtx) -> Result<()> {
+            let p = self.params(at)?;
+            self.p = Some(p.p);
+            self.rlc_rtt = Some(Duration(p.rtt));
+            self.loss = Some(p.loss);
+            Ok(())
+        }
+
+        fn build(&self, ctx: &PathCtx) -> Stage {
+            Stage::Rlc(RlcStage::new(
+                self.params("stage").expect("validated"),
+                ctx.rng(),
+            ))
         }
     }
 }

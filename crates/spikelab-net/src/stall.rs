@@ -16,7 +16,7 @@
 //! (0.05/s), the median (2.5 s) and `sigma_ln` (0.5) are calibration knobs. Not validated
 //! against a trace of a live bearer.
 
-use crate::{Outcome, PacketInfo};
+use crate::{Outcome, PacketInfo, StageModel};
 use spikelab_core::{Rng, SimDuration, SimTime};
 
 /// The longest single stall: one hour (bounds the log-normal's tail).
@@ -155,8 +155,10 @@ impl StallStage {
     pub fn held(&self) -> u64 {
         self.held
     }
+}
 
-    pub fn on_arrival(&mut self, now: SimTime, _pkt: &PacketInfo) -> Outcome {
+impl StageModel for StallStage {
+    fn on_arrival(&mut self, now: SimTime, _pkt: &PacketInfo) -> Outcome {
         let mut leave = match self.schedule.stall_at(now) {
             Some((_, end)) => {
                 self.held += 1;
@@ -167,6 +169,100 @@ impl StallStage {
         leave = leave.max(self.last_departure);
         self.last_departure = leave;
         Outcome::Pass(leave)
+    }
+}
+
+/// The `stall` stage's configuration in a scenario (docs/scenario.md, "Stages").
+#[cfg(feature = "serde")]
+pub use schema::StallConfig;
+
+#[cfg(feature = "serde")]
+mod schema {
+    use super::*;
+    use crate::config::prelude::*;
+
+    optional_fields! {
+        /// A stall stage (`type = "stall"`): delivery stalls, Poisson arrivals, log-normal
+        /// durations, held and released in order.
+        #[derive(Clone, Debug, Default, Serialize, Deserialize)]
+        #[serde(deny_unknown_fields)]
+        pub struct StallConfig {
+            /// Stalls per second (Poisson; default 0.05).
+            stall_rate: f64,
+            /// Median stall duration (default 2.5 s).
+            median: Duration,
+            /// Standard deviation of a stall duration's logarithm (default 0.5).
+            sigma_ln: f64,
+        }
+    }
+
+    impl StallConfig {
+        /// The stall stage's parameters, checked (defaults for what is missing).
+        pub fn params(&self, at: &str) -> Result<StallParams> {
+            let d = StallParams::default();
+            let rate = self.stall_rate.unwrap_or(d.rate);
+            check(
+                rate.is_finite() && rate >= 0.0,
+                format!("{at}.stall_rate"),
+                format!("must be >= 0 stalls per second, got {}", num(rate)),
+            )?;
+            check(
+                rate <= 1000.0,
+                format!("{at}.stall_rate"),
+                format!("must be at most 1000 stalls per second, got {}", num(rate)),
+            )?;
+            let median = self.median.map_or(d.median, |x| x.0);
+            check(
+                median > SimDuration::ZERO && median <= SimDuration::from_secs(3600),
+                format!("{at}.median"),
+                format!("must be in (0, 1 h], got {}", Duration(median)),
+            )?;
+            let sigma_ln = self.sigma_ln.unwrap_or(d.sigma_ln);
+            check(
+                sigma_ln.is_finite() && (0.0..=3.0).contains(&sigma_ln),
+                format!("{at}.sigma_ln"),
+                format!(
+                    "must be in [0, 3] (a log-normal sigma), got {}",
+                    num(sigma_ln)
+                ),
+            )?;
+            let p = StallParams {
+                rate,
+                median,
+                sigma_ln,
+            };
+            check(
+                p.load() <= MAX_LOAD,
+                format!("{at}.stall_rate"),
+                format!(
+                    "stall_rate × mean duration (median·e^(sigma_ln²/2)) must be at most {} \
+                     (stalls would cover the link nearly all the time), got {:.3}",
+                    MAX_LOAD,
+                    p.load()
+                ),
+            )?;
+            Ok(p)
+        }
+    }
+
+    impl StageSchema for StallConfig {
+        const TYPE: &'static str = "stall";
+        const FIELDS: &'static [&'static str] = &["stall_rate", "median", "sigma_ln"];
+
+        fn resolve(&mut self, at: &str, _ctx: &ResolveCtx) -> Result<()> {
+            let p = self.params(at)?;
+            self.stall_rate = Some(p.rate);
+            self.median = Some(Duration(p.median));
+            self.sigma_ln = Some(p.sigma_ln);
+            Ok(())
+        }
+
+        fn build(&self, ctx: &PathCtx) -> Stage {
+            Stage::Stall(StallStage::new(
+                self.params("stage").expect("validated"),
+                ctx.rng(),
+            ))
+        }
     }
 }
 

@@ -79,6 +79,145 @@ fn standard_normal(rng: &mut Rng) -> f64 {
     (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos()
 }
 
+/// The `wlan-walkaway` preset of a delay or loss stage (`preset = "wlan-walkaway"` or a table
+/// with its knobs): this walk as the stage's profile.
+#[cfg(feature = "serde")]
+pub use schema::{
+    PresetFor, PresetSpec, PresetTable, DELAY_PRESET_KNOBS, LOSS_PRESET_KNOBS, PRESETS,
+    WALKAWAY_SECONDS,
+};
+
+#[cfg(feature = "serde")]
+mod schema {
+    use super::*;
+    use crate::config::prelude::*;
+    use crate::config::{Named, PresetKnobs};
+
+    optional_fields! {
+        /// A stage's `preset`: a measured behaviour turned into the stage's profile, given by name
+        /// (`preset = "wlan-walkaway"`) or as a table with knobs (`preset = { name = "wlan-walkaway",
+        /// noise = 0.2 }`). Written back the way it came.
+        #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+        #[serde(deny_unknown_fields)]
+        pub struct PresetTable {
+            [name: String]
+            /// Delay: sigma of the log-normal factor on each sample (0: the deterministic skeleton).
+            noise: f64,
+            /// Delay: the seed of the noise (independent of the run's seed, so that every run of a
+            /// sweep sees the same walk unless the file varies this).
+            seed: u64,
+            /// Delay: the fraction of the measured RTT this stage adds (1: all of it).
+            share: f64,
+            /// Loss: the loss curve's maximum probability.
+            p_max: f64,
+            /// Loss: the loss curve's time constant.
+            tau: Duration,
+        }
+    }
+
+    /// The knobs of a delay stage's preset and of a loss stage's ([`PresetTable`]).
+    pub const DELAY_PRESET_KNOBS: &[&str] = &["noise", "seed", "share"];
+    pub const LOSS_PRESET_KNOBS: &[&str] = &["p_max", "tau"];
+
+    impl PresetKnobs for PresetTable {
+        fn name(&self) -> &str {
+            &self.name
+        }
+        fn set_name(&mut self, name: String) {
+            self.name = name;
+        }
+    }
+
+    /// A stage's `preset`.
+    pub type PresetSpec = Named<PresetTable>;
+
+    /// The stage a preset's profile is for.
+    #[derive(Copy, Clone, Debug, PartialEq, Eq)]
+    pub enum PresetFor {
+        /// Rows `[time_ms, delay_ms, loss]`.
+        Delay,
+        /// Rows `[time_ms, loss]`.
+        Loss,
+    }
+
+    /// Names accepted in a stage's `preset`.
+    pub const PRESETS: &[&str] = &["wlan-walkaway"];
+
+    /// How many seconds of a walk a preset profile covers (its last value holds after that).
+    pub const WALKAWAY_SECONDS: u32 = 300;
+
+    impl PresetSpec {
+        /// The stage's profile rows (`[time_ms, delay_ms, loss]` for a delay stage, `[time_ms,
+        /// loss]` for a loss stage), after checking the knobs.
+        pub fn rows(&self, at: &str, kind: PresetFor) -> Result<Vec<Vec<f64>>> {
+            let t = &self.table;
+            let field = |f: &str| {
+                if self.named {
+                    format!("{at}.preset")
+                } else {
+                    format!("{at}.preset.{f}")
+                }
+            };
+            check(
+                PRESETS.contains(&t.name.as_str()),
+                field("name"),
+                format!(
+                    "unknown preset {:?} (known: {})",
+                    t.name,
+                    PRESETS.join(", ")
+                ),
+            )?;
+            let allowed = match kind {
+                PresetFor::Delay => DELAY_PRESET_KNOBS,
+                PresetFor::Loss => LOSS_PRESET_KNOBS,
+            };
+            for name in t.set_fields() {
+                check(
+                    allowed.contains(&name),
+                    field(name),
+                    format!(
+                        "not a knob of the {} preset on a {} stage (allowed: {})",
+                        t.name,
+                        format!("{kind:?}").to_lowercase(),
+                        allowed.join(", ")
+                    ),
+                )?;
+            }
+            let secs = WALKAWAY_SECONDS;
+            Ok(match kind {
+                PresetFor::Delay => {
+                    let noise = t.noise.unwrap_or(0.0);
+                    check(
+                        noise.is_finite() && (0.0..=2.0).contains(&noise),
+                        field("noise"),
+                        format!("must be in [0, 2] (a log-normal sigma), got {}", num(noise)),
+                    )?;
+                    let share = t.share.unwrap_or(1.0);
+                    check(
+                        share.is_finite() && share > 0.0 && share <= 1.0,
+                        field("share"),
+                        format!("must be in (0, 1], got {}", num(share)),
+                    )?;
+                    rtt_trace_ms(secs, noise, t.seed.unwrap_or(1))
+                        .iter()
+                        .enumerate()
+                        .map(|(i, r)| vec![i as f64 * 1000.0, r * share, 0.0])
+                        .collect()
+                }
+                PresetFor::Loss => {
+                    let p_max = t.p_max.unwrap_or(DEFAULT_P_MAX);
+                    probability(p_max, &field("p_max"))?;
+                    let tau = t.tau.map_or(DEFAULT_TAU_S, |d| d.0.as_secs_f64());
+                    check(tau > 0.0, field("tau"), format!("must be > 0, got {tau} s"))?;
+                    (0..secs)
+                        .map(|i| vec![i as f64 * 1000.0, loss_at(i as f64, p_max, tau)])
+                        .collect()
+                }
+            })
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -13,8 +13,10 @@ pub mod scenario;
 pub mod schema;
 pub mod table;
 mod truth;
-pub mod units;
 mod world;
+
+/// Scenario value types with units (durations, bit rates, byte counts).
+pub use spikelab_core::units;
 
 pub use scenario::{parse, profile_notes, ProfileNote, Scenario, ScenarioError, TraceLevel};
 pub use table::{Column, ColumnData, Table};

@@ -90,3 +90,24 @@ def field_meta(field: pa.Field) -> dict[str, str]:
     """A field's ``unit`` and ``description`` (empty strings where it has none)."""
     meta = field.metadata or {}
     return {k: meta.get(k.encode(), b"").decode() for k in ("unit", "description")}
+
+
+_REPEAT = {"int64": (np.dtype("<i8"), pa.int64()), "int32": (np.dtype("<i4"), pa.int32()),
+           "float64": (np.dtype("<f8"), pa.float64())}
+
+
+def repeat(value: Any, kind: str, n: int) -> pa.Array:
+    """``n`` copies of ``value`` as an array of ``kind`` (``string``, ``int64``, ``int32``,
+    ``float64``, ``bool``; ``None`` gives nulls), built from buffers as above: a sweep's
+    process writes a few such columns per run and so never needs pandas."""
+    if value is None:
+        return pa.nulls(n, {"string": pa.string(), "bool": pa.bool_(),
+                            **{k: t for k, (_, t) in _REPEAT.items()}}[kind])
+    if kind == "string":
+        return _strings([str(value)] * n)
+    if kind == "bool":
+        bits = np.packbits(np.full(n, bool(value)), bitorder="little")
+        return pa.Array.from_buffers(pa.bool_(), n, [None, pa.py_buffer(bits)])
+    dtype, arrow = _REPEAT[kind]
+    values = np.full(n, value, dtype=dtype).astype(dtype.newbyteorder("="), copy=False)
+    return pa.Array.from_buffers(arrow, n, [None, pa.py_buffer(values)])

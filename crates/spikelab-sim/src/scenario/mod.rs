@@ -27,32 +27,8 @@ use std::fmt;
 use std::path::Path;
 
 /// A problem with a scenario, with the path of the field it concerns.
-#[derive(Clone, Debug, PartialEq)]
-pub struct ScenarioError {
-    pub field: String,
-    pub message: String,
-}
-
-impl ScenarioError {
-    pub fn new(field: impl Into<String>, message: impl Into<String>) -> ScenarioError {
-        ScenarioError {
-            field: field.into(),
-            message: message.into(),
-        }
-    }
-}
-
-impl fmt::Display for ScenarioError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if self.field.is_empty() {
-            write!(f, "{}", self.message)
-        } else {
-            write!(f, "{}: {}", self.field, self.message)
-        }
-    }
-}
-
-impl std::error::Error for ScenarioError {}
+pub use spikelab_core::config::ConfigError as ScenarioError;
+use spikelab_core::config::{check, num};
 
 type Result<T> = std::result::Result<T, ScenarioError>;
 
@@ -253,12 +229,6 @@ pub struct Scenario {
     pub sweep: Option<toml::Value>,
 }
 
-impl Default for Duration {
-    fn default() -> Self {
-        Duration(SimDuration::ZERO)
-    }
-}
-
 // ---- parsing ---------------------------------------------------------------------------------
 
 /// Parses `text`, applies `overrides` (`key=value`), validates and fills defaults.
@@ -373,7 +343,6 @@ fn choices_of(field: &str) -> Option<&'static str> {
         (_, "variant") => "reno, newreno, sack",
         (_, "trace") if field.starts_with("sim.") => "summary, timeseries, packets",
         ("app", "type") => "bulk, file",
-        (_, "type") => "rate, delay, loss, harq, rlc, stall",
         (_, "model") => "bernoulli, gilbert_elliott, profile, deterministic",
         (_, "estimator") => "rfc6298, linux, ns2",
         (_, "ssthresh_basis") => "flight, cwnd",
@@ -456,14 +425,6 @@ fn toml_error(e: &toml::de::Error, text: &str) -> ScenarioError {
 
 // ---- validation ------------------------------------------------------------------------------
 
-fn check(ok: bool, field: impl Into<String>, msg: impl Into<String>) -> Result<()> {
-    if ok {
-        Ok(())
-    } else {
-        Err(ScenarioError::new(field, msg))
-    }
-}
-
 /// A path's or a stage's name: one or more ASCII letters, digits, `_` or `-`. Names are parts
 /// of `--set` keys (`path.NAME.STAGE.key`, split at dots), of the runs columns
 /// (`drops_PATH_STAGE`) and of capture points (`path.NAME.stage[K]`). `what` starts the
@@ -495,14 +456,6 @@ fn default_path_words(role: &str) -> &'static str {
 fn positive_int(v: i64, field: &str, max: i64) -> Result<()> {
     check(v >= 1, field, format!("must be >= 1, got {v}"))?;
     check(v <= max, field, format!("must be <= {max}, got {v}"))
-}
-
-fn probability(v: f64, field: &str) -> Result<()> {
-    check(
-        (0.0..=1.0).contains(&v),
-        field,
-        format!("must be a probability in [0, 1], got {v}"),
-    )
 }
 
 impl Scenario {
@@ -577,20 +530,24 @@ impl Scenario {
                 ),
             )?;
             for (i, st) in path.stage.iter_mut().enumerate() {
-                st.validate(&format!("path.{name}.stage[{i}]"), base_dir)?;
+                st.config
+                    .resolve(&format!("path.{name}.stage[{i}]"), &ResolveCtx { base_dir })?;
                 check(
-                    i == 0 || st.backpressure != Some(true),
+                    i == 0 || !st.config.own_queue(),
                     format!("path.{name}.stage[{i}].backpressure"),
                     "only a path's first stage can push back on the sender (it stands for the \
                      sender's own interface queue)",
                 )?;
             }
-            for i in 0..path.stage.len() {
-                paths::check_up_reachable_bytes(
-                    &path.stage,
-                    i,
-                    &format!("path.{name}.stage[{i}]"),
-                )?;
+            let stages: Vec<&StageConfig> = path.stage.iter().map(|s| &s.config).collect();
+            for (index, st) in stages.iter().enumerate() {
+                let ctx = PathCtx {
+                    path: name,
+                    stages: &stages,
+                    index,
+                    seed: 0,
+                };
+                st.check_in_path(&format!("path.{name}.stage[{index}]"), &ctx)?;
             }
             let mut seen = std::collections::BTreeSet::new();
             for (i, st) in path.stage.iter_mut().enumerate() {
@@ -777,18 +734,16 @@ impl Scenario {
             let Some(&size) = largest.get(name.as_str()) else {
                 continue;
             };
-            for (i, st) in path.stage.iter().enumerate() {
-                if paths::stall_follows(&path.stage, i) {
-                    continue; // what the stall holds counts: any up_bytes is reachable
-                }
-                if let (Some(a), Some(q)) = (&st.adapt, st.queue) {
-                    let at = format!("path.{name}.stage[{i}]");
-                    paths::check_up_reachable_packets(
-                        &a.params(&at)?,
-                        q.max(0) as u64,
-                        size,
-                        format!("{at}.adapt.up_bytes"),
-                    )?;
+            let stages: Vec<&StageConfig> = path.stage.iter().map(|s| &s.config).collect();
+            for (index, st) in stages.iter().enumerate() {
+                if let StageConfig::Rate(r) = st {
+                    let ctx = PathCtx {
+                        path: name,
+                        stages: &stages,
+                        index,
+                        seed: 0,
+                    };
+                    r.check_packets_reachable(&format!("path.{name}.stage[{index}]"), &ctx, size)?;
                 }
             }
         }

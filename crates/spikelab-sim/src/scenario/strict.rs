@@ -3,7 +3,9 @@
 //! declaration order, so `app = ["bulk"]` or `adapt = [["64kbps", "384kbps"]]` would be read as
 //! fields the writer never named, or refused in words about the wrong field
 //! (`adapt[0]: ... expected an array`). [`Strict`] hands every value to serde as `toml::Value`
-//! does, except that a struct asked of an array is an error at that field.
+//! does, except that a struct asked of an array is an error at that field. A table hands out
+//! its `type` key first, the others in order: a tagged table (a stage and its `type`) knows
+//! its type before it reads its fields.
 
 use serde::de::{
     self, DeserializeSeed, Deserializer, IntoDeserializer, MapAccess, SeqAccess, Visitor,
@@ -24,8 +26,13 @@ impl<'de> Deserializer<'de> for Strict {
             // leaves elements over, which is an error, not a silent cut.
             Value::Table(t) => {
                 let len = t.len();
+                let mut entries: Vec<(String, Value)> = t.into_iter().collect();
+                if let Some(i) = entries.iter().position(|(k, _)| k == "type") {
+                    let typed = entries.remove(i);
+                    entries.insert(0, typed);
+                }
                 let mut map = StrictMap {
-                    entries: t.into_iter(),
+                    entries: entries.into_iter(),
                     value: None,
                 };
                 let v = visitor.visit_map(&mut map)?;
@@ -134,7 +141,7 @@ impl<'de> SeqAccess<'de> for StrictSeq {
 }
 
 struct StrictMap {
-    entries: <toml::Table as IntoIterator>::IntoIter,
+    entries: std::vec::IntoIter<(String, Value)>,
     value: Option<Value>,
 }
 

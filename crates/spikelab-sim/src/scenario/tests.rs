@@ -2,6 +2,30 @@
 
 use super::*;
 use crate::units::Rate;
+use spikelab_net::harq::CombiningKind;
+use spikelab_net::{
+    DelayConfig, HarqConfig, LossConfig, LossKind, RateConfig, RlcConfig, StallConfig,
+};
+
+/// The stage's configuration as the type named (a test's expectation: panics otherwise).
+macro_rules! config_of {
+    ($($f:ident: $v:ident($t:ty)),* $(,)?) => {$(
+        fn $f(st: &StageSpec) -> &$t {
+            match &st.config {
+                StageConfig::$v(c) => c,
+                other => panic!("not a {} stage: {other:?}", stringify!($f)),
+            }
+        }
+    )*};
+}
+config_of!(
+    rate: Rate(RateConfig),
+    delay: Delay(DelayConfig),
+    loss: Loss(LossConfig),
+    harq: Harq(HarqConfig),
+    rlc: Rlc(RlcConfig),
+    stall: Stall(StallConfig),
+);
 use spikelab_core::SimTime;
 use spikelab_tcp::spurious::FrtoVariant;
 
@@ -192,10 +216,10 @@ fn left_out_paths_are_the_default_link() {
     let sc = parse("[[flow]]\n", &[], Path::new(".")).unwrap();
     let fwd = &sc.path["fwd"].stage;
     assert_eq!(fwd.len(), 2);
-    assert_eq!(fwd[0].rate, Some(Rate(10_000_000)));
-    assert_eq!(fwd[0].queue, Some(100));
-    assert_eq!(fwd[1].delay, Some(d_ms(20)));
-    assert_eq!(sc.path["rev"].stage[0].delay, Some(d_ms(20)));
+    assert_eq!(rate(&fwd[0]).rate, Some(Rate(10_000_000)));
+    assert_eq!(rate(&fwd[0]).queue, Some(100));
+    assert_eq!(delay(&fwd[1]).delay, Some(d_ms(20)));
+    assert_eq!(delay(&sc.path["rev"].stage[0]).delay, Some(d_ms(20)));
     // A path the file declares, even empty, is taken as written.
     let sc = parse("[path.fwd]\n[[flow]]\n", &[], Path::new(".")).unwrap();
     assert!(sc.path["fwd"].stage.is_empty());
@@ -273,9 +297,39 @@ fn ns2_profile_fills_ns2s_defaults_and_refuses_what_its_agents_lack() {
          key"
     );
     assert_eq!(
+        err("[[flow]]\ncc = { algo = \"bic\" }\n[flow.tcp]\nprofile = \"ns2\"\n"),
+        "flow[0].cc: the ns2 profile's agents grow as Reno (Agent/TCP/Reno, /Newreno, /Sack1: \
+         cc = \"reno\") or run ns-2.35's Linux modules (Agent/TCP/Linux: cc = \"cubic\" or \
+         \"hybla\")"
+    );
+    // CUBIC and Hybla run in Agent/TCP/Linux: SACK only, the 1 ms tick select_ca installs.
+    assert_eq!(
         err("[[flow]]\ncc = { algo = \"cubic\" }\n[flow.tcp]\nprofile = \"ns2\"\n"),
-        "flow[0].cc: the ns2 profile's agents (Agent/TCP/Reno, /Newreno, /Sack1) grow as Reno; \
-         cc = { algo = \"reno\" }"
+        "flow[0].tcp.variant: ns-2.35's Agent/TCP/Linux (cubic) detects losses from SACK blocks \
+         only (ScoreBoard1): variant = \"sack\" (the TCPSink/Sack1 sink)"
+    );
+    let sc = parse(
+        "[[flow]]\ncc = \"hybla\"\n[flow.tcp]\nprofile = \"ns2\"\nvariant = \"sack\"\n",
+        &[],
+        Path::new("."),
+    )
+    .unwrap();
+    let c = sc.flow[0].tcp_config();
+    assert_eq!(
+        c.rto.algorithm,
+        spikelab_tcp::RtoAlgorithm::Ns2 {
+            tick: SimDuration::from_millis(1),
+            phase: SimDuration::ZERO
+        }
+    );
+    assert!(spikelab_tcp::ns2::Ns2LinuxAgent::wanted(&c));
+    assert_eq!(
+        err(
+            "[[flow]]\ncc = { algo = \"cubic\", beta = 0.7 }\n[flow.tcp]\nprofile = \"ns2\"\n\
+             variant = \"sack\"\n"
+        ),
+        "flow[0].cc.beta: ns-2.35's tcp_cubic.c runs at its own values (CUBIC 2.1: beta \
+         819/1024, bic_scale 41, fast convergence, TCP friendliness, no HyStart); drop the key"
     );
     assert_eq!(
         err("[[flow]]\n[flow.tcp]\nrto = { estimator = \"ns2\" }\n"),
@@ -407,7 +461,7 @@ fn overrides_name_a_stage_by_type_or_name() {
         Path::new("."),
     )
     .unwrap();
-    assert_eq!(sc.path["fwd"].stage[1].delay, Some(d_ms(30)));
+    assert_eq!(delay(&sc.path["fwd"].stage[1]).delay, Some(d_ms(30)));
     let e = parse(text, &["path.fwd.loss.p=0.1".into()], Path::new(".")).unwrap_err();
     assert_eq!(
         e.to_string(),
@@ -423,7 +477,7 @@ fn overrides_name_a_stage_by_type_or_name() {
     .unwrap_err();
     assert!(e.to_string().contains("2 stages of type \"delay\""), "{e}");
     let sc = parse(&two, &["path.fwd.air.delay=\"5ms\"".into()], Path::new(".")).unwrap();
-    assert_eq!(sc.path["fwd"].stage[2].delay, Some(d_ms(5)));
+    assert_eq!(delay(&sc.path["fwd"].stage[2]).delay, Some(d_ms(5)));
 }
 
 #[test]
@@ -718,15 +772,15 @@ fn the_walkaway_preset_becomes_profiles_and_its_knobs_are_checked() {
     )
     .unwrap();
     let fwd = &sc.path["fwd"].stage;
-    let d = fwd[0].preset_rows.as_ref().unwrap();
+    let d = delay(&fwd[0]).preset_rows.as_ref().unwrap();
     assert_eq!(d.len(), 300);
     assert_eq!(d[10], vec![10_000.0, 5.0, 0.0]);
     assert_eq!(d[100], vec![100_000.0, 7.0, 0.0]);
     assert_eq!(d[101], vec![101_000.0, 800.0, 0.0]);
-    let l = fwd[1].preset_rows.as_ref().unwrap();
+    let l = loss(&fwd[1]).preset_rows.as_ref().unwrap();
     assert_eq!(l[59][1], 0.0);
     assert!((l[100][1] - 0.1 * (1.0 - (-1f64).exp())).abs() < 1e-12);
-    assert_eq!(fwd[1].model, Some(LossKind::Profile));
+    assert_eq!(loss(&fwd[1]).model, Some(LossKind::Profile));
     assert_round_trips(&sc);
     // A half share halves every sample.
     let half = parse(
@@ -739,7 +793,10 @@ fn the_walkaway_preset_becomes_profiles_and_its_knobs_are_checked() {
     )
     .unwrap();
     assert_eq!(
-        half.path["fwd"].stage[0].preset_rows.as_ref().unwrap()[101][1],
+        delay(&half.path["fwd"].stage[0])
+            .preset_rows
+            .as_ref()
+            .unwrap()[101][1],
         400.0
     );
 
@@ -795,11 +852,11 @@ fn a_harq_stage_gets_its_defaults_and_round_trips() {
     )
     .unwrap();
     let st = &sc.path["fwd"].stage[0];
-    assert_eq!(st.combining, Some(CombiningKind::Ir));
-    assert_eq!(st.delta, Some(0.02));
-    assert_eq!(st.max_retx, Some(3));
-    assert_eq!(st.reorder_buffer, Some(false));
-    let (h, c) = st.harq_params("x").unwrap();
+    assert_eq!(harq(st).combining, Some(CombiningKind::Ir));
+    assert_eq!(harq(st).delta, Some(0.02));
+    assert_eq!(harq(st).max_retx, Some(3));
+    assert_eq!(harq(st).reorder_buffer, Some(false));
+    let (h, c) = harq(st).params("x").unwrap();
     assert!((h.snr_ref - 10f64.powf(0.7)).abs() < 1e-12);
     assert!((c.speed - 30.0 / 3.6).abs() < 1e-12);
     assert_eq!(c.states[2].alpha, -15.0);
@@ -812,7 +869,7 @@ fn a_harq_stage_gets_its_defaults_and_round_trips() {
         Path::new("."),
     )
     .unwrap();
-    assert_eq!(sc.path["fwd"].stage[0].snr, Some(13.0));
+    assert_eq!(harq(&sc.path["fwd"].stage[0]).snr, Some(13.0));
 }
 
 #[test]
@@ -951,7 +1008,7 @@ fn a_leo_delay_stage_becomes_a_profile_and_its_knobs_are_checked() {
         Path::new("."),
     )
     .unwrap();
-    let rows = sc.path["fwd"].stage[0].leo_rows.as_ref().unwrap();
+    let rows = delay(&sc.path["fwd"].stage[0]).leo_rows.as_ref().unwrap();
     assert!(rows.len() >= 6000);
     assert!(rows
         .iter()
@@ -1098,12 +1155,12 @@ fn rlc_and_stall_stages_get_their_defaults_and_round_trip() {
     let text = "[path.fwd]\n[[path.fwd.stage]]\ntype = \"rlc\"\n[[path.fwd.stage]]\ntype = \"stall\"\n[[flow]]\n";
     let sc = parse(text, &[], Path::new(".")).unwrap();
     let st = &sc.path["fwd"].stage;
-    assert_eq!(st[0].p, Some(0.1));
-    assert_eq!(st[0].rlc_rtt, Some(d_ms(120)));
-    assert_eq!(st[0].loss, Some(0.002));
-    assert_eq!(st[1].stall_rate, Some(0.05));
-    assert_eq!(st[1].median, Some(d_ms(2500)));
-    assert_eq!(st[1].sigma_ln, Some(0.5));
+    assert_eq!(rlc(&st[0]).p, Some(0.1));
+    assert_eq!(rlc(&st[0]).rlc_rtt, Some(d_ms(120)));
+    assert_eq!(rlc(&st[0]).loss, Some(0.002));
+    assert_eq!(stall(&st[1]).stall_rate, Some(0.05));
+    assert_eq!(stall(&st[1]).median, Some(d_ms(2500)));
+    assert_eq!(stall(&st[1]).sigma_ln, Some(0.5));
     assert_round_trips(&sc);
 }
 
@@ -1116,7 +1173,7 @@ fn a_rate_stage_takes_a_schedule_a_trace_or_switching() {
     )
     .unwrap();
     assert_eq!(
-        sc.path["fwd"].stage[0].rate_points,
+        rate(&sc.path["fwd"].stage[0]).rate_points,
         Some(vec![
             (SimTime::ZERO, 384_000),
             (SimTime::from_millis(5000), 128_000),
@@ -1138,7 +1195,7 @@ fn a_rate_stage_takes_a_schedule_a_trace_or_switching() {
     };
     let sc = parse(&text("r.csv"), &[], &dir).unwrap();
     assert_eq!(
-        sc.path["fwd"].stage[0].rate_points,
+        rate(&sc.path["fwd"].stage[0]).rate_points,
         Some(vec![
             (SimTime::ZERO, 1_000_000),
             (SimTime::from_millis(1000), 500_000)
@@ -1213,7 +1270,7 @@ fn a_rate_stage_takes_a_schedule_a_trace_or_switching() {
     )
     .unwrap();
     assert_eq!(
-        sc.path["fwd"].stage[0]
+        rate(&sc.path["fwd"].stage[0])
             .switching
             .as_ref()
             .unwrap()
@@ -1412,16 +1469,16 @@ fn umts_presets_expand_into_stages_with_knobs() {
     assert_eq!(kinds("fwd"), ["rate", "rlc", "stall", "delay"]);
     assert_eq!(kinds("rev"), ["rate", "rlc", "delay", "loss"]);
     let fwd = &sc.path["fwd"].stage;
-    assert_eq!(fwd[0].rate, Some(Rate(330_000)));
-    assert_eq!(fwd[0].queue_bytes, Some(crate::units::Bytes(45_000)));
-    assert_eq!(fwd[1].p, Some(0.1));
-    assert_eq!(fwd[1].loss, Some(0.002));
-    assert_eq!(fwd[2].stall_rate, Some(0.05));
-    assert_eq!(fwd[3].delay, Some(d_ms(170)));
+    assert_eq!(rate(&fwd[0]).rate, Some(Rate(330_000)));
+    assert_eq!(rate(&fwd[0]).queue_bytes, Some(crate::units::Bytes(45_000)));
+    assert_eq!(rlc(&fwd[1]).p, Some(0.1));
+    assert_eq!(rlc(&fwd[1]).loss, Some(0.002));
+    assert_eq!(stall(&fwd[2]).stall_rate, Some(0.05));
+    assert_eq!(delay(&fwd[3]).delay, Some(d_ms(170)));
     let rev = &sc.path["rev"].stage;
-    assert_eq!(rev[0].rate, Some(Rate(58_000)));
-    assert_eq!(rev[0].queue_bytes, Some(crate::units::Bytes(12_000)));
-    assert_eq!(rev[2].delay, Some(d_ms(100)));
+    assert_eq!(rate(&rev[0]).rate, Some(Rate(58_000)));
+    assert_eq!(rate(&rev[0]).queue_bytes, Some(crate::units::Bytes(12_000)));
+    assert_eq!(delay(&rev[2]).delay, Some(d_ms(100)));
     // The resolved scenario lists the stages; the preset is gone, so it runs again as is.
     assert!(sc.path["fwd"].preset.is_none());
     assert_round_trips(&sc);
@@ -1444,7 +1501,7 @@ fn a_rate_stage_follows_its_load_and_the_umts_preset_can_turn_that_on() {
         Path::new("."),
     )
     .unwrap();
-    let a = sc.path["fwd"].stage[0].adapt.as_ref().unwrap();
+    let a = rate(&sc.path["fwd"].stage[0]).adapt.as_ref().unwrap();
     let p = a.params("x").unwrap();
     assert_eq!(p.rates, [128_000, 384_000]);
     assert_eq!((p.start, p.up_bytes, p.down_bytes), (0, 12_000, 0));
@@ -1461,14 +1518,14 @@ fn a_rate_stage_follows_its_load_and_the_umts_preset_can_turn_that_on() {
     )
     .unwrap();
     let r = &sc.path["fwd"].stage[0];
-    assert_eq!(r.rate, None);
-    let p = r.adapt.as_ref().unwrap().params("x").unwrap();
+    assert_eq!(rate(r).rate, None);
+    let p = rate(r).adapt.as_ref().unwrap().params("x").unwrap();
     assert_eq!(p.rates, [123_000, 370_000]);
     assert_eq!(
         (p.up_bytes, p.down_bytes, p.scale_queue),
         (38_000, 0, false)
     );
-    assert_eq!(r.queue_bytes, Some(crate::units::Bytes(45_000)));
+    assert_eq!(rate(r).queue_bytes, Some(crate::units::Bytes(45_000)));
     assert_round_trips(&sc);
 }
 
@@ -1489,7 +1546,7 @@ fn a_knob_set_on_a_preset_name_turns_it_into_a_table() {
     )
     .unwrap();
     let st = &sc.path["fwd"].stage;
-    assert_eq!(st[0].queue_bytes, Some(crate::units::Bytes(35_000)));
+    assert_eq!(rate(&st[0]).queue_bytes, Some(crate::units::Bytes(35_000)));
     assert_eq!(kinds2(&sc, "fwd"), ["rate", "rlc", "delay"]);
 }
 
@@ -1506,13 +1563,16 @@ fn the_leo_presets_expand_into_paper_001s_path_and_refuse_other_knobs() {
     assert_eq!(kinds("rev"), ["delay"]);
     let fwd = &sc.path["fwd"].stage;
     // Paper 001 §III: 40 Mbit/s; the LEO delay; HARQ at the given reference SNR.
-    assert_eq!(fwd[0].rate, Some(Rate(40_000_000)));
-    assert_eq!(fwd[0].queue, Some(1000));
-    assert_eq!(fwd[1].leo.as_ref().and_then(|l| l.seed), Some(1));
-    assert_eq!(fwd[2].snr, Some(7.0));
-    assert_eq!(fwd[2].reorder_buffer, Some(true));
+    assert_eq!(rate(&fwd[0]).rate, Some(Rate(40_000_000)));
+    assert_eq!(rate(&fwd[0]).queue, Some(1000));
+    assert_eq!(delay(&fwd[1]).leo.as_ref().and_then(|l| l.seed), Some(1));
+    assert_eq!(harq(&fwd[2]).snr, Some(7.0));
+    assert_eq!(harq(&fwd[2]).reorder_buffer, Some(true));
     assert_eq!(
-        sc.path["rev"].stage[0].leo.as_ref().and_then(|l| l.seed),
+        delay(&sc.path["rev"].stage[0])
+            .leo
+            .as_ref()
+            .and_then(|l| l.seed),
         Some(2)
     );
     assert_round_trips(&sc);
@@ -1637,12 +1697,12 @@ fn a_scenarios_preset_defaults_fill_every_expansion_unless_a_path_sets_the_knob(
     let sc = parse(text, &[], Path::new(".")).unwrap();
     let fwd = &sc.path["fwd"].stage;
     assert_eq!(kinds2(&sc, "fwd"), ["rate", "rlc", "stall", "delay"]);
-    assert_eq!(fwd[0].queue_bytes, Some(crate::units::Bytes(55_000)));
-    assert_eq!(fwd[2].stall_rate, Some(0.07));
+    assert_eq!(rate(&fwd[0]).queue_bytes, Some(crate::units::Bytes(55_000)));
+    assert_eq!(stall(&fwd[2]).stall_rate, Some(0.07));
     // The path's own knob wins; the other default still applies.
     assert_eq!(kinds2(&sc, "rev"), ["rate", "rlc", "delay"]);
     assert_eq!(
-        sc.path["rev"].stage[0].queue_bytes,
+        rate(&sc.path["rev"].stage[0]).queue_bytes,
         Some(crate::units::Bytes(55_000))
     );
     // The resolved scenario has the stages, not the defaults table, and runs again as is.
@@ -1660,7 +1720,7 @@ fn a_scenarios_preset_defaults_fill_every_expansion_unless_a_path_sets_the_knob(
     .unwrap();
     assert_eq!(kinds2(&sc, "fwd"), ["rate", "rlc", "stall", "delay"]);
     assert_eq!(
-        sc.path["fwd"].stage[2].median,
+        stall(&sc.path["fwd"].stage[2]).median,
         Some(crate::units::Duration(SimDuration::from_millis(3000)))
     );
     assert_eq!(kinds2(&sc, "rev"), ["rate", "rlc", "delay"]);
@@ -1675,7 +1735,7 @@ fn a_scenarios_preset_defaults_fill_every_expansion_unless_a_path_sets_the_knob(
     )
     .unwrap();
     assert_eq!(
-        sc.path["fwd"].stage[0].queue_bytes,
+        rate(&sc.path["fwd"].stage[0]).queue_bytes,
         Some(crate::units::Bytes(55_000))
     );
 }
@@ -1853,7 +1913,11 @@ fn a_rate_schedule_refuses_three_rows_at_one_time() {
     )
     .unwrap();
     assert_eq!(
-        sc.path["fwd"].stage[0].rate_points.as_ref().unwrap().len(),
+        rate(&sc.path["fwd"].stage[0])
+            .rate_points
+            .as_ref()
+            .unwrap()
+            .len(),
         5
     );
     // And in a trace file, by its line.
@@ -2120,7 +2184,8 @@ fn rates_in_tbps_are_accepted_up_to_the_bound() {
         ("0.5tbps", 500_000_000_000),
     ] {
         let sc = parse(&stage(rate), &[], Path::new(".")).unwrap();
-        assert_eq!(sc.path["fwd"].stage[0].rate, Some(Rate(bps)), "{rate}");
+        let got = self::rate(&sc.path["fwd"].stage[0]).rate;
+        assert_eq!(got, Some(Rate(bps)), "{rate}");
     }
     assert_eq!(
         err(&stage("11Tbps")),
@@ -2130,5 +2195,43 @@ fn rates_in_tbps_are_accepted_up_to_the_bound() {
         err(&stage("10Pbps")),
         "path.fwd.stage[0].rate: unknown rate unit \"Pbps\" in \"10Pbps\" (use bps, kbps, \
          Mbps, Gbps, Tbps)"
+    );
+}
+
+#[test]
+fn a_stage_is_read_by_its_type_whatever_the_order_of_its_keys() {
+    // `type` last in the file: the reader hands it out first (strict.rs).
+    let sc = parse(
+        "[path.fwd]\n[[path.fwd.stage]]\ndelay = \"5ms\"\nname = \"air\"\ntype = \"delay\"\n[[flow]]\n",
+        &[],
+        Path::new("."),
+    )
+    .unwrap();
+    let st = &sc.path["fwd"].stage[0];
+    assert_eq!((st.kind_name(), st.name.as_deref()), ("delay", Some("air")));
+    assert_eq!(delay(st).delay, Some(d_ms(5)));
+    // Written back as the type, the name, then the type's own fields.
+    let json = serde_json::to_string(st).unwrap();
+    assert_eq!(
+        json,
+        r#"{"type":"delay","name":"air","delay":"5ms","reorder":false}"#
+    );
+}
+
+#[test]
+fn a_stage_type_is_one_of_the_registered_ones() {
+    let stage = |t: &str| format!("[path.fwd]\n[[path.fwd.stage]]\ntype = {t}\n[[flow]]\n");
+    assert_eq!(
+        err(&stage("\"warp\"")),
+        "path.fwd.stage[0].type: unknown variant `warp`, expected one of `rate`, `delay`, \
+         `loss`, `harq`, `rlc`, `stall`"
+    );
+    assert_eq!(
+        err(&stage("3")),
+        "path.fwd.stage[0].type: must be one of rate, delay, loss, harq, rlc, stall (a string)"
+    );
+    assert_eq!(
+        err("[path.fwd]\n[[path.fwd.stage]]\ndelay = \"5ms\"\n[[flow]]\n"),
+        "path.fwd.stage[0]: missing field `type`"
     );
 }

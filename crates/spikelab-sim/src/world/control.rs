@@ -255,9 +255,9 @@ impl World {
                 Ev::DropAt { pkt, stage, cause } => self.drop_pkt(pkt, stage as usize, cause),
                 Ev::Held(path) => self.release_held(path),
                 Ev::PathHead(path) => self.path_head(path),
-                Ev::SndTimer(f) => self.snd_timer(f),
+                Ev::SndTimer(f) => self.flow_timer(f, false),
                 Ev::SmallQueue(f) => self.small_queue_wake(f),
-                Ev::RcvTimer(f) => self.rcv_timer(f),
+                Ev::RcvTimer(f) => self.flow_timer(f, true),
             }
             if work_at_instant > MAX_WORK_PER_INSTANT {
                 return Err((

@@ -81,6 +81,14 @@ pub(super) fn schedule_drop(
     );
 }
 
+/// A lazy timer's event fired at `now`: its slot is free again if it held this event's time
+/// (an event that fires early finds a later time there, [`arm_timer`]).
+pub(super) fn fired(scheduled: &mut Option<SimTime>, now: SimTime) {
+    if *scheduled == Some(now) {
+        *scheduled = None;
+    }
+}
+
 /// Lazy timers: an endpoint's deadline moves on nearly every ACK, so an event is pushed only
 /// when the deadline comes earlier than the earliest one already queued (`scheduled`). An event
 /// that fires early finds the deadline later and the endpoint re-arms it then.

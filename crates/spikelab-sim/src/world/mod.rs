@@ -155,7 +155,7 @@ impl World {
             }
             let all_keep_order = stages.iter().all(Stage::keeps_order);
             // Validated: only a path's first stage, a rate stage, has it.
-            let backpressure = spec.stage.first().and_then(|st| st.backpressure) == Some(true);
+            let backpressure = spec.stage.first().is_some_and(|st| st.config.own_queue());
             paths.push(PathRt {
                 all_keep_order,
                 backpressure,
@@ -268,29 +268,21 @@ impl World {
         if points.is_empty() {
             return Ok(self);
         }
-        let flows = sc
-            .flow
-            .iter()
-            .enumerate()
-            .filter(|(_, f)| f.protocol == Protocol::Tcp)
-            .map(|(i, f)| {
-                let cfg = f.tcp_config();
-                let w = FlowWire::new(self.seed, i, cfg.mss, cfg.rwnd, cfg.sack);
-                (i as u32, w)
-            })
-            .collect();
-        let assocs = sc
-            .flow
-            .iter()
-            .enumerate()
-            .filter(|(_, f)| f.protocol == Protocol::Sctp)
-            .map(|(i, f)| {
-                (
-                    i as u32,
-                    AssocWire::new(self.seed, i, f.destinations().len()),
-                )
-            })
-            .collect();
+        // Each flow's wire identity (addresses, ports, initial sequence numbers).
+        let (mut flows, mut assocs) = (Vec::new(), Vec::new());
+        for (i, f) in sc.flow.iter().enumerate() {
+            match f.protocol {
+                Protocol::Tcp => {
+                    let cfg = f.tcp_config();
+                    let w = FlowWire::new(self.seed, i, cfg.mss, cfg.rwnd, cfg.sack);
+                    flows.push((i as u32, w));
+                }
+                Protocol::Sctp => {
+                    let w = AssocWire::new(self.seed, i, f.destinations().len());
+                    assocs.push((i as u32, w));
+                }
+            }
+        }
         let name = sc.name.as_deref().unwrap_or("");
         let meta = format!(
             "\"scenario\":{},\"seed\":{}",

@@ -6,12 +6,9 @@ use super::*;
 use crate::packet_event::{
     DELIVER as EV_DELIVER, DROP as EV_DROP, ENTER as EV_ENTER, EXIT as EV_EXIT,
 };
-use crate::scenario::{LossKind, StageKind, StageSpec};
-use spikelab_core::{ArenaId, EventQueue, Rng, SimTime};
-use spikelab_net::{
-    DelayStage, DropCause, LossModel, LossStage, Outcome, PacketInfo, QueueLimit, RateSchedule,
-    RateStage, RlcStage, Stage, StallSchedule, StallStage, Switching,
-};
+use crate::scenario::{PathCtx, StageConfig, StageSpec};
+use spikelab_core::{ArenaId, EventQueue, SimTime};
+use spikelab_net::{DropCause, Outcome, PacketInfo, RateStage, Stage};
 use std::collections::VecDeque;
 
 pub(super) struct PathRt {
@@ -52,107 +49,14 @@ impl PathRt {
 /// (`path/<path>/stage/<index>`). The simulator and the emulator both build stages here, so a
 /// seed draws the same random numbers in both.
 pub fn build_stage(path: &str, index: usize, stages: &[StageSpec], seed: u64) -> Stage {
-    let spec = &stages[index];
-    let rng = Rng::stream(seed, &format!("path/{path}/stage/{index}"));
-    match spec.kind {
-        StageKind::Rate => {
-            let limit = match (spec.queue, spec.queue_bytes) {
-                (_, Some(b)) => QueueLimit::Bytes(b.0),
-                (Some(q), None) => QueueLimit::Packets(q as u32),
-                (None, None) => QueueLimit::Packets(1000),
-            };
-            if let Some(points) = &spec.rate_points {
-                Stage::Rate(RateStage::scheduled(
-                    RateSchedule::table(points.clone()),
-                    limit,
-                ))
-            } else if let Some(a) = &spec.adapt {
-                let mut r = RateStage::adaptive(a.params("stage").expect("validated"), limit);
-                // A stall stage later in the path: what it holds still counts as buffered.
-                let stall = stages
-                    .iter()
-                    .enumerate()
-                    .skip(index + 1)
-                    .find(|(_, st)| st.kind == StageKind::Stall);
-                if let Some((j, st)) = stall {
-                    r.count_stalled(StallSchedule::new(
-                        st.stall_params("stage").expect("validated"),
-                        Rng::stream(seed, &format!("path/{path}/stage/{j}")),
-                    ));
-                }
-                Stage::Rate(r)
-            } else if let Some(sw) = &spec.switching {
-                let rng = match sw.seed {
-                    Some(s) => Rng::stream(s, "rate/switching"),
-                    None => rng,
-                };
-                let rates = sw.rates.iter().map(|r| r.0).collect();
-                Stage::Rate(RateStage::scheduled(
-                    RateSchedule::switching(Switching::new(rates, sw.dwell.0, rng)),
-                    limit,
-                ))
-            } else {
-                Stage::Rate(RateStage::new(spec.rate.expect("validated").0, limit))
-            }
-        }
-        StageKind::Delay => {
-            let reorder = spec.reorder.unwrap_or(false);
-            if let Some(d) = spec.delay {
-                Stage::Delay(DelayStage::fixed(d.0, reorder, rng))
-            } else {
-                let rows = spec
-                    .profile
-                    .as_ref()
-                    .or(spec.trace_rows.as_ref())
-                    .or(spec.preset_rows.as_ref())
-                    .or(spec.leo_rows.as_ref())
-                    .expect("validated: a profile, a trace that was read, a preset or leo");
-                let p = crate::scenario::delay_profile(rows, "profile").expect("validated");
-                Stage::Delay(DelayStage::profile(p, reorder, rng))
-            }
-        }
-        StageKind::Loss => {
-            let model = match spec.model.expect("resolved") {
-                LossKind::Bernoulli => LossModel::Bernoulli {
-                    p: spec.p.unwrap_or(0.0),
-                },
-                LossKind::GilbertElliott => LossModel::GilbertElliott {
-                    p: spec.p.unwrap_or(0.0),
-                    r: spec.r.unwrap_or(1.0),
-                    h: spec.h.unwrap_or(0.0),
-                    k: spec.k.unwrap_or(1.0),
-                    bad: false,
-                },
-                LossKind::Profile => LossModel::Profile(
-                    crate::scenario::loss_profile(
-                        spec.profile
-                            .as_ref()
-                            .or(spec.preset_rows.as_ref())
-                            .expect("validated"),
-                        "profile",
-                    )
-                    .expect("validated"),
-                ),
-                LossKind::Deterministic => LossModel::Deterministic {
-                    nth: spec.nth.clone().unwrap_or_default(),
-                    seqs: spec.seqs.clone().unwrap_or_default(),
-                },
-            };
-            Stage::Loss(LossStage::new(model, rng))
-        }
-        StageKind::Harq => {
-            let (harq, channel) = spec.harq_params("stage").expect("validated");
-            Stage::Harq(spikelab_net::HarqStage::new(harq, channel, rng))
-        }
-        StageKind::Rlc => Stage::Rlc(RlcStage::new(
-            spec.rlc_params("stage").expect("validated"),
-            rng,
-        )),
-        StageKind::Stall => Stage::Stall(StallStage::new(
-            spec.stall_params("stage").expect("validated"),
-            rng,
-        )),
-    }
+    let configs: Vec<&StageConfig> = stages.iter().map(|s| &s.config).collect();
+    let ctx = PathCtx {
+        path,
+        stages: &configs,
+        index,
+        seed,
+    };
+    stages[index].config.build(&ctx)
 }
 
 impl World {

@@ -163,9 +163,7 @@ impl World {
         let now = self.now;
         let a = &mut self.assocs[ai as usize];
         let side = b as usize;
-        if a.timers[side] == Some(now) {
-            a.timers[side] = None;
-        }
+        fired(&mut a.timers[side], now);
         if a.ep(b).next_timer().is_some_and(|t| t <= now) {
             a.ep(b).on_timer(now);
         }

@@ -132,15 +132,20 @@ impl World {
         self.pump_sender(f);
     }
 
-    pub(super) fn snd_timer(&mut self, f: u32) {
+    /// A timer of flow `f`'s sender, or of its receiver (`receiver`).
+    pub(super) fn flow_timer(&mut self, f: u32, receiver: bool) {
         let t = self.now;
         let fl = &mut self.flows[f as usize];
-        if fl.snd_timer == Some(t) {
-            fl.snd_timer = None;
+        if receiver {
+            fired(&mut fl.rcv_timer, t);
+            fl.rcv.on_timer(t);
+            self.pump_receiver(f);
+        } else {
+            fired(&mut fl.snd_timer, t);
+            fl.snd.on_timer(t);
+            fl.take_spurious_events();
+            self.pump_sender(f);
         }
-        fl.snd.on_timer(t);
-        fl.take_spurious_events();
-        self.pump_sender(f);
     }
 
     /// A flow held back by TCP Small Queues may have room in its interface's queue.
@@ -148,21 +153,9 @@ impl World {
         let t = self.now;
         let fl = &mut self.flows[f as usize];
         if let Some(q) = &mut fl.tsq {
-            if q.wake == Some(t) {
-                q.wake = None;
-            }
+            fired(&mut q.wake, t);
         }
         self.pump_sender(f);
-    }
-
-    pub(super) fn rcv_timer(&mut self, f: u32) {
-        let t = self.now;
-        let fl = &mut self.flows[f as usize];
-        if fl.rcv_timer == Some(t) {
-            fl.rcv_timer = None;
-        }
-        fl.rcv.on_timer(t);
-        self.pump_receiver(f);
     }
 
     /// A TCP packet reached its endpoint.
@@ -371,13 +364,8 @@ impl World {
             self.record_vars(fi);
         }
         let f = &mut self.flows[fi as usize];
-        arm_timer(
-            &mut self.queue,
-            &mut f.snd_timer,
-            f.snd.next_timer(),
-            tie_key(KEY_TIMER, fi, 0, 0),
-            Ev::SndTimer(fi),
-        );
+        let (at, key) = (f.snd.next_timer(), tie_key(KEY_TIMER, fi, 0, 0));
+        arm_timer(&mut self.queue, &mut f.snd_timer, at, key, Ev::SndTimer(fi));
     }
 
     fn pump_receiver(&mut self, fi: u32) {
@@ -386,13 +374,8 @@ impl World {
             self.launch(fi, Dir::Ack, seg, -1, EV_ACK);
         }
         let f = &mut self.flows[fi as usize];
-        arm_timer(
-            &mut self.queue,
-            &mut f.rcv_timer,
-            f.rcv.next_timer(),
-            tie_key(KEY_TIMER, fi, 0, 1),
-            Ev::RcvTimer(fi),
-        );
+        let (at, key) = (f.rcv.next_timer(), tie_key(KEY_TIMER, fi, 0, 1));
+        arm_timer(&mut self.queue, &mut f.rcv_timer, at, key, Ev::RcvTimer(fi));
     }
 
     fn record_vars(&mut self, fi: u32) {
@@ -568,6 +551,7 @@ impl World {
 impl FlowRt {
     /// Retires the segments whose ground truth can no longer change (wholly below `snd_una`,
     /// no copy in the network).
+    #[inline]
     fn retire_truth(&mut self) {
         self.truth.retire((self.snd.snd_una() / self.mss) as usize);
     }

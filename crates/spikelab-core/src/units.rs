@@ -3,8 +3,8 @@
 //! Each accepts a number (seconds, bits per second, bytes) or a string with a unit, and
 //! serialises back to a string the parser accepts, so a resolved scenario can be run again.
 
+use crate::SimDuration;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
-use spikelab_core::SimDuration;
 
 /// What a unit value was written as: a plain number or a string with a unit.
 enum NumOrStr {
@@ -139,6 +139,12 @@ impl Duration {
     }
     pub fn as_sim(self) -> SimDuration {
         self.0
+    }
+}
+
+impl Default for Duration {
+    fn default() -> Self {
+        Duration(SimDuration::ZERO)
     }
 }
 

@@ -41,7 +41,7 @@
 //! stage's extra delay between the two is ignored.
 
 use crate::stall::StallSchedule;
-use crate::{DropCause, Outcome, PacketInfo};
+use crate::{DropCause, Outcome, PacketInfo, StageModel};
 use spikelab_core::{Rng, SimDuration, SimTime};
 use std::collections::VecDeque;
 
@@ -552,8 +552,10 @@ impl RateStage {
             }
         }
     }
+}
 
-    pub fn on_arrival(&mut self, now: SimTime, pkt: &PacketInfo) -> Outcome {
+impl StageModel for RateStage {
+    fn on_arrival(&mut self, now: SimTime, pkt: &PacketInfo) -> Outcome {
         self.purge(now);
         self.adapt_until(now);
         let start = self.busy_until.max(now);
@@ -587,6 +589,18 @@ impl RateStage {
         Outcome::Pass(self.busy_until)
     }
 }
+
+/// The `rate` stage's configuration in a scenario (docs/scenario.md, "Stages"): a rate, a
+/// `schedule`, a `trace` file, random `switching` or a load-driven rate (`adapt`), behind a
+/// queue in packets or bytes, that may be the sender's own (`backpressure`).
+#[cfg(feature = "serde")]
+pub use schema::{
+    check_up_reachable, check_up_reachable_packets, stall_follows, AdaptConfig, RateConfig,
+    SwitchingConfig, MIN_ADAPT_UP_BYTES,
+};
+
+#[cfg(feature = "serde")]
+mod schema;
 
 #[cfg(test)]
 mod tests {
