@@ -118,6 +118,23 @@ def test_the_bench_grid_repeats_the_flows_and_measures_whole_processes(tmp_path)
     assert 1000 < row.data_packets < 2600 and row.events > row.data_packets
 
 
+def test_the_trace_import_bench_times_whole_imports_of_the_lte_capture():
+    """``spikelab bench --trace-import`` (docs/performance.md, "Trace import"), on 5 s of the
+    LTE example instead of 600: each import a whole process, with and without its figure."""
+    from spikelab.cli import bench
+
+    lines: list[str] = []
+    rows = bench.trace_import(repeat=1, seconds=5, echo=lines.append)
+    assert [r.figure for r in rows] == [False, True]
+    assert all(r.wall_s > 0 and r.cpu_s > 0 and r.peak_mb > 30 for r in rows)
+    frames = int(lines[0].split(": ")[1].split(" frames")[0].replace(",", ""))
+    assert 3000 < frames < 8000 and "5 s simulated" in lines[0]
+    assert lines[-1].startswith("with its figure: median ")
+    assert_one_line_error(spikelab("bench", "--trace-import", "--grid"),
+                          "--trace-import: times the import of the LTE example's capture; it "
+                          "takes no --grid, --against, --studies, --scenario or --set")
+
+
 def test_an_os_error_without_text_is_a_sentence_not_a_class_name(monkeypatch, capsys):
     from spikelab import cli
 

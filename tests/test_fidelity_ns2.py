@@ -115,6 +115,49 @@ def test_variant_and_receiver_pick_agent_and_sink(variant, sack, delack, agent, 
     assert ("$S(0) set interval_ 0.1" in out) == (delack == "true")
 
 
+LINUX_TCP = 'variant = "sack"\nsack = true\ndelayed_ack = true\ndelack_timeout = "40ms"'
+
+
+@pytest.mark.parametrize("algo", ["cubic", "hybla"])
+def test_cubic_and_hybla_run_in_agent_tcp_linux_with_its_1_ms_tick(algo):
+    sc = json.loads(_core.resolve(scenario_text(tcp=LINUX_TCP).replace(
+        'cc = "reno"', f'cc = "{algo}"'), [], "."))
+    # The ns2 profile fills the tick select_ca installs (tcpTick_ = 1/JIFFY_RATIO).
+    assert sc["flow"][0]["tcp"]["rto"]["granularity"] == "1ms"
+    out = lines(ns2.script(sc))
+    assert "set A(0) [new Agent/TCP/Linux]" in out
+    assert "set S(0) [new Agent/TCPSink/Sack1/DelAck]" in out
+    # select_ca after window_ and packetSize_ (it reads them), the tick after select_ca
+    # (it sets tcpTick_ to 1 ms itself).
+    i = out.index(f"$A(0) select_ca {algo}")
+    assert out.index("$A(0) set window_ 100") < i
+    assert out.index("$A(0) set packetSize_ 1448") < i
+    assert out.index("$A(0) set tcpTick_ 0.001") == i + 1
+
+
+def test_hybla_rtt0_and_a_ten_ms_tick_are_written_after_select_ca():
+    text = scenario_text(tcp=LINUX_TCP + '\nrto = { granularity = "10ms" }').replace(
+        'cc = "reno"', 'cc = { algo = "hybla", rtt0 = "50ms" }')
+    out = lines(ns2.script(json.loads(_core.resolve(text, [], "."))))
+    i = out.index("$A(0) select_ca hybla")
+    assert out[i + 1:i + 3] == ["$A(0) set_ca_param hybla rtt0 50", "$A(0) set tcpTick_ 0.01"]
+
+
+@pytest.mark.parametrize(("tcp", "cc", "message"), [
+    ('variant = "newreno"\nsack = false', "cubic",
+     (r"^flow\[0\]\.tcp\.variant: ns-2\.35's Agent/TCP/Linux \(cubic\) detects losses from "
+      r"SACK blocks only")),
+    (LINUX_TCP, '{ algo = "cubic", beta = 0.7 }', (r"^flow\[0\]\.cc\.beta: ns-2\.35's "
+                                                  r"tcp_cubic\.c runs at its own values")),
+    (LINUX_TCP, '"bic"', r"^flow\[0\]\.cc: the ns2 profile's agents grow as Reno"),
+])
+def test_the_profile_refuses_what_agent_tcp_linux_lacks(tcp, cc, message):
+    text = scenario_text(tcp=tcp).replace('cc = "reno"', f"cc = {cc}" if cc[0] in "{\"" else
+                                          f'cc = "{cc}"')
+    with pytest.raises(ValueError, match=message):
+        _core.resolve(text, [], ".")
+
+
 def test_delay_steps_are_written_one_transmission_earlier():
     rows = ('profile = [[0, 25, 0], [2000, 25, 0], [2000, 525, 0], [3000, 525, 0], '
             '[3000, 25, 0]]\nreorder = true')
@@ -237,6 +280,18 @@ def test_counts_of_a_real_run_one_drop_one_fast_retransmit(tmp_path):
     # At the end at most the window minus the path's ~43 packets waits in the queue.
     assert got.bottleneck >= got.sent - 100 + 43
     assert (tmp_path / "events.tr").read_text().count("NEWRENO_FAST_RETX") == 1
+
+
+@needs_ns
+def test_agent_tcp_linux_fast_retransmits_are_its_cuts_less_its_timeouts(tmp_path):
+    # One drop: Agent/TCP/Linux traces no events; ncwndcuts_ - nrexmit_ counts its Recovery.
+    extra = '[[path.fwd.stage]]\ntype = "loss"\nnth = [30]\n'
+    text = scenario_text(tcp=LINUX_TCP, extra=extra).replace('cc = "reno"', 'cc = "cubic"') \
+        .replace("queue = 20", "queue = 1000")
+    p = ns2.plan(json.loads(_core.resolve(text, [], ".")))[0]
+    got = ns2.run_plan(p, tmp_path).flows[0]
+    assert (got.timeouts, got.retx, got.fast_retx) == (0, 1, 1)
+    assert "NEWRENO_FAST_RETX" not in (tmp_path / "events.tr").read_text()
 
 
 @needs_ns

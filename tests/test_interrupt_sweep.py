@@ -21,6 +21,8 @@ import pytest
 
 import spikelab
 from spikelab.store import results
+from spikelab.store import sweep as sweep_store
+from spikelab.store.sweep import progress
 from conftest import PROMPT_EXIT_S
 
 # 20 s of a lossy 2 Mbit/s path (random numbers drawn, so seeds matter): about 0.2-0.5 s a run.
@@ -71,13 +73,13 @@ def alive_after(pids: list[int], wait_s: float = 10.0) -> list[int]:
     return [p for p in pids if Path(f"/proc/{p}").exists()]
 
 
-def interrupt(cmd: list[str], parts: Path, sig: int = signal.SIGINT, n: int = 2):
+def interrupt(cmd: list[str], out: Path, sig: int = signal.SIGINT, n: int = 2):
     """Start ``cmd``; once ``n`` runs are done, send ``sig``. Returns (process, stderr,
     seconds from the signal to the exit, every process below it just before the signal)."""
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 180
     while time.monotonic() < deadline and proc.poll() is None:
-        if len(list(parts.glob("p*-r??.arrow"))) >= n:
+        if progress(out)[0] >= n:
             break
         time.sleep(0.02)
     assert proc.poll() is None, proc.communicate()
@@ -90,7 +92,7 @@ def interrupt(cmd: list[str], parts: Path, sig: int = signal.SIGINT, n: int = 2)
 
 def check_interrupted(out: Path, kind: str) -> int:
     """The interrupted directory's manifest and files; returns how many runs it kept."""
-    kept = len(list((out / "parts").glob("p*-r??.arrow")))
+    kept = progress(out)[0]
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["kind"] == kind and manifest["status"] == "interrupted"
     assert manifest["runs_done"] == kept and manifest["files"] == []
@@ -111,7 +113,7 @@ def test_an_interrupted_dask_sweep_stops_within_a_second_and_resumes(tmp_path):
     out = tmp_path / "out"
     proc, err, took, below = interrupt(
         [sys.executable, "-m", "spikelab", "sweep", str(scenario), "-o", str(out), "-j", "2",
-         "--dask", "local", "--no-plots"], out / "parts")
+         "--dask", "local", "--no-plots"], out)
     assert proc.returncode == 130, err
     assert err.strip().splitlines()[-1] == "spikelab: interrupted", err
     assert "Traceback" not in err
@@ -134,7 +136,7 @@ def test_an_interrupted_study_resumes_to_the_same_results_and_report(tmp_path):
     out = tmp_path / "study"
     cmd = [sys.executable, "-m", "spikelab", "study", "run", "lte-handover-basic", "-o",
            str(out), "-j", "2", "--replications", "2"]
-    proc, err, took, below = interrupt(cmd, out / "parts", signal.SIGTERM, n=1)
+    proc, err, took, below = interrupt(cmd, out, signal.SIGTERM, n=1)
     assert proc.returncode == 130, err
     assert took < PROMPT_EXIT_S, took
     kept = check_interrupted(out, "study")
@@ -162,12 +164,13 @@ def test_an_interruption_while_the_dataset_is_written_keeps_every_run(tmp_path, 
     scenario.write_text(SCENARIO.replace("replications = 6", "replications = 1")
                         .replace('duration = "20s"', 'duration = "2s"'))
     out = tmp_path / "out"
-    real = results.write_parquet
+    # The dataset's block files are written by the store's block writer.
+    real = sweep_store._BlockWriter.close
 
-    def interrupted(table, path):
+    def interrupted(self):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(results, "write_parquet", interrupted)
+    monkeypatch.setattr(sweep_store._BlockWriter, "close", interrupted)
     with pytest.raises(KeyboardInterrupt):
         spikelab.sweep(scenario, out, jobs=1, progress=False)
     manifest = json.loads((out / "manifest.json").read_text())
@@ -176,7 +179,7 @@ def test_an_interruption_while_the_dataset_is_written_keeps_every_run(tmp_path, 
     assert not (out / "runs.parquet").exists()
     assert not [p for p in out.rglob("*") if p.name.endswith(".tmp")]
 
-    monkeypatch.setattr(results, "write_parquet", real)
+    monkeypatch.setattr(sweep_store._BlockWriter, "close", real)
     seen: list[str] = []
     resumed = spikelab.sweep(scenario, out, jobs=1, progress=False,
                              on_result=lambda task, outcome: seen.append(task.run_id))

@@ -505,7 +505,7 @@ def test_a_sweep_resumed_and_failing_keeps_its_complete_manifest(sweep_dir, caps
         yield
 
     before = (sweep_dir / "manifest.json").read_bytes()
-    (sweep_dir / "parts" / "p001-r00.arrow").unlink()  # one run to redo
+    (sweep_dir / "parts" / "blocks.jsonl").write_text("")  # its runs to redo
     monkeypatch.setattr(importlib.import_module("spikelab.sweep"), "_dask", unreachable)
     one_line_error(capsys, main(["sweep", str(sweep_dir.parent / "sw.toml"), "-o",
                                  str(sweep_dir), "--dask", "tcp://x:1", "-q"]))

@@ -279,3 +279,114 @@ def test_a_seqack_of_one_instant_or_past_the_data_has_a_proper_time_axis():
     pk = long_run(loss=False).slice(0, 1)
     assert plots.seqack(pk, 0).axes[0].get_xlim() == (0.0, 1.0)
     assert plots.seqack(long_run(loss=False), 0, (70.0, None)).axes[0].get_xlim() == (70.0, 71.0)
+
+
+# ------------------------------------------------------------- long runs, bounded memory
+
+def _figure_data(fig) -> list:
+    """Everything a figure draws that could differ: per axes its title, limits and every
+    line's points, and the legend's labels."""
+    out = []
+    for ax in fig.axes:
+        out.append((ax.get_title(), ax.get_xlim(), ax.get_ylim()))
+        out += [(ln.get_xdata().tolist(), ln.get_ydata().tolist()) for ln in ax.get_lines()]
+    out += [t.get_text() for legend in fig.legends for t in legend.get_texts()]
+    return out
+
+
+@pytest.fixture(scope="module")
+def lte_files(tmp_path_factory, lte_handover):
+    import spikelab
+
+    out = tmp_path_factory.mktemp("lte") / "run"
+    spikelab.run(lte_handover, out=out, plots=False, progress=False)
+    return out / "packets.parquet", out / "timeseries.parquet"
+
+
+def test_layers_kept_in_duckdb_draw_the_seqack_figure_point_for_point(lte_files):
+    """A long run's sends and ACKs stay in DuckDB, which thins them per pixel column: the
+    same points numpy's decimation keeps of the layers read whole (the short run's way),
+    and the same episodes, counts and panels."""
+    from spikelab.figures.source import Traces
+
+    packets, timeseries = lte_files
+    figures = {}
+    for load_rows in (None, 0):
+        with Traces(packets, timeseries, load_rows=load_rows) as tr:
+            assert tr.layer("packets", 0, "seq", event="send").is_held == (load_rows is None)
+            figures[load_rows] = (plots.seqack(tr, 0, None, tr),
+                                  plots.seqack(tr, 0, (9.0, 13.0), tr),
+                                  plots.episodes(tr, 0, tr))
+    held, kept = figures[None], figures[0]
+    assert held[2] == kept[2] and len(held[2]) >= 1
+    for a, b in zip(held[:2], kept[:2], strict=True):
+        assert _figure_data(a) == _figure_data(b)
+    sent = next(ln for ln in held[0].axes[0].get_lines() if ln.get_marker() == ".")
+    assert len(sent.get_xdata()) < 14008  # decimated, not every send
+
+
+def test_a_long_series_is_thinned_keeping_each_pixel_columns_extremes_and_ends(lte_files):
+    from spikelab.figures import source
+
+    _, timeseries = lte_files
+    with source.Traces(None, timeseries) as whole, \
+            source.Traces(None, timeseries, load_rows=0) as kept:
+        t, v = plots._step(plots._series(whole, 0, "cwnd"), None, 20.0)
+        tk, vk = plots._step(plots._series(kept, 0, "cwnd"), None, 20.0)
+        tz, vz = plots._step(plots._series(kept, 0, "cwnd"), (9.0, 13.0), 13.0)
+    assert t.size > 4 * source.BINS + 2 >= tk.size
+    assert (tk[0], vk[0], tk[-1], vk[-1]) == (t[0], v[0], t[-1], v[-1])
+    lo, hi = t[0], t[-2]  # the last point is the series held to its end
+    bins = np.clip(((t[:-1] - lo) / (hi - lo) * source.BINS).astype(np.int64), 0,
+                   source.BINS - 1)
+    bins_k = np.clip(((tk[:-1] - lo) / (hi - lo) * source.BINS).astype(np.int64), 0,
+                     source.BINS - 1)
+    for b in np.unique(bins):
+        assert v[:-1][bins == b].max() == vk[:-1][bins_k == b].max()
+        assert v[:-1][bins == b].min() == vk[:-1][bins_k == b].min()
+    # A zoom window: the value in force at its start is carried in, as for a held series.
+    with source.Traces(None, timeseries) as whole:
+        tw, vw = plots._step(plots._series(whole, 0, "cwnd"), (9.0, 13.0), 13.0)
+    assert (tz[0], vz[0], tz[-1], vz[-1]) == (tw[0], vw[0], tw[-1], vw[-1]) == (
+        9.0, vw[0], 13.0, vw[-1])
+
+
+def test_the_overview_samples_every_flow_alike_from_duckdb():
+    from spikelab.figures.source import Traces
+
+    tables = many_flows(25, points=40)
+    edges = np.linspace(0.0, 3.9, 101)
+    flows = np.arange(25)
+    with Traces(None, tables["timeseries"]) as whole, \
+            Traces(None, tables["timeseries"], load_rows=0) as kept:
+        for var in ("rcv_nxt", "cwnd"):
+            a, b = whole.sampled(var, flows, edges), kept.sampled(var, flows, edges)
+            assert np.isnan(a).any() is np.False_ and np.array_equal(a, b)
+        assert _figure_data(plots.flows_overview(tables["runs"], whole)) == _figure_data(
+            plots.flows_overview(tables["runs"], kept))
+
+
+def test_no_long_layer_reaches_python_whole(lte_files, monkeypatch):
+    """With layers longer than 500 rows kept in DuckDB, every figure of the run is drawn
+    from at most a few points per pixel column of each layer (its 14,008 sends, 6,813 RTT
+    samples and 7,000 cwnd changes never cross whole)."""
+    from spikelab.figures import source
+
+    packets, timeseries = lte_files
+    fetched = []
+    arrow = source.Traces.arrow
+
+    def counted(self, sql, params=None):
+        got = arrow(self, sql, params)
+        fetched.append(got.num_rows)
+        return got
+
+    monkeypatch.setattr(source.Traces, "arrow", counted)
+    monkeypatch.setattr(source, "LOAD_ROWS", 500)
+    import pyarrow.parquet as pq
+
+    runs = pq.read_table(packets.parent / "runs.parquet")
+    names = plots.draw({"runs": runs, "packets": packets, "timeseries": timeseries},
+                       packets.parent / "figures-bounded")
+    assert len(names) == 6
+    assert fetched and max(fetched) <= 4 * source.BINS + 2

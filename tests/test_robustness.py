@@ -337,11 +337,11 @@ def test_fresh_removes_every_table_of_the_old_sweep(tmp_path, capsys):
     traced = SWEEP.replace("replications = 2", 'replications = 1\ntrace = "timeseries"')
     (tmp_path / "sw.toml").write_text(traced)
     spikelab.sweep(tmp_path / "sw.toml", tmp_path / "out", jobs=1, progress=False)
-    assert (tmp_path / "out" / "timeseries.parquet").is_file()
+    assert list((tmp_path / "out" / "timeseries.parquet").glob("*.parquet"))
     (tmp_path / "sw.toml").write_text(traced.replace('trace = "timeseries"', ""))
     spikelab.sweep(tmp_path / "sw.toml", tmp_path / "out", jobs=1, progress=False, fresh=True)
     assert not (tmp_path / "out" / "timeseries.parquet").exists()
-    assert not list((tmp_path / "out" / "parts").glob("*.timeseries.arrow"))
+    assert not list((tmp_path / "out" / "parts").glob("**/*.timeseries.arrow"))
     capsys.readouterr()
     one_line_error(capsys, main(["query", str(tmp_path / "out"),
                                  "SELECT count(*) FROM timeseries"]))

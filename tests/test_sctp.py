@@ -94,11 +94,12 @@ def test_the_seq_ack_figure_of_an_sctp_flow_counts_tsns(tmp_path):
     text = '[sim]\nduration = "5s"\n[[flow]]\nprotocol = "sctp"\n'
     res = spikelab.run(text, trace="packets")
     pk = res.packets.filter(pc.equal(res.packets["flow"], 0))
-    layers = figs._seqack_layers(pk, None, 1)
-    t_ack, ack = layers["ack"]
+    with figs.Traces(pk) as tr:
+        layers = figs._seqack_layers(tr, 0, 1)
+    ack = layers["ack"].v
     # SACKs that reached the sender (the last few were still in flight at the end).
     assert ack.min() >= 1 and 3000 < ack.max() <= pc.max(pk["ack"]).as_py()
-    sent = layers["sent"][1]
+    sent = layers["sent"].v
     # 5 s of a 10 Mbit/s link: thousands of DATA chunks, numbered 1, 2, 3, ...
     assert sent.min() == 1 and 3000 < sent.max() < 5000
     fig = figs.seqack(res.packets, 0)

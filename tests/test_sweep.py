@@ -12,7 +12,6 @@ import time
 import tomllib
 from pathlib import Path
 
-import pyarrow.parquet as pq
 import pytest
 import spikelab
 from spikelab.analysis import stats
@@ -20,7 +19,7 @@ from spikelab.analysis.query import query
 from spikelab.cli import main
 from spikelab.scenario import sweepspec
 from spikelab.store.results import OutdirError
-from spikelab.store.sweep import read_part
+from spikelab.store.sweep import progress, read_part
 from spikelab.sweep import repeat_command
 from conftest import PROMPT_EXIT_S
 
@@ -232,8 +231,18 @@ def _still_running(pids: list[int], wait_s: float = 10.0) -> list[int]:
     return [p for p in pids if Path(f"/proc/{p}").exists()]
 
 
-def test_a_killed_sweep_resumes_without_recomputing_or_losing_runs(tmp_path):
-    # 24 runs of ~0.2 s each on two workers; kill the command after a few have finished.
+def done_runs(out: Path) -> int:
+    """Runs a sweep's directory holds as done (its index and spool), finished or not."""
+    return progress(out)[0]
+
+
+def test_a_killed_sweep_resumes_without_recomputing_or_losing_runs(tmp_path, monkeypatch):
+    """SIGKILL of the sweep's process mid-sweep (issue 40): nothing finished is lost, nothing
+    is run twice, the blocks written are not rewritten, and the resumed dataset is the one
+    an uninterrupted sweep writes."""
+    # 24 runs of ~0.2 s each on two workers, in blocks of 5 runs; kill the command after a
+    # block has been written and while later runs are spooled.
+    monkeypatch.setenv("SPIKELAB_TEST_BLOCK_RUNS", "5")
     text = SWEEP_2X2X3.replace("replications = 3", "replications = 6").replace(
         'duration = "2s"', 'duration = "20s"')
     scenario = write(tmp_path, text)
@@ -241,11 +250,10 @@ def test_a_killed_sweep_resumes_without_recomputing_or_losing_runs(tmp_path):
     cmd = [sys.executable, "-m", "spikelab", "sweep", str(scenario), "-o", str(out), "-j", "2",
            "-q", "--no-plots"]
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    parts = out / "parts"
+    index = out / "parts" / "blocks.jsonl"
     deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        done = [p for p in parts.glob("p*-r??.arrow")] if parts.is_dir() else []
-        if len(done) >= 4 or proc.poll() is not None:
+    while time.monotonic() < deadline and proc.poll() is None:
+        if index.is_file() and done_runs(out) >= 7:
             break
         time.sleep(0.02)
     workers = _children(proc.pid)
@@ -254,32 +262,37 @@ def test_a_killed_sweep_resumes_without_recomputing_or_losing_runs(tmp_path):
     proc.wait()
     # Its pool workers notice and exit rather than linger.
     assert not _still_running(workers)
-    before = {p.name: (p.stat().st_ino, p.stat().st_mtime_ns)
-              for p in parts.glob("*.arrow")}
-    assert 4 <= len(before) < 24, "the kill should land mid-sweep"
     assert not (out / "manifest.json").exists()
-    for name in before:  # every file that exists under its final name is complete
-        assert read_part(parts / name).num_rows >= 1
-    # The unfinished dataset is readable, from its parts.
-    assert spikelab.load(out).runs.num_rows == len(before)
+    # The unfinished dataset is readable: its blocks and its spool.
+    before = spikelab.load(out).runs.column("run_id").to_pylist()
+    assert len(before) == len(set(before)) == done_runs(out)
+    assert 7 <= len(before) < 24, "the kill should land mid-sweep"
+    blocks = out / "parts" / "runs"  # each block's runs rows
+    written = {p.name: (p.stat().st_ino, p.stat().st_mtime_ns) for p in blocks.glob("*.parquet")}
+    assert written, "a block should have been written before the kill"
+    spooled = list((out / "parts").glob("b*/*.arrow"))
+    for f in spooled:  # every file that exists under its final name is complete
+        assert read_part(f).num_rows >= 1
 
     seen = []
     result = spikelab.sweep(scenario, out, jobs=2, progress=False,
                             on_result=lambda task, outcome: seen.append(task.run_id))
-    assert not set(seen) & {n[: -len(".arrow")] for n in before}, "a done run was recomputed"
-    assert len(seen) == 24 - len(before)
+    assert not set(seen) & set(before), "a done run was recomputed"
+    assert len(seen) == len(set(seen)) == 24 - len(before)
     # The manifest says how many runs it kept from the killed call.
     assert result.manifest["runs_reused"] == len(before)
-    for name, ident in before.items():
-        path = parts / name
+    for name, ident in written.items():  # the blocks written before the kill stay as they were
+        path = blocks / name
         assert (path.stat().st_ino, path.stat().st_mtime_ns) == ident
     ids = result.runs.column("run_id").to_pylist()
     assert sorted(ids) == ids and len(ids) == len(set(ids)) == 24
     assert not [p for p in out.rglob("*") if p.name.endswith(".tmp")]
-    for f in out.rglob("*.parquet"):
-        pq.read_table(f)
-    for f in parts.glob("*.arrow"):
-        read_part(f)
+    assert sorted(p.name for p in (out / "parts").iterdir()) == ["blocks.jsonl", "runs"], \
+        "the spool is empty once every block is written"
+    assert sorted(p.name for p in blocks.iterdir()) == [f"part-{b:06d}.parquet" for b in range(5)]
+    whole = spikelab.sweep(scenario, tmp_path / "whole", jobs=2, progress=False)
+    assert result.runs.to_pandas().equals(whole.runs.to_pandas())  # NaN == NaN here
+    assert (out / "runs.parquet").read_bytes() == (tmp_path / "whole/runs.parquet").read_bytes()
 
 
 def test_traced_sweeps_keep_time_series_with_run_ids(tmp_path):
@@ -374,13 +387,13 @@ def test_sweep_uses_all_cores_by_default(tmp_path):
     assert result.manifest["executor"] == f"local pool of {os.cpu_count()}"
 
 
-def _interrupt_when_parts(cmd: list[str], parts: Path, sig: int, n: int = 2):
+def _interrupt_when_parts(cmd: list[str], out: Path, sig: int, n: int = 2):
     """Start ``cmd``, wait until ``n`` runs are done, send ``sig``; return (process, stderr,
     seconds from the signal to the exit, worker pids seen)."""
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and proc.poll() is None:
-        if len(list(parts.glob("p*-r??.arrow"))) >= n:
+        if done_runs(out) >= n:
             break
         time.sleep(0.02)
     workers = _children(proc.pid)
@@ -400,11 +413,11 @@ def test_an_interrupted_sweep_stops_within_a_second_and_resumes_to_the_same_data
     out = tmp_path / "out"
     proc, err, took, workers = _interrupt_when_parts(
         [sys.executable, "-m", "spikelab", "sweep", str(scenario), "-o", str(out), "-j", jobs,
-         "--no-plots"], out / "parts", sig)
+         "--no-plots"], out, sig)
     assert proc.returncode == 130 and err.strip().endswith("spikelab: interrupted"), err
     assert took < PROMPT_EXIT_S
     assert "Traceback" not in err
-    kept = len(list((out / "parts").glob("p*-r??.arrow")))
+    kept = done_runs(out)
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["status"] == "interrupted" and manifest["runs_done"] == kept
     assert 2 <= kept < 24
@@ -429,7 +442,7 @@ def test_an_interrupted_study_stops_within_a_second_and_resumes(tmp_path):
     out = tmp_path / "study"
     proc, err, took, workers = _interrupt_when_parts(
         [sys.executable, "-m", "spikelab", "study", "run", "lte-handover-basic", "-o", str(out),
-         "-j", "2", "--replications", "2"], out / "parts", signal.SIGINT, n=1)
+         "-j", "2", "--replications", "2"], out, signal.SIGINT, n=1)
     assert proc.returncode == 130, err
     assert took < PROMPT_EXIT_S
     manifest = json.loads((out / "manifest.json").read_text())
@@ -487,8 +500,10 @@ def test_fresh_removes_the_old_sweeps_figures_and_force_onto_a_run_its_tables(tm
     assert sorted(p.stem for p in (out / "figures").iterdir()) == [
         "bar-goodput_bps-variant", "bar-goodput_bps-variant",
         "cdf-goodput_bps-variant", "cdf-goodput_bps-variant"]
-    assert sorted(p.name for p in (out / "parts").iterdir()) == [
-        "p000-r00.arrow", "p001-r00.arrow"]
+    # Nothing of the old sweep's dataset is left: one block of the new sweep's 2 runs.
+    assert sorted(p.name for p in (out / "parts").rglob("*")) == [
+        "blocks.jsonl", "part-000000.parquet", "runs"]
+    assert spikelab.load(out).runs.column("run_id").to_pylist() == ["p000-r00", "p001-r00"]
 
     # A traced single run, replaced by a sweep (--force): its tables and figures go with it.
     run_dir = tmp_path / "run"

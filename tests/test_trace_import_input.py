@@ -79,7 +79,7 @@ def test_the_row_count_is_bounded_before_anything_is_allocated(capsys, tmp_path,
 
 def test_the_row_bound_fits_the_stages_file_limit():
     # A row is at most 48 bytes: 5,000,000 of them stay below the reader's 256 MiB.
-    text = (ROOT / "crates/spikelab-sim/src/scenario/paths.rs").read_text()
+    text = (ROOT / "crates/spikelab-net/src/config.rs").read_text()
     assert "pub const MAX_TRACE_FILE_BYTES: u64 = 256 << 20;" in text
     assert traces.MAX_TRACE_FILE_BYTES == 256 << 20
     worst = traces.Profile(np.array([1e12]), np.array([1e12]), np.array([1.23456789e-5]))

@@ -108,3 +108,37 @@ def emu_analyze(pcap: str, duration_ns: int) -> dict[str, Any]:
 
 def emu_scenario(text: str, overrides: list[str] = ..., base_dir: str = ...) -> str:
     """The numbers (ns, bytes) of a scenario that the kernel side needs, as JSON."""
+
+# ---- packet captures (crates/spikelab-py/src/capture.rs) ---------------------------------
+
+class CaptureError(ValueError):
+    """A capture that cannot be read; one line, ``PATH: byte N: problem`` (or ``PATH: problem``)."""
+
+#: A column: (numpy dtype string such as "<u4", little-endian bytes of its values).
+ColumnBytes = tuple[str, bytes]
+
+class CaptureTransport(TypedDict):
+    tcp: dict[str, ColumnBytes]  # ts_ns conn seq ack flags window length wire has_ts tsval
+    #                              tsecr sack_count sack_le0 sack_re0 sack_le1 sack_re1
+    #                              iface direction
+    sctp: dict[str, ColumnBytes]  # ts_ns conn wire has_cum cum_tsn data_offsets chunk_tsn
+    #                               chunk_bytes dup_offsets dup_tsn iface direction
+    tcp_conns: list[tuple[str, int, str, int]]
+    sctp_conns: list[tuple[str, int, str, int]]
+    frames: int
+    other_links: list[int]
+    iface_names: list[str]
+    matched: bool
+    truncated_at: int | None
+    section_comment: str
+    size: int
+
+def capture_transport(path: str, iface: str | None = None) -> CaptureTransport:
+    """The TCP segments and SCTP packets of a pcap or pcapng file as columns, read as a
+    stream without the GIL (only that pcapng interface's with ``iface``; never a frame the
+    emulator records as dropped). OSError for the file, CaptureError for its content."""
+
+def capture_frames(path: str) -> dict[str, Any]:
+    """Every frame as columns: ts_ns, linktype, iface, direction, orig_len, iface_name (codes
+    into iface_names) as ColumnBytes; data and comment (bytes) with data_offsets and
+    comment_offsets; section_comment, truncated_at, size. The whole capture in memory."""

@@ -8,8 +8,11 @@
 //! * [`pcapng`]: a small pcapng writer and reader (the emulator's capture, the simulator's `--pcap`).
 //! * [`config`]: the one-line errors of a model's configuration, naming the field; with the
 //!   `serde` feature, [`units`]: the scenario's values with units (durations, rates, bytes).
+//! * [`capture`]: a streamed reader of pcap and pcapng files (any byte order and resolution) and
+//!   the TCP/SCTP header columns a trace import reads.
 
 mod arena;
+pub mod capture;
 pub mod config;
 pub mod pcapng;
 mod queue;

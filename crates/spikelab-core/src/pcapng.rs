@@ -162,107 +162,33 @@ pub struct Capture {
     pub records: Vec<Record>,
 }
 
-fn bad(msg: impl Into<String>) -> io::Error {
-    io::Error::new(io::ErrorKind::InvalidData, msg.into())
-}
-
-fn u16_at(b: &[u8], i: usize) -> u16 {
-    u16::from_le_bytes([b[i], b[i + 1]])
-}
-
-fn u32_at(b: &[u8], i: usize) -> u32 {
-    u32::from_le_bytes([b[i], b[i + 1], b[i + 2], b[i + 3]])
-}
-
-/// Options as (code, value) pairs.
-fn options(mut b: &[u8]) -> Vec<(u16, &[u8])> {
-    let mut out = Vec::new();
-    while b.len() >= 4 {
-        let code = u16_at(b, 0);
-        let len = u16_at(b, 2) as usize;
-        if code == OPT_END || 4 + len > b.len() {
-            break;
-        }
-        out.push((code, &b[4..4 + len]));
-        b = &b[(4 + pad4(len)).min(b.len())..];
-    }
-    out
-}
-
-/// Reads a little-endian pcapng file written by [`header`] and [`packet`]. A file cut short
-/// (a killed run) yields the complete blocks before the cut.
+/// Reads a capture written by [`header`] and [`packet`] (any pcap or pcapng, through the
+/// streamed reader of [`crate::capture`]). A file cut short (a killed run) yields the
+/// complete blocks before the cut; an empty one no records.
 pub fn read(bytes: &[u8]) -> io::Result<Capture> {
-    let mut cap = Capture::default();
-    let mut i = 0;
-    let mut tsresol_ns: Vec<u64> = Vec::new();
-    while i + 12 <= bytes.len() {
-        let kind = u32_at(bytes, i);
-        let total = u32_at(bytes, i + 4) as usize;
-        if total < 12 || !total.is_multiple_of(4) {
-            return Err(bad(format!("block at byte {i}: bad length {total}")));
+    fn bad(e: crate::capture::Error) -> io::Error {
+        match e {
+            crate::capture::Error::Io(e) => e,
+            e => io::Error::new(io::ErrorKind::InvalidData, e.to_string()),
         }
-        if i + total > bytes.len() {
-            break; // truncated tail
-        }
-        let body = &bytes[i + 8..i + total - 4];
-        match kind {
-            SHB => {
-                if body.len() < 16 || u32_at(body, 0) != BYTE_ORDER_MAGIC {
-                    return Err(bad("not a little-endian pcapng section"));
-                }
-                for (code, v) in options(&body[16..]) {
-                    if code == OPT_COMMENT {
-                        cap.section_comment = String::from_utf8_lossy(v).into_owned();
-                    }
-                }
-            }
-            IDB => {
-                let mut name = String::new();
-                let mut res = 1_000u64; // default: microseconds
-                for (code, v) in options(body.get(8..).unwrap_or(&[])) {
-                    match code {
-                        IF_NAME => name = String::from_utf8_lossy(v).into_owned(),
-                        IF_TSRESOL if !v.is_empty() && v[0] & 0x80 == 0 => {
-                            res = 10u64.pow(9u32.saturating_sub(v[0] as u32));
-                        }
-                        _ => {}
-                    }
-                }
-                cap.ifaces.push(name);
-                tsresol_ns.push(res);
-            }
-            EPB => {
-                if body.len() < 20 {
-                    return Err(bad(format!("packet block at byte {i} too short")));
-                }
-                let iface = u32_at(body, 0);
-                let ts = ((u32_at(body, 4) as u64) << 32) | u32_at(body, 8) as u64;
-                let caplen = u32_at(body, 12) as usize;
-                let orig_len = u32_at(body, 16);
-                let data = body
-                    .get(20..20 + caplen)
-                    .ok_or_else(|| bad(format!("packet block at byte {i}: bad capture length")))?;
-                let mut rec = Record {
-                    iface,
-                    ts_ns: ts * tsresol_ns.get(iface as usize).copied().unwrap_or(1_000),
-                    flags: 0,
-                    orig_len,
-                    data: data.to_vec(),
-                    comment: String::new(),
-                };
-                for (code, v) in options(body.get(20 + pad4(caplen)..).unwrap_or(&[])) {
-                    match code {
-                        EPB_FLAGS if v.len() == 4 => rec.flags = u32_at(v, 0),
-                        OPT_COMMENT => rec.comment = String::from_utf8_lossy(v).into_owned(),
-                        _ => {}
-                    }
-                }
-                cap.records.push(rec);
-            }
-            _ => {}
-        }
-        i += total;
     }
+    let mut cap = Capture::default();
+    if bytes.is_empty() {
+        return Ok(cap);
+    }
+    let mut r = crate::capture::Reader::new(bytes, bytes.len() as u64).map_err(bad)?;
+    while let Some(f) = r.next_frame().map_err(bad)? {
+        cap.records.push(Record {
+            iface: f.iface,
+            ts_ns: f.ts_ns,
+            flags: f.flags,
+            orig_len: f.orig_len,
+            data: f.data.to_vec(),
+            comment: String::from_utf8_lossy(f.comment).into_owned(),
+        });
+    }
+    cap.section_comment = r.section_comment().to_string();
+    cap.ifaces = r.iface_names().map(str::to_string).collect();
     Ok(cap)
 }
 

@@ -1,8 +1,8 @@
 //! `spikelab._core`: the Rust simulator for Python.
 //!
 //! Results cross the boundary as columnar buffers (little-endian bytes per column, dictionary
-//! codes for strings), never as one Python object per value. All Rust → Python error mapping
-//! lives in [`scenario_err`].
+//! codes for strings), never as one Python object per value. Rust → Python errors are mapped
+//! in [`scenario_err`] and [`run_err`] (scenarios, runs) and in `capture::capture_err` (captures).
 
 use pyo3::create_exception;
 use pyo3::exceptions::{PyKeyboardInterrupt, PyRuntimeError, PyValueError};
@@ -14,6 +14,7 @@ use std::path::Path;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 
+mod capture;
 mod emu;
 
 create_exception!(
@@ -490,5 +491,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(rto_series, m)?)?;
     m.add_function(wrap_pyfunction!(walkaway_rtt_ms, m)?)?;
     emu::register(m)?;
+    capture::register(m)?;
     Ok(())
 }

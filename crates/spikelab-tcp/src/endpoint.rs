@@ -1,9 +1,10 @@
 //! The two TCP implementations behind one face: this crate's RFC and Linux sender and receiver
-//! ([`TcpSender`], [`TcpReceiver`]) and ns-2.35's agent and sink ([`Ns2Agent`], [`Ns2Sink`]),
+//! ([`TcpSender`], [`TcpReceiver`]) and ns-2.35's agents and sink ([`Ns2Agent`],
+//! [`Ns2LinuxAgent`], [`Ns2Sink`]),
 //! chosen by [`TcpConfig::ns2`]. The simulator drives a flow through [`Sender`] and
 //! [`Receiver`] whichever it runs.
 
-use crate::ns2::{self, Ns2Agent, Ns2Sink};
+use crate::ns2::{self, Ns2Agent, Ns2LinuxAgent, Ns2Sink};
 use crate::{CaState, Segment, SenderStats, SpuriousEvent, TcpConfig, TcpReceiver, TcpSender};
 use crate::{Transmit, TxKind};
 use spikelab_core::{SimDuration, SimTime};
@@ -13,6 +14,7 @@ use spikelab_core::{SimDuration, SimTime};
 pub enum Sender {
     Tcp(TcpSender),
     Ns2(Ns2Agent),
+    Ns2Linux(Ns2LinuxAgent),
 }
 
 /// A flow's receiver.
@@ -28,6 +30,17 @@ macro_rules! either {
         match $self {
             Self::Tcp($s) => $e,
             Self::Ns2($s) => $e,
+            Self::Ns2Linux($s) => $e,
+        }
+    };
+}
+
+/// [`either!`] for the receiver (one ns-2 sink family).
+macro_rules! either_rcv {
+    ($self:expr, $s:ident => $e:expr) => {
+        match $self {
+            Self::Tcp($s) => $e,
+            Self::Ns2($s) => $e,
         }
     };
 }
@@ -35,7 +48,9 @@ macro_rules! either {
 impl Sender {
     /// The sender `cfg` asks for; `app_total` bytes to send (`None`: bulk).
     pub fn new(cfg: TcpConfig, app_total: Option<u64>) -> Sender {
-        if cfg.ns2 {
+        if Ns2LinuxAgent::wanted(&cfg) {
+            Sender::Ns2Linux(Ns2LinuxAgent::new(cfg, app_total))
+        } else if cfg.ns2 {
             Sender::Ns2(Ns2Agent::new(cfg, app_total))
         } else {
             Sender::Tcp(TcpSender::new(cfg, app_total))
@@ -45,14 +60,15 @@ impl Sender {
     pub fn tcp(&self) -> Option<&TcpSender> {
         match self {
             Sender::Tcp(s) => Some(s),
-            Sender::Ns2(_) => None,
+            Sender::Ns2(_) | Sender::Ns2Linux(_) => None,
         }
     }
-    /// The congestion control's name (ns-2's agents grow as Reno).
+    /// The congestion control's name (ns-2's Reno, NewReno and Sack1 agents grow as Reno).
     pub fn cc_name(&self) -> &'static str {
         match self {
             Sender::Tcp(s) => s.cc().name(),
             Sender::Ns2(_) => "reno",
+            Sender::Ns2Linux(s) => s.cc_name(),
         }
     }
     pub fn on_ack(&mut self, now: SimTime, seg: &Segment) {
@@ -118,12 +134,14 @@ impl Sender {
         match self {
             Sender::Tcp(s) => s.rtt().srtt(),
             Sender::Ns2(s) => s.srtt(),
+            Sender::Ns2Linux(s) => s.srtt(),
         }
     }
     pub fn rttvar(&self) -> SimDuration {
         match self {
             Sender::Tcp(s) => s.rtt().rttvar(),
             Sender::Ns2(s) => s.rttvar(),
+            Sender::Ns2Linux(s) => s.rttvar(),
         }
     }
     pub fn rto(&self) -> SimDuration {
@@ -150,19 +168,19 @@ impl Receiver {
         }
     }
     pub fn on_segment(&mut self, now: SimTime, seg: &Segment) {
-        either!(self, r => r.on_segment(now, seg))
+        either_rcv!(self, r => r.on_segment(now, seg))
     }
     pub fn on_timer(&mut self, now: SimTime) {
-        either!(self, r => r.on_timer(now))
+        either_rcv!(self, r => r.on_timer(now))
     }
     pub fn poll_transmit(&mut self, now: SimTime) -> Option<Segment> {
-        either!(self, r => r.poll_transmit(now))
+        either_rcv!(self, r => r.poll_transmit(now))
     }
     pub fn next_timer(&self) -> Option<SimTime> {
-        either!(self, r => r.next_timer())
+        either_rcv!(self, r => r.next_timer())
     }
     pub fn rcv_nxt(&self) -> u64 {
-        either!(self, r => r.rcv_nxt())
+        either_rcv!(self, r => r.rcv_nxt())
     }
 }
 

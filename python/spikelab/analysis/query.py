@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..store import results
-from ..store.sweep import load_sweep
+from ..store.sweep import dataset_files, load_sweep
 from .stats import t975_sql
 
 if TYPE_CHECKING:
@@ -35,15 +35,17 @@ def connect(outdir: str | os.PathLike[str]) -> duckdb.DuckDBPyConnection:
     kind = results.kind_of(outdir)
     tables: dict[str, Any] = {}
     if kind in ("sweep", "study"):
+        # Each table is a folder of Parquet files, one per block of runs, in run order
+        # (a sweep written before blocks: one file).
         manifest = results._previous_manifest(outdir) or {}
         if manifest.get("status", results.COMPLETE) == results.COMPLETE \
-                and (outdir / "runs.parquet").is_file():
-            tables["runs"] = ds.dataset(outdir / "runs.parquet")
+                and dataset_files(outdir, "runs"):
+            tables["runs"] = ds.dataset(dataset_files(outdir, "runs"), format="parquet")
         else:  # unfinished: still running, killed or interrupted
             tables["runs"] = load_sweep(outdir).runs
         for name in ("timeseries", "packets"):
-            if (outdir / f"{name}.parquet").is_file():
-                tables[name] = ds.dataset(outdir / f"{name}.parquet")
+            if files := dataset_files(outdir, name):  # unfinished: the blocks written
+                tables[name] = ds.dataset(files, format="parquet")
     elif kind is None and not outdir.is_dir():
         raise FileNotFoundError(f"{outdir}: no such results directory")
     else:

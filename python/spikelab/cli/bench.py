@@ -237,3 +237,74 @@ def studies(names: tuple[str, ...] = PAPER_STUDIES, jobs: int | None = None,
     echo(f"{'together':<22}  {total:>7.1f}  (budget {STUDIES_BUDGET_S} s on 2 cores: "
          f"{'within' if total <= STUDIES_BUDGET_S else 'OVER'})")
     return rows
+
+
+# ------------------------------------------------------------------------------- trace import
+
+# The capture `trace import pcap` is timed on: the LTE example's sender side over 600 s
+# simulated (about 750,000 frames, 126 MB of pcapng), written by the simulator itself.
+TRACE_IMPORT_SCENARIO = "examples/lte-handover.toml"
+TRACE_IMPORT_SECONDS = 600
+
+
+@dataclass(frozen=True)
+class ImportTime:
+    figure: bool
+    wall_s: float
+    cpu_s: float
+    peak_mb: float
+
+
+def _capture(workdir: Path, seconds: float) -> tuple[Path, int]:
+    """The sender-side capture of the LTE example over ``seconds`` simulated, and its
+    frame count."""
+    scenario = (TRACE_IMPORT_SCENARIO if Path(TRACE_IMPORT_SCENARIO).is_file()
+                else str(_REPO / TRACE_IMPORT_SCENARIO))
+    out = workdir / "run"
+    cmd = [sys.executable, "-m", "spikelab", "run", scenario, "-o", str(out), "-q",
+           "--no-plots", "--force", "--trace", "summary", "--pcap", "sender",
+           "--set", f'sim.duration="{seconds:g}s"']
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise RuntimeError(f"the capture's run: {proc.stderr.strip() or proc.returncode}")
+    from ..traces import pcap
+
+    path = out / "pcap" / "sender.pcapng"
+    return path, pcap.transport(path).frames
+
+
+def trace_import(repeat: int = 3, seconds: float = TRACE_IMPORT_SECONDS,
+                 echo=print) -> list[ImportTime]:
+    """``spikelab trace import pcap`` on the LTE example's capture (750,000 frames at the
+    default 600 s), each a whole process, ``repeat`` times without its figure and as many
+    with, interleaved: wall and CPU time, peak memory (``wait4``). docs/performance.md,
+    "Trace import"."""
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="spikelab-bench-import-") as tmp:
+        path, frames = _capture(Path(tmp), seconds)
+        echo(f"{path.name}: {frames:,} frames, {path.stat().st_size / 1e6:,.0f} MB "
+             f"(the LTE example, {seconds:g} s simulated)")
+        echo(f"{'figure':<6}  {'wall s':>7}  {'CPU s':>7}  {'peak MB':>7}")
+        for _ in range(repeat):
+            for figure in (False, True):
+                cmd = [sys.executable, "-m", "spikelab", "trace", "import", "pcap", str(path),
+                       "-o", str(Path(tmp) / "delay.csv"), "-q"]
+                if not figure:
+                    cmd.append("--no-figure")
+                start = time.monotonic()
+                proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+                _, status, usage = os.wait4(proc.pid, 0)
+                wall = time.monotonic() - start
+                if os.waitstatus_to_exitcode(status) != 0:
+                    err = proc.stderr.read().decode().strip() if proc.stderr else ""
+                    raise RuntimeError(f"trace import pcap: {err or status}")
+                row = ImportTime(figure, wall, usage.ru_utime + usage.ru_stime,
+                                 usage.ru_maxrss / 1024)
+                rows.append(row)
+                echo(f"{'yes' if figure else 'no':<6}  {wall:>7.2f}  {row.cpu_s:>7.2f}  "
+                     f"{row.peak_mb:>7.0f}")
+    for figure in (False, True):
+        walls = sorted(r.wall_s for r in rows if r.figure == figure)
+        echo(f"{'with' if figure else 'without'} its figure: median {walls[len(walls) // 2]:.2f} s"
+             f" wall of {len(walls)}")
+    return rows

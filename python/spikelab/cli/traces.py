@@ -52,7 +52,6 @@ def _reason(exc: OSError) -> str:
 
 def cmd_trace_import(args: argparse.Namespace) -> int:
     from .. import traces
-    from ..figures.traces import draw_import
 
     for option, path in (("-o", args.out), ("--figure", args.figure)):
         if path is not None and Path(path).is_dir():  # said before the trace is read
@@ -74,6 +73,8 @@ def cmd_trace_import(args: argparse.Namespace) -> int:
         raise OSError(f"-o {args.out}: cannot write: {_reason(exc)}") from None
     figure = None
     if not args.no_figure:
+        from ..figures.traces import draw_import  # matplotlib: only when a figure is drawn
+
         png = args.figure or out.with_suffix(".png")
         try:
             figure = draw_import(samples, profile, png,

@@ -17,8 +17,6 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-import pyarrow as pa
-
 from .._interrupts import interrupts_deferred
 from ..store import is_sweep, load_sweep
 from ..store import results
@@ -33,29 +31,40 @@ def _figure_flows(manifest: Mapping[str, Any]) -> int:
 
 
 # What the run figures read of packets.parquet: the stage hops, four rows in five of a long
-# trace, are never drawn, so they are skipped while the file is read (a 600 s dumbbell's
-# 7.5 million rows become 1.5 million, and the figure step's memory falls from 2 GB).
-_FIGURE_PACKET_COLUMNS = ["t_ns", "flow", "event", "kind", "seq", "ack"]
+# trace, are never drawn, so they are left out where the file is read.
 _FIGURE_PACKET_EVENTS = ["send", "retransmit", "tlp", "drop", "deliver"]
 
 
-def _figure_tables(result: RunResult, outdir: Path) -> dict[str, pa.Table]:
-    """The tables the figures read: the packets trace from its file, only the rows and
-    columns drawn; the others as the result holds them."""
-    tables = {"runs": result.runs, "timeseries": result.timeseries}
-    path = outdir / "packets.parquet"
-    if result.trace == "packets" and path.is_file():
-        import pyarrow.dataset as ds
-
-        events = ds.field("event").isin(_FIGURE_PACKET_EVENTS)
-        tables["packets"] = ds.dataset(path, format="parquet").to_table(
-            columns=_FIGURE_PACKET_COLUMNS, filter=events, use_threads=False)
-    else:
-        tables["packets"] = result.packets
+def _figure_tables(result: RunResult, outdir: Path) -> dict[str, Any]:
+    """What the figures read: the runs table, and the traces as their Parquet files (read
+    one flow and layer at a time, :class:`.source.Traces`), or the tables the result holds
+    if it has no file of them."""
+    tables: dict[str, Any] = {"runs": result.runs, "packet_events": _FIGURE_PACKET_EVENTS}
+    for name, level in (("timeseries", ("timeseries", "packets")), ("packets", ("packets",))):
+        path = outdir / f"{name}.parquet"
+        if result.trace in level and path.is_file():
+            tables[name] = path
+        elif result.trace in level or name == "timeseries":
+            tables[name] = getattr(result, name)
     return tables
 
 
-def _figures(outdir: Path, tables: Mapping[str, pa.Table], previous: Mapping[str, Any] | None,
+def _traced(tables: Mapping[str, Any]) -> bool:
+    """Whether any trace has rows (a summary run draws nothing, and need not load
+    matplotlib)."""
+    for name in ("timeseries", "packets"):
+        t = tables.get(name)
+        if isinstance(t, Path):
+            import pyarrow.parquet as pq
+
+            if pq.ParquetFile(t).metadata.num_rows:
+                return True
+        elif t is not None and t.num_rows:
+            return True
+    return False
+
+
+def _figures(outdir: Path, tables: Mapping[str, Any], previous: Mapping[str, Any] | None,
              zoom: Zoom, manifest: dict[str, Any], *, keep: bool,
              max_flows: int = 8) -> list[str]:
     """Draw the figures and list them in ``manifest``, written to ``outdir``. They are drawn
@@ -68,7 +77,7 @@ def _figures(outdir: Path, tables: Mapping[str, pa.Table], previous: Mapping[str
     names: list[str] = []
     folder = results.zoom_folder(zoom) if zoom else results.FIGURES
     # Every figure needs a trace; a summary run draws none (and need not load matplotlib).
-    traced = any(t is not None and t.num_rows for name, t in tables.items() if name != "runs")
+    traced = _traced(tables)
     tmpdir = results.temporary_name(outdir / folder)
     try:
         drawn: list[Path] = []

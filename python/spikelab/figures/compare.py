@@ -22,7 +22,8 @@ from matplotlib.figure import Figure
 from ..store import load as load_result
 from ..store import results
 from ..store.results import Zoom
-from .run import MB, NS, _save, _step
+from .run import MB, NS, _save, _series, _step
+from .source import Traces
 
 # Undo counters a simulated run may carry (the names the simulator's runs table uses for
 # undo events, when it has them).
@@ -171,7 +172,8 @@ def _cwnd(ax, run: Run, flow: int, colour: str, zoom: Zoom) -> None:
         return
     mss = _col(run.runs, "mss", flow) or 1
     t_end = zoom[1] if zoom and zoom[1] is not None else pc.max(ts["t_ns"]).as_py() / NS
-    t, v = _step(ts, "cwnd", zoom, t_end)
+    with Traces(None, ts) as tr:
+        t, v = _step(_series(tr, flow, "cwnd"), zoom, t_end)
     if t.size:
         ax.step(t, v / mss, where="post", color=colour, linewidth=1,
                 label=f"{run.label}: cwnd")

@@ -25,6 +25,10 @@ goodput over time and cwnd over time (one thin line per flow up to 20 flows; bey
 median flow and the band of the 10-90 % of flows, on 100 time bins) and every flow's goodput
 (one bar per flow up to 32 flows, beyond a CDF), titled with Jain's fairness index.
 
+Every figure reads its rows through :class:`.source.Traces`, one flow and layer at a time:
+a short run's layers whole, a long run's thinned per pixel column by DuckDB, so the figures
+of an hour-long packets trace take bounded memory.
+
 Legends are outside the axes, so they never cover data.
 A figure whose data is absent (e.g. a summary-only run) is skipped.
 Matplotlib is used through ``Figure`` objects only: pyplot's global state and backend are
@@ -33,10 +37,10 @@ left alone.
 
 from __future__ import annotations
 
-import itertools
+import contextlib
 import os
 import warnings
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -48,6 +52,7 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
 from ..store.results import Zoom, atomic_write
+from .source import BINS, Layer, Traces, decimate
 
 FORMATS = ("png", "svg")
 MB = 1e6
@@ -82,31 +87,42 @@ def _window(table: pa.Table, zoom: Zoom) -> pa.Table:
     return table
 
 
-def _step(ts: pa.Table, var: str, zoom: Zoom, t_end: float) -> tuple[np.ndarray, np.ndarray]:
-    """A recorded-on-change variable as step data (seconds, value) over the zoom window:
-    the value in force at the window start is carried in, the last value held to ``t_end``."""
-    rows = ts.filter(_eq(ts, "var", var))
-    t, v = _np(rows, "t_ns") / NS, _np(rows, "value").astype(float)
+def _step(layer: Layer, zoom: Zoom, t_end: float,
+          thin: str = "steps") -> tuple[np.ndarray, np.ndarray]:
+    """A recorded-on-change variable (a layer in file order) as step data (seconds, value)
+    over the zoom window: the value in force at the window start is carried in, the last
+    value held to ``t_end``. A layer kept in DuckDB comes thinned per pixel column."""
+    t0, t1 = zoom or (None, None)
+    t_ns, v = layer.window(t0, t1, carry="at" if t0 is not None else None, thin=thin)
+    t, v = t_ns / NS, v.astype(float)
     if t.size == 0:
         return t, v
-    t0, t1 = zoom or (None, None)
     if t0 is not None:
-        first = max(int(np.searchsorted(t, t0, side="right")) - 1, 0)
-        t, v = t[first:].copy(), v[first:]
         t[0] = max(t[0], t0)
-    if t1 is not None:
-        keep = int(np.searchsorted(t, t1, side="right"))
-        t, v = t[:keep], v[:keep]
     if t.size and t_end > t[-1]:
         t, v = np.append(t, t_end), np.append(v, v[-1])
     return t, v
 
 
-def _end(ts: pa.Table, zoom: Zoom) -> float:
+def _end(tr: Traces, flow: int, zoom: Zoom) -> float:
     """Where step lines end: the zoom window's end, else the flow's last recorded change."""
     if zoom and zoom[1] is not None:
         return zoom[1]
-    return pc.max(ts["t_ns"]).as_py() / NS
+    return tr.extent("timeseries", flow)[1] / NS
+
+
+@contextlib.contextmanager
+def _traces(packets: pa.Table | Traces | None = None,
+            timeseries: pa.Table | Traces | None = None) -> Iterator[Traces]:
+    """The tables given as :class:`Traces` (one given as Traces is used as it is), and the
+    DuckDB tables a figure made dropped when it is done."""
+    given = next((x for x in (packets, timeseries) if isinstance(x, Traces)), None)
+    if given is not None:
+        with given.scope():
+            yield given
+        return
+    with Traces(packets, timeseries) as tr:
+        yield tr
 
 
 def _new_figure(title: str, ylabel: str, zoom: Zoom) -> tuple[Figure, object]:
@@ -142,13 +158,13 @@ def _save(fig: Figure, figdir: Path, stem: str) -> list[Path]:
     return paths
 
 
-def _verdict_rows(ts: pa.Table | None, var: str, zoom: Zoom) -> pa.Table | None:
-    if ts is None or ts.num_rows == 0 or "seq" not in ts.column_names:
+def _verdict_rows(tr: Traces, flow: int, var: str, zoom: Zoom) -> pa.Table | None:
+    if not tr.has("timeseries", "seq"):
         return None
-    return _window(ts.filter(_eq(ts, "var", var)), zoom)
+    return _window(tr.table("timeseries", flow, ["t_ns", "value", "seq"], var=var), zoom)
 
 
-SEQACK_BINS = 1500  # a decimated layer keeps the lowest and highest point of each time bin
+SEQACK_BINS = BINS  # a decimated layer keeps the lowest and highest point of each time bin
 EPISODE_PANELS = 3  # enlarged loss/stall episodes under the whole-run view
 
 
@@ -186,90 +202,72 @@ def _decimate(t: np.ndarray, y: np.ndarray, lo: float, hi: float,
               bins: int = SEQACK_BINS) -> tuple[np.ndarray, np.ndarray]:
     """The points of each of ``bins`` time bins with the lowest and the highest y (in time
     order): what a figure of that width shows, at any length of run."""
-    if t.size <= 2 * bins or hi <= lo:
-        return t, y
-    b = np.clip(((t - lo) / (hi - lo) * bins).astype(np.int64), 0, bins - 1)
-    order = np.lexsort((y, b))
-    first = np.flatnonzero(np.r_[True, b[order][1:] != b[order][:-1]])
-    last = np.r_[first[1:] - 1, order.size - 1]
-    keep = np.unique(np.concatenate([order[first], order[last]]))
-    return t[keep], y[keep]
+    return decimate(t, y, lo, hi, bins)
 
 
-def _seqack_layers(pk: pa.Table, ts: pa.Table | None,
-                   unit: float = MB) -> dict[str, tuple[np.ndarray, ...]]:
-    """(t [s], y [MB, or TSNs with ``unit`` 1]) per layer, each in time order; detector
-    verdicts and undo from the timeseries at the sequence number of their episode's
-    retransmission. An SCTP flow's ACK layer is its SACKs' cumulative TSN acks (the
-    HEARTBEAT-ACKs and set-up chunks, which carry none, are left out)."""
+def _seqack_layers(tr: Traces, flow: int, unit: float = MB) -> dict[str, Layer]:
+    """The layers of a seq/ack figure (t_ns, value; y is value / ``unit``: MB, or TSNs with
+    ``unit`` 1), each in time order; detector verdicts and undo from the timeseries at the
+    sequence number of their episode's retransmission. An SCTP flow's ACK layer is its
+    SACKs' cumulative TSN acks (the HEARTBEAT-ACKs and set-up chunks, which carry none, are
+    left out). The sends and ACKs of a long run stay in DuckDB; the rest is read whole."""
 
-    def rows(column: str, **match: str) -> tuple[np.ndarray, np.ndarray]:
-        table = pk
-        for name, value in match.items():
-            table = table.filter(_eq(table, name, value))
-        if unit == 1 and column == "ack":
-            table = table.filter(pc.greater(table["ack"], 0))
-        t, y = _np(table, "t_ns") / NS, _np(table, column) / unit
-        order = np.argsort(t, kind="stable")
-        return t[order], y[order]
+    def rows(column: str, hold: bool = False, **match: str) -> Layer:
+        return tr.layer("packets", flow, column, positive=unit == 1 and column == "ack",
+                        hold=hold, **match)
 
     layers = {
         "ack": rows("ack", event="deliver", kind="ack"),
         "sent": rows("seq", event="send"),
-        "retx": rows("seq", event="retransmit"),
-        "tlp": rows("seq", event="tlp"),
-        "data_drop": rows("seq", event="drop", kind="data"),
-        "ack_drop": rows("ack", event="drop", kind="ack"),
+        "retx": rows("seq", True, event="retransmit"),
+        "tlp": rows("seq", True, event="tlp"),
+        "data_drop": rows("seq", True, event="drop", kind="data"),
+        "ack_drop": rows("ack", True, event="drop", kind="ack"),
     }
     for var in (*DETECTORS, "undo"):
-        found = _verdict_rows(ts, var, None)
+        found = _verdict_rows(tr, flow, var, None)
         if found is None or found.num_rows == 0:
             continue
         if var != "undo":
             found = found.filter(pc.equal(found["value"], 1.0))
-        layers[var] = (_np(found, "t_ns") / NS, _np(found, "seq") / unit)
+        layers[var] = Layer.held(_np(found, "t_ns"), _np(found, "seq"))
     return layers
 
 
-def _rtt_estimate(ts: pa.Table | None) -> float:
+def _rtt_estimate(tr: Traces, flow: int) -> float:
     """The flow's median smoothed RTT in seconds (0.1 s when unknown)."""
-    if ts is None or ts.num_rows == 0:
+    if not tr.rows("timeseries"):
         return 0.1
-    srtt = _np(ts.filter(_eq(ts, "var", "srtt")), "value")
-    srtt = srtt[np.isfinite(srtt) & (srtt > 0)]
-    return float(np.median(srtt)) if srtt.size else 0.1
+    median = tr.layer("timeseries", flow, "value", order="file", var="srtt").median()
+    return 0.1 if median is None else median
 
 
-def episodes(packets: pa.Table, flow: int,
-             timeseries: pa.Table | None = None) -> list[Episode]:
+def episodes(packets: pa.Table | Traces, flow: int,
+             timeseries: pa.Table | Traces | None = None) -> list[Episode]:
     """Loss and stall episodes of one flow, in time order (see :class:`Episode`).
 
     An ACK stall is a gap of more than max(0.2 s, 3 RTT) between two advances of the
     cumulative ACK; events closer than max(0.5 s, 4 RTT) belong to one episode.
     """
-    pk = packets.filter(_eq(packets, "flow", flow))
-    ts = None if timeseries is None else timeseries.filter(_eq(timeseries, "flow", flow))
-    return _episodes(_seqack_layers(pk, ts), ts)
+    with _traces(packets, timeseries) as tr:
+        return _episodes(_seqack_layers(tr, flow), tr, flow)
 
 
-def _episodes(layers: Mapping[str, tuple[np.ndarray, ...]],
-              ts: pa.Table | None) -> list[Episode]:
-    rtt = _rtt_estimate(ts)
+def _episodes(layers: Mapping[str, Layer], tr: Traces, flow: int) -> list[Episode]:
+    rtt = _rtt_estimate(tr, flow)
     stall_min, merge_gap = max(0.2, 3 * rtt), max(0.5, 4 * rtt)
-    t_ack, ack = layers["ack"]
-    advance = t_ack[np.r_[True, np.diff(ack) > 0]] if t_ack.size else t_ack
-    gaps = np.diff(advance)
-    stalls = np.flatnonzero(gaps > stall_min)
-    rto_t = np.empty(0)
-    if ts is not None and ts.num_rows:
-        rto_t = np.sort(_np(ts.filter(_eq(ts, "var", "rto_expiry")), "t_ns") / NS)
-        fr_t = _np(ts.filter(_eq(ts, "var", "fast_retx")), "t_ns") / NS
-    else:
-        fr_t = np.empty(0)
-    points = np.concatenate([layers["retx"][0], layers["data_drop"][0],
-                             layers["ack_drop"][0], rto_t, fr_t])
-    starts = np.concatenate([points, advance[stalls]])
-    ends = np.concatenate([points, advance[stalls + 1]])
+    # Each stall: from an advance of the ACK to the next one, longer than stall_min.
+    stall_a, stall_b = layers["ack"].stalls(stall_min)
+    gaps = stall_b - stall_a
+    rto_t, fr_t = np.empty(0), np.empty(0)
+    if tr.rows("timeseries"):
+        rto_t = np.sort(_np(tr.table("timeseries", flow, ["t_ns"], var="rto_expiry"), "t_ns")
+                        / NS)
+        fr_t = _np(tr.table("timeseries", flow, ["t_ns"], var="fast_retx"), "t_ns") / NS
+    points = np.concatenate([layers["retx"].t, layers["data_drop"].t,
+                             layers["ack_drop"].t, rto_t, fr_t])
+    starts = np.concatenate([points, stall_a])
+    ends = np.concatenate([points, stall_b])
     if starts.size == 0:
         return []
     order = np.argsort(starts, kind="stable")
@@ -284,13 +282,13 @@ def _episodes(layers: Mapping[str, tuple[np.ndarray, ...]],
     def count(t: np.ndarray, a: float, b: float) -> int:
         return int(np.searchsorted(t, b, side="right") - np.searchsorted(t, a, side="left"))
 
-    drops = np.sort(np.concatenate([layers["data_drop"][0], layers["ack_drop"][0]]))
+    drops = np.sort(np.concatenate([layers["data_drop"].t, layers["ack_drop"].t]))
     out = []
     for a, b in merged:
-        inside = (advance[stalls] >= a) & (advance[stalls + 1] <= b)
-        out.append(Episode(a, b, count(layers["retx"][0], a, b), count(drops, a, b),
+        inside = (stall_a >= a) & (stall_b <= b)
+        out.append(Episode(a, b, count(layers["retx"].t, a, b), count(drops, a, b),
                            count(rto_t, a, b),
-                           float(gaps[stalls][inside].max()) if inside.any() else 0.0))
+                           float(gaps[inside].max()) if inside.any() else 0.0))
     return out
 
 
@@ -328,7 +326,7 @@ def _enlarged(found: list[Episode], run_s: float, rtt: float,
     return out
 
 
-def _draw_seqack(ax, layers: Mapping[str, tuple[np.ndarray, ...]], window: tuple[float, float],
+def _draw_seqack(ax, layers: Mapping[str, Layer], window: tuple[float, float], unit: float,
                  scale: float) -> dict[str, Line2D]:
     """Draw every layer inside ``window`` (the ACK line carried in from before it); the
     sends and ACKs decimated to what the axes can show. Returns the artists by layer."""
@@ -336,32 +334,26 @@ def _draw_seqack(ax, layers: Mapping[str, tuple[np.ndarray, ...]], window: tuple
     if hi <= lo:  # one instant, or a zoom window beyond the data: a second's width
         hi = lo + 1.0
     drawn: dict[str, Line2D] = {}
-    t, y = layers["ack"]
-    if t.size:
-        i0 = max(int(np.searchsorted(t, lo, side="left")) - 1, 0)
-        i1 = int(np.searchsorted(t, hi, side="right"))
-        tw, yw = _decimate(t[i0:i1], y[i0:i1], lo, hi)
-        if tw.size:
-            (drawn["ack"],) = ax.step(tw, yw, where="post", color="tab:green", linewidth=1,
-                                      rasterized=tw.size > RASTERIZE_ABOVE)
+    t_ns, v = layers["ack"].window(lo, hi, carry="before", thin="extremes")
+    if t_ns.size:
+        tw, yw = t_ns / NS, v / unit
+        (drawn["ack"],) = ax.step(tw, yw, where="post", color="tab:green", linewidth=1,
+                                  rasterized=tw.size > RASTERIZE_ABOVE)
     for key, (_, style, decimated) in _LAYERS.items():
-        t, y = layers[key]
-        i0, i1 = np.searchsorted(t, lo, side="left"), np.searchsorted(t, hi, side="right")
-        tw, yw = t[i0:i1], y[i0:i1]
-        if decimated:
-            tw, yw = _decimate(tw, yw, lo, hi)
-        if tw.size:
+        t_ns, v = layers[key].window(lo, hi, thin="extremes" if decimated else None)
+        if t_ns.size:
+            tw, yw = t_ns / NS, v / unit
             (drawn[key],) = ax.plot(tw, yw, linestyle="none", markersize=_SIZES[key] * scale,
                                     rasterized=tw.size > RASTERIZE_ABOVE, **style)
     for var, (_, marker, colour) in DETECTORS.items():
         if var in layers:
-            t, y = layers[var]
+            t, y = layers[var].t, layers[var].v / unit
             keep = (t >= lo) & (t <= hi)
             if keep.any():
                 (drawn[var],) = ax.plot(t[keep], y[keep], linestyle="none", marker=marker,
                                         markersize=9 * scale, color=colour)
     if "undo" in layers:
-        t, y = layers["undo"]
+        t, y = layers["undo"].t, layers["undo"].v / unit
         keep = (t >= lo) & (t <= hi)
         if keep.any():
             (drawn["undo"],) = ax.plot(t[keep], y[keep], **UNDO_STYLE)
@@ -369,14 +361,12 @@ def _draw_seqack(ax, layers: Mapping[str, tuple[np.ndarray, ...]], window: tuple
     return drawn
 
 
-def _seqack_legend(layers: Mapping[str, tuple[np.ndarray, ...]],
-                   window: tuple[float, float]) -> list[Line2D]:
+def _seqack_legend(layers: Mapping[str, Layer], window: tuple[float, float]) -> list[Line2D]:
     """Legend entries for the layers present in ``window``, with their full counts."""
     lo, hi = window
 
     def n(key: str) -> int:
-        t = layers[key][0]
-        return int(np.searchsorted(t, hi, side="right") - np.searchsorted(t, lo, side="left"))
+        return layers[key].count(lo, hi)
 
     handles = []
     if n("ack"):
@@ -395,8 +385,8 @@ def _seqack_legend(layers: Mapping[str, tuple[np.ndarray, ...]],
     return handles
 
 
-def seqack(packets: pa.Table, flow: int, zoom: Zoom = None,
-           timeseries: pa.Table | None = None) -> Figure | None:
+def seqack(packets: pa.Table | Traces, flow: int, zoom: Zoom = None,
+           timeseries: pa.Table | Traces | None = None) -> Figure | None:
     """Sequence/ACK numbers vs. time for one flow (None if the flow has no packet events).
 
     Without ``zoom``: the whole run on top (in-order sends and ACKs decimated to the lowest
@@ -407,14 +397,18 @@ def seqack(packets: pa.Table, flow: int, zoom: Zoom = None,
     one shape per detector) and responses (diamonds) are drawn at the sequence number of
     their episode's retransmission. The legend is outside the axes.
     """
-    pk = packets.filter(_eq(packets, "flow", flow))
-    if pk.num_rows == 0:
+    with _traces(packets, timeseries) as tr:
+        return _seqack(tr, flow, zoom)
+
+
+def _seqack(tr: Traces, flow: int, zoom: Zoom) -> Figure | None:
+    extent = tr.extent("packets", flow)
+    if extent is None:
         return None
-    ts = None if timeseries is None else timeseries.filter(_eq(timeseries, "flow", flow))
-    sctp = "dest" in pk.column_names and pc.max(pk["dest"]).as_py() >= 0
-    layers = _seqack_layers(pk, ts, 1 if sctp else MB)
-    t_all = _np(pk, "t_ns") / NS
-    run = (float(t_all.min()), float(t_all.max()))
+    sctp = tr.has("packets", "dest") and tr.maximum("packets", "dest", flow) >= 0
+    unit = 1 if sctp else MB
+    layers = _seqack_layers(tr, flow, unit)
+    run = (extent[0] / NS, extent[1] / NS)
     if sctp:  # TSNs count DATA chunks, not bytes
         title, ylabel = f"flow {flow}: TSN and cumulative TSN ack", "TSN"
     else:
@@ -422,21 +416,21 @@ def seqack(packets: pa.Table, flow: int, zoom: Zoom = None,
     if zoom:
         window = (run[0] if zoom[0] is None else zoom[0], run[1] if zoom[1] is None else zoom[1])
         fig, ax = _new_figure(title, ylabel, None)
-        _draw_seqack(ax, layers, window, 1.0)
+        _draw_seqack(ax, layers, window, unit, 1.0)
         fig.legend(handles=_seqack_legend(layers, window), loc="outside right upper",
                    fontsize="small")
         return fig
-    panels = _enlarged(_episodes(layers, ts), run[1], _rtt_estimate(ts))
+    panels = _enlarged(_episodes(layers, tr, flow), run[1], _rtt_estimate(tr, flow))
     if not panels:
         fig, ax = _new_figure(title, ylabel, None)
-        _draw_seqack(ax, layers, run, 0.6)
+        _draw_seqack(ax, layers, run, unit, 0.6)
         fig.legend(handles=_seqack_legend(layers, run), loc="outside right upper",
                    fontsize="small")
         return fig
     fig = Figure(figsize=(12, 8), layout="constrained")
     grid = fig.add_gridspec(2, len(panels), height_ratios=(1, 1.25))
     top = fig.add_subplot(grid[0, :])
-    _draw_seqack(top, layers, run, 0.6)
+    _draw_seqack(top, layers, run, unit, 0.6)
     top.set_title(f"{title}: whole run (shaded: enlarged below)")
     top.set_xlabel("time [s]")
     top.set_ylabel(ylabel)
@@ -447,7 +441,7 @@ def seqack(packets: pa.Table, flow: int, zoom: Zoom = None,
         top.text((window[0] + window[1]) / 2, 0.97, letter, transform=top.get_xaxis_transform(),
                  ha="center", va="top", fontweight="bold")
         ax = fig.add_subplot(grid[1, i])
-        _draw_seqack(ax, layers, window, 1.0)
+        _draw_seqack(ax, layers, window, unit, 1.0)
         stats = [_plural(ep.retransmissions, "retransmission"), _plural(ep.drops, "drop")]
         if ep.rtos:
             stats.append(_plural(ep.rtos, "RTO"))
@@ -465,11 +459,11 @@ def seqack(packets: pa.Table, flow: int, zoom: Zoom = None,
     return fig
 
 
-def _markers(ax, ts: pa.Table, zoom: Zoom) -> list[Line2D]:
+def _markers(ax, tr: Traces, flow: int, zoom: Zoom) -> list[Line2D]:
     """Vertical lines at RTO expirations (solid) and fast retransmits (dashed)."""
     handles = []
     for var, style, what in (("rto_expiry", "-", "RTO"), ("fast_retx", "--", "fast retx")):
-        rows = _window(ts.filter(_eq(ts, "var", var)), zoom)
+        rows = _window(tr.table("timeseries", flow, ["t_ns", "value"], var=var), zoom)
         t, spurious = _np(rows, "t_ns") / NS, _np(rows, "value") > 0.5
         for mask, colour, label in ((spurious, SPURIOUS, "spurious"), (~spurious, GENUINE,
                                                                           "genuine")):
@@ -482,11 +476,11 @@ def _markers(ax, ts: pa.Table, zoom: Zoom) -> list[Line2D]:
     return handles
 
 
-def _verdicts(ax, ts: pa.Table, mss: int, zoom: Zoom) -> list[Line2D]:
+def _verdicts(ax, tr: Traces, flow: int, mss: int, zoom: Zoom) -> list[Line2D]:
     """Detector verdicts along the top of the axes and responses at the cwnd they set."""
     handles = []
     for var, (label, marker, colour) in DETECTORS.items():
-        rows = _verdict_rows(ts, var, zoom)
+        rows = _verdict_rows(tr, flow, var, zoom)
         if rows is None or rows.num_rows == 0:
             continue
         t, value = _np(rows, "t_ns") / NS, _np(rows, "value")
@@ -499,47 +493,64 @@ def _verdicts(ax, ts: pa.Table, mss: int, zoom: Zoom) -> list[Line2D]:
                 handles.append(Line2D([], [], marker=marker, linestyle="none", color=colour,
                                       markerfacecolor=face,
                                       label=f"{label} {what} ({int(mask.sum())})"))
-    undo = _verdict_rows(ts, "undo", zoom)
+    undo = _verdict_rows(tr, flow, "undo", zoom)
     if undo is not None and undo.num_rows:
         ax.plot(_np(undo, "t_ns") / NS, _np(undo, "value") / mss, **UNDO_STYLE)
         handles.append(Line2D([], [], label=f"undo ({undo.num_rows})", **UNDO_STYLE))
     return handles
 
 
-def cwnd(timeseries: pa.Table, flow: int, mss: int, zoom: Zoom = None) -> Figure | None:
+def _series(tr: Traces, flow: int, var: str, **match: object) -> Layer:
+    """A time-series variable of one flow, in file order (recorded as it changed)."""
+    return tr.layer("timeseries", flow, "value", order="file", var=var, **match)
+
+
+def cwnd(timeseries: pa.Table | Traces, flow: int, mss: int,
+         zoom: Zoom = None) -> Figure | None:
     """cwnd and ssthresh in segments vs. time (None if the flow has no cwnd series)."""
-    ts = timeseries.filter(_eq(timeseries, "flow", flow))
-    if not pc.any(_eq(ts, "var", "cwnd")).as_py():
+    with _traces(None, timeseries) as tr:
+        return _cwnd(tr, flow, mss, zoom)
+
+
+def _cwnd(tr: Traces, flow: int, mss: int, zoom: Zoom) -> Figure | None:
+    if not tr.count("timeseries", flow, var="cwnd"):
         return None
-    t_end = _end(ts, zoom)
-    t, v = _step(ts, "cwnd", zoom, t_end)
+    t_end = _end(tr, flow, zoom)
+    t, v = _step(_series(tr, flow, "cwnd"), zoom, t_end)
     fig, ax = _new_figure(f"flow {flow}: congestion window", f"segments (MSS = {mss} B)", zoom)
     _steps(ax, t, v / mss, color="tab:blue", label="cwnd")
-    t, v = _step(ts, "ssthresh", zoom, t_end)
+    t, v = _step(_series(tr, flow, "ssthresh"), zoom, t_end)
     v = np.where(np.isfinite(v), v, np.nan)  # +inf before the first loss is not drawn
     if np.isfinite(v).any():
         _steps(ax, t, v / mss, color="tab:green", linestyle="--", label="ssthresh")
     ax.set_ylim(bottom=0)
     handles, _ = ax.get_legend_handles_labels()
-    fig.legend(handles=handles + _markers(ax, ts, zoom) + _verdicts(ax, ts, mss, zoom),
+    fig.legend(handles=handles + _markers(ax, tr, flow, zoom)
+               + _verdicts(ax, tr, flow, mss, zoom),
                loc="outside right upper", fontsize="small")
     return fig
 
 
-def rtt(timeseries: pa.Table, flow: int, zoom: Zoom = None) -> Figure | None:
+def rtt(timeseries: pa.Table | Traces, flow: int, zoom: Zoom = None) -> Figure | None:
     """RTT samples, srtt and RTO vs. time (None if the flow has no RTT data)."""
-    ts = timeseries.filter(_eq(timeseries, "flow", flow))
-    samples = ts.filter(_eq(ts, "var", "rtt_sample"))
-    srtt_rows = ts.filter(_eq(ts, "var", "srtt"))
-    if samples.num_rows == 0 and srtt_rows.num_rows == 0:
+    with _traces(None, timeseries) as tr:
+        return _rtt(tr, flow, zoom)
+
+
+def _rtt(tr: Traces, flow: int, zoom: Zoom) -> Figure | None:
+    if not tr.count("timeseries", flow, var=("rtt_sample", "srtt")):
         return None
-    t_end = _end(ts, zoom)
+    t_end = _end(tr, flow, zoom)
     fig, ax = _new_figure(f"flow {flow}: RTT and RTO", "seconds", zoom)
-    samples = _window(samples, zoom)
-    _points(ax, _np(samples, "t_ns") / NS, _np(samples, "value"), marker=".", markersize=3,
-            color="tab:blue", label=f"RTT sample ({samples.num_rows})")
+    samples = _series(tr, flow, "rtt_sample")
+    t0, t1 = zoom or (None, None)
+    lo_ns = None if t0 is None else int(t0 * NS)
+    hi_ns = None if t1 is None else int(t1 * NS)
+    t_ns, v = samples.window_ns(lo_ns, hi_ns, thin="cells")
+    _points(ax, t_ns / NS, v, marker=".", markersize=3, color="tab:blue",
+            label=f"RTT sample ({samples.count_ns(lo_ns, hi_ns)})")
     for var, colour in (("srtt", "tab:green"), ("rto", "tab:red")):
-        t, v = _step(ts, var, zoom, t_end)
+        t, v = _step(_series(tr, flow, var), zoom, t_end)
         if t.size:
             _steps(ax, t, v, color=colour, linewidth=1, label=var)
     ax.set_ylim(bottom=0)
@@ -551,16 +562,20 @@ def rtt(timeseries: pa.Table, flow: int, zoom: Zoom = None) -> Figure | None:
 DEST_COLOURS = ("tab:blue", "tab:orange", "tab:green", "tab:purple", "tab:brown", "tab:pink")
 
 
-def destinations(timeseries: pa.Table, flow: int, zoom: Zoom = None) -> Figure | None:
+def destinations(timeseries: pa.Table | Traces, flow: int, zoom: Zoom = None) -> Figure | None:
     """An SCTP flow's destinations: cwnd, srtt and RTO of each, inactive spans shaded,
     failovers marked (None for a TCP flow or without the time series)."""
-    if "dest" not in timeseries.column_names:
+    with _traces(None, timeseries) as tr:
+        return _destinations(tr, flow, zoom)
+
+
+def _destinations(tr: Traces, flow: int, zoom: Zoom) -> Figure | None:
+    if not tr.has("timeseries", "dest"):
         return None
-    ts = timeseries.filter(_eq(timeseries, "flow", flow))
-    rows = ts.filter(pc.greater_equal(ts["dest"], 0))
-    if not pc.any(_eq(rows, "var", "dest_cwnd")).as_py():
+    dests = tr.distinct("timeseries", "dest", flow, var="dest_cwnd", **{"dest >=": 0})
+    if not dests:
         return None
-    t_end = _end(ts, zoom)
+    t_end = _end(tr, flow, zoom)
     fig = Figure(figsize=(9, 6.4), layout="constrained")
     cwnd_ax, rto_ax = fig.subplots(2, 1, sharex=True)
     cwnd_ax.set_title(f"flow {flow}: SCTP destinations")
@@ -571,23 +586,23 @@ def destinations(timeseries: pa.Table, flow: int, zoom: Zoom = None) -> Figure |
         ax.grid(True, alpha=0.3)
         if zoom:
             ax.set_xlim(left=zoom[0], right=zoom[1])
-    dests = sorted(set(_np(rows.filter(_eq(rows, "var", "dest_cwnd")), "dest").tolist()))
     for d in dests:
-        one = rows.filter(_eq(rows, "dest", d))
         colour = DEST_COLOURS[d % len(DEST_COLOURS)]
-        t, v = _step(one, "dest_cwnd", zoom, t_end)
+        t, v = _step(_series(tr, flow, "dest_cwnd", dest=d), zoom, t_end)
         _steps(cwnd_ax, t, v / 1e3, color=colour, label=f"destination {d}")
-        t, v = _step(one, "dest_srtt", zoom, t_end)
+        t, v = _step(_series(tr, flow, "dest_srtt", dest=d), zoom, t_end)
         if t.size:
             _steps(rto_ax, t, v, color=colour, linestyle="--", linewidth=1, label=f"srtt {d}")
-        t, v = _step(one, "dest_rto", zoom, t_end)
+        t, v = _step(_series(tr, flow, "dest_rto", dest=d), zoom, t_end)
         if t.size:
             _steps(rto_ax, t, v, color=colour, linewidth=1.2, label=f"RTO {d}")
-        t, v = _step(one, "dest_state", zoom, t_end)
+        # Every change of state, unthinned: an inactive span starts at one.
+        t, v = _step(_series(tr, flow, "dest_state", dest=d, hold=True), zoom, t_end)
         for i in np.flatnonzero(v[:-1] == 2):  # inactive until the next change
             for ax in (cwnd_ax, rto_ax):
                 ax.axvspan(t[i], t[i + 1], color=colour, alpha=0.12, linewidth=0)
-    failovers = _window(ts.filter(_eq(ts, "var", "failover")), zoom)
+    failovers = _window(tr.table("timeseries", flow, ["t_ns", "value", "dest"], var="failover"),
+                        zoom)
     for t, to, frm in zip((_np(failovers, "t_ns") / NS).tolist(),
                           _np(failovers, "value").tolist(), _np(failovers, "dest").tolist(),
                           strict=True):
@@ -618,27 +633,13 @@ def jain(values: np.ndarray) -> float:
     return float(values.sum() ** 2 / (values.size * square_sum)) if square_sum > 0 else 1.0
 
 
-def _sampled(timeseries: pa.Table, var: str, flows: np.ndarray,
+def _sampled(tr: Traces, var: str, flows: np.ndarray,
              edges: np.ndarray) -> np.ndarray | None:
     """A recorded-on-change variable sampled at ``edges`` for every flow: (flows × edges),
     NaN before a flow's first record (None if no flow has the variable)."""
-    rows = timeseries.filter(_eq(timeseries, "var", var))
-    if rows.num_rows == 0:
+    if not tr.count("timeseries", None, var=var):
         return None
-    flow, t, value = _np(rows, "flow"), _np(rows, "t_ns") / NS, _np(rows, "value").astype(float)
-    order = np.lexsort((t, flow))
-    flow, t, value = flow[order], t[order], value[order]
-    out = np.full((flows.size, edges.size), np.nan)
-    where = {f: i for i, f in enumerate(flows.tolist())}
-    bounds = np.r_[0, np.flatnonzero(np.diff(flow)) + 1, flow.size]
-    for a, b in itertools.pairwise(bounds):
-        i = where.get(int(flow[a]))
-        if i is None:
-            continue
-        at = np.searchsorted(t[a:b], edges, side="right") - 1
-        known = at >= 0
-        out[i, known] = value[a:b][at[known]]
-    return out
+    return tr.sampled(var, flows, edges)
 
 
 def _band(ax, x: np.ndarray, values: np.ndarray, colour: str, what: str) -> None:
@@ -667,15 +668,14 @@ def _flow_label(runs: pa.Table, i: int) -> str:
     return f"flow {flow} ({cc})" if cc else f"flow {flow}"
 
 
-def _cwnd_lines(ax, runs: pa.Table, timeseries: pa.Table, zoom: Zoom, t_end: float) -> bool:
+def _cwnd_lines(ax, runs: pa.Table, tr: Traces, zoom: Zoom, t_end: float) -> bool:
     """Every flow's cwnd on one time axis, in segments of its own MSS, one colour and one
     legend entry (flow and algorithm) each; each line decimated to what the axis can show.
     Returns whether anything was drawn."""
-    cwnd_rows = timeseries.filter(_eq(timeseries, "var", "cwnd"))
     drawn = False
     for i in range(runs.num_rows):
         flow, mss = int(runs["flow"][i].as_py()), float(runs["mss"][i].as_py())
-        t, v = _step(cwnd_rows.filter(_eq(cwnd_rows, "flow", flow)), "cwnd", zoom, t_end)
+        t, v = _step(_series(tr, flow, "cwnd"), zoom, t_end)
         if t.size == 0:
             continue
         t, v = _decimate(t, v, float(t[0]), float(t[-1]))
@@ -686,13 +686,18 @@ def _cwnd_lines(ax, runs: pa.Table, timeseries: pa.Table, zoom: Zoom, t_end: flo
     return drawn
 
 
-def flows_overview(runs: pa.Table, timeseries: pa.Table, zoom: Zoom = None) -> Figure:
+def flows_overview(runs: pa.Table, timeseries: pa.Table | Traces,
+                   zoom: Zoom = None) -> Figure:
     """All flows at once: goodput over time (thin lines for a few flows, median and
     percentile bands for many), cwnd (every flow on one time axis, labelled by flow and
     congestion control, up to OVERVIEW_LINES flows; bands beyond) and every flow's goodput
     (bars or a CDF) with Jain's fairness index. Its cost grows with the rows, not with
     flows × points drawn."""
-    timeseries = timeseries if timeseries.num_rows else None
+    with _traces(None, timeseries) as tr:
+        return _flows_overview(runs, tr, zoom)
+
+
+def _flows_overview(runs: pa.Table, tr: Traces, zoom: Zoom) -> Figure:
     flows = _np(runs, "flow")
     n = flows.size
     mss = float(np.median(_np(runs, "mss"))) if "mss" in runs.column_names else 1.0
@@ -705,13 +710,13 @@ def flows_overview(runs: pa.Table, timeseries: pa.Table, zoom: Zoom = None) -> F
         ax.set_ylabel(ylabel)
         ax.grid(True, alpha=0.3)
     drawn = {rate_ax: False, cwnd_ax: False}
-    if timeseries is not None:
-        t = _np(timeseries, "t_ns") / NS
-        t0 = zoom[0] if zoom and zoom[0] is not None else float(t.min())
-        t1 = zoom[1] if zoom and zoom[1] is not None else float(t.max())
+    extent = tr.extent("timeseries", None)
+    if extent is not None:
+        t0 = zoom[0] if zoom and zoom[0] is not None else extent[0] / NS
+        t1 = zoom[1] if zoom and zoom[1] is not None else extent[1] / NS
         if t1 > t0:
             edges = np.linspace(t0, t1, OVERVIEW_BINS + 1)
-            delivered = _sampled(timeseries, "rcv_nxt", flows, edges)
+            delivered = _sampled(tr, "rcv_nxt", flows, edges)
             if delivered is not None:
                 # rcv_nxt counts from 0: a flow that has delivered nothing yet (or never)
                 # is a flow at 0 Mbit/s, not a flow left out of the percentiles.
@@ -720,9 +725,9 @@ def flows_overview(runs: pa.Table, timeseries: pa.Table, zoom: Zoom = None) -> F
                 _band(rate_ax, (edges[:-1] + edges[1:]) / 2, rate, "tab:blue", "goodput")
                 drawn[rate_ax] = True
             if n <= OVERVIEW_LINES:
-                drawn[cwnd_ax] = _cwnd_lines(cwnd_ax, runs, timeseries, zoom, t1)
+                drawn[cwnd_ax] = _cwnd_lines(cwnd_ax, runs, tr, zoom, t1)
             else:
-                window = _sampled(timeseries, "cwnd", flows, edges)
+                window = _sampled(tr, "cwnd", flows, edges)
                 if window is not None:
                     _band(cwnd_ax, edges, window / mss, "tab:green", "cwnd")
                     drawn[cwnd_ax] = True
@@ -754,36 +759,44 @@ def flows_overview(runs: pa.Table, timeseries: pa.Table, zoom: Zoom = None) -> F
     return fig
 
 
-def draw(tables: Mapping[str, pa.Table], figdir: str | os.PathLike[str],
-         zoom: Zoom = None, max_flows: int = 8) -> list[Path]:
+def draw(tables: Mapping[str, pa.Table | str | os.PathLike[str] | None],
+         figdir: str | os.PathLike[str], zoom: Zoom = None, max_flows: int = 8) -> list[Path]:
     """Draw every figure the tables support into ``figdir``; return the files written.
 
-    ``tables`` maps ``runs``/``timeseries``/``packets`` to tables (missing or empty tables
-    just mean fewer figures). ``zoom`` is a (t0, t1) window in seconds, either bound None.
+    ``tables`` maps ``runs``/``timeseries``/``packets`` to tables, or ``timeseries`` and
+    ``packets`` to their Parquet files, read in bounded memory (missing or empty tables just
+    mean fewer figures). ``zoom`` is a (t0, t1) window in seconds, either bound None.
     Per-flow figures are drawn for the first ``max_flows`` flows; a run of two or more flows
     also gets one ``flows_overview`` figure of all of them.
     """
     runs = tables.get("runs")
     if runs is None or runs.num_rows == 0:
         return []
-    empty = pa.table({})
-    packets, timeseries = tables.get("packets", empty), tables.get("timeseries", empty)
-    figdir = Path(figdir)
+    with Traces(tables.get("packets"), tables.get("timeseries"),
+                packet_events=tables.get("packet_events")) as tr:
+        return _draw(runs, tr, Path(figdir), zoom, max_flows)
+
+
+def _draw(runs: pa.Table, tr: Traces, figdir: Path, zoom: Zoom, max_flows: int) -> list[Path]:
     written: list[Path] = []
     flows = list(zip(_np(runs, "flow").tolist(), _np(runs, "mss").tolist(), strict=True))
     if len(flows) > 1:
         figdir.mkdir(parents=True, exist_ok=True)
-        written += _save(flows_overview(runs, timeseries, zoom), figdir, "flows_overview")
+        with tr.scope():
+            written += _save(_flows_overview(runs, tr, zoom), figdir, "flows_overview")
+    traced = {"packets": tr.rows("packets") > 0, "timeseries": tr.rows("timeseries") > 0}
+    draws = {
+        "seqack": ("packets", lambda flow, mss: _seqack(tr, flow, zoom)),
+        "cwnd": ("timeseries", lambda flow, mss: _cwnd(tr, flow, mss, zoom)),
+        "rtt": ("timeseries", lambda flow, mss: _rtt(tr, flow, zoom)),
+        "destinations": ("timeseries", lambda flow, mss: _destinations(tr, flow, zoom)),
+    }
     for flow, mss in flows[:max_flows]:
-        figures = {
-            "seqack": (seqack(packets, flow, zoom, timeseries if timeseries.num_rows else None)
-                       if packets.num_rows else None),
-            "cwnd": cwnd(timeseries, flow, mss, zoom) if timeseries.num_rows else None,
-            "rtt": rtt(timeseries, flow, zoom) if timeseries.num_rows else None,
-            "destinations": (destinations(timeseries, flow, zoom)
-                             if timeseries.num_rows else None),
-        }
-        for stem, fig in figures.items():
+        for stem, (table, make) in draws.items():
+            if not traced[table]:
+                continue
+            with tr.scope():
+                fig = make(flow, mss)
             if fig is not None:
                 figdir.mkdir(parents=True, exist_ok=True)
                 written += _save(fig, figdir, f"{stem}_flow{flow}")

@@ -180,9 +180,11 @@ def _param(key: str, spec: Any, mode: str = "grid") -> Param:
     return Param(key=key, name=name, values=tuple(values), labels=tuple(shown), kind=kind)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class RunTask:
-    """One run of a sweep: a grid point, a replication, its seed and its overrides."""
+    """One run of a sweep: a grid point, a replication, its seed and its overrides (a sweep
+    lists up to a million of them: slots keep each small; its point's overrides and
+    parameters are shared with the point's other replications)."""
 
     run_id: str
     point: int

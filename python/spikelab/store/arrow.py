@@ -67,3 +67,24 @@ def to_arrow(table: Mapping[str, Any]) -> pa.Table:
     return pa.table(
         [_column(col, n) for col in columns], names=[col["name"] for col in columns]
     )
+
+
+_REPEAT = {"int64": (np.dtype("<i8"), pa.int64()), "int32": (np.dtype("<i4"), pa.int32()),
+           "float64": (np.dtype("<f8"), pa.float64())}
+
+
+def repeat(value: Any, kind: str, n: int) -> pa.Array:
+    """``n`` copies of ``value`` as an array of ``kind`` (``string``, ``int64``, ``int32``,
+    ``float64``, ``bool``; ``None`` gives nulls), built from buffers as above: a sweep's
+    process writes a few such columns per run and so never needs pandas."""
+    if value is None:
+        return pa.nulls(n, {"string": pa.string(), "bool": pa.bool_(),
+                            **{k: t for k, (_, t) in _REPEAT.items()}}[kind])
+    if kind == "string":
+        return _strings([str(value)] * n)
+    if kind == "bool":
+        bits = np.packbits(np.full(n, bool(value)), bitorder="little")
+        return pa.Array.from_buffers(pa.bool_(), n, [None, pa.py_buffer(bits)])
+    dtype, arrow = _REPEAT[kind]
+    values = np.full(n, value, dtype=dtype).astype(dtype.newbyteorder("="), copy=False)
+    return pa.Array.from_buffers(arrow, n, [None, pa.py_buffer(values)])

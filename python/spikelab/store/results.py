@@ -173,7 +173,9 @@ _HOLDS = {"run": "a run's results", "sweep": "a sweep's results", "study": "a st
 # does not write (a user's own scenario.toml beside a run is not a sweep's copy).
 _TABLE_FILES = tuple(f"{t}.parquet" for t in TABLES)
 _SWEEP_FILES = (*_TABLE_FILES, "points.json", "sweep.json", "scenario.toml")
-_SWEEP_DIRS = (FIGURES, PCAP, "parts", "runs-figures", "compare")
+# A sweep's tables are folders of Parquet files (one per block of runs; a sweep written
+# before blocks has files of those names, which the line above removes).
+_SWEEP_DIRS = (FIGURES, PCAP, "parts", "runs-figures", "compare", *_TABLE_FILES)
 _WRITES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "run": (_TABLE_FILES, (FIGURES, PCAP)),
     "emulate": (_TABLE_FILES, (FIGURES, PCAP, "emulation")),

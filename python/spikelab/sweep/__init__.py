@@ -2,8 +2,10 @@
 (:mod:`.workers`), into a sweep's results directory (:mod:`spikelab.store.sweep`; see
 docs/results.md, "Sweeps").
 
-A run counts as done when its part file exists. Killing the sweep at any moment loses at most
-the runs in progress; the same command resumes it, skipping done runs and retrying failed ones.
+A run counts as done once its tables are spooled (``parts/``); runs are written into the
+dataset block by block as they finish, never all held at once. Killing the sweep at any moment
+loses at most the runs in progress; the same command resumes it, skipping done runs and
+retrying failed ones.
 """
 
 from __future__ import annotations
@@ -39,15 +41,24 @@ from ..scenario.sweepspec import (
 )
 from ..store import results
 from ..store.sweep import (
+    LAYOUT,
     OK,
     PCAP_DIR,
     POINTS,
     SCENARIO_COPY,
+    Ledger,
     Store,
     SweepResult,
+    block_runs,
+    dataset_dir,
+    give_back_memory,
+    progress as _progress,
+    read_table,
     run_info,
 )
-from .workers import _dask, _local
+from .workers import WorkerMismatch, _dask, _local, describe_target, is_dask_target
+
+__all__ = ["Plan", "WorkerMismatch", "finish", "plan", "repeat_command", "sweep"]
 
 log = logging.getLogger(__name__)
 
@@ -96,7 +107,7 @@ def sweep(
     out: str | os.PathLike[str],
     *,
     jobs: int | None = None,
-    dask: str | None = None,
+    dask: Any = None,
     seed: int | None = None,
     overrides: Iterable[str] = (),
     sweep_spec: Any = None,
@@ -109,10 +120,14 @@ def sweep(
 ) -> SweepResult:
     """Run every grid point × replication of a scenario's ``[sweep]`` into ``out``.
 
-    ``jobs``: worker processes (default: all cores). ``dask``: ``"local"`` for a Dask
-    ``LocalCluster`` of ``jobs`` worker processes, or a scheduler address
-    (``tcp://host:8786``); workers need spikelab installed and the scenario's trace files at
-    the same paths. Resumes a sweep already in ``out`` (done runs are skipped, failed runs are
+    ``jobs``: worker processes (default: all cores). ``dask``: where to run on Dask:
+    ``"local"`` for a ``LocalCluster`` of ``jobs`` worker processes, a scheduler address
+    (``tcp://host:8786``), a ``distributed.Client`` (used as it is and left open) or a
+    cluster object (``LocalCluster``, ``SSHCluster``, dask-jobqueue's ``SLURMCluster``...;
+    the sweep connects a client of its own and leaves the cluster running). Every worker
+    must run this spikelab and Python (checked before any run: :class:`WorkerMismatch`) and
+    see the scenario's trace files at the same paths (docs/results.md, "Sweeps on a
+    cluster"). Resumes a sweep already in ``out`` (done runs are skipped, failed runs are
     retried); ``fresh=True`` discards it (every table, part and figure of it). Failed runs
     are recorded with their error and do not stop the sweep; check ``result.failed``. ``out``
     must not hold another kind of result (a single run) unless ``force``. Interrupted
@@ -122,6 +137,9 @@ def sweep(
     """
     check_flags(fresh=fresh, progress=progress, force=force)
     check_outdir(out)
+    if dask is not None and not is_dask_target(dask):
+        raise TypeError(f"dask must be 'local', a scheduler address, a distributed.Client or "
+                        f"a Dask cluster object, got {type(dask).__name__}")
     p = plan(scenario, seed=seed, overrides=overrides, sweep_spec=sweep_spec, trace=trace)
     if jobs is not None and (isinstance(jobs, bool) or not isinstance(jobs, int)):
         raise TypeError(f"jobs must be an integer, got {jobs!r}")
@@ -131,6 +149,7 @@ def sweep(
     store = Store(out, kind, force)
     bar = None
     stream: Iterator[dict[str, Any]] = iter(())
+    ledger: Ledger | None = None
     new = False
     changed = False
 
@@ -145,29 +164,28 @@ def sweep(
                 (store.dir / results.MANIFEST).unlink()
 
     try:
-        new = store.claim(dict(p.identity, kind=kind), fresh)
+        new = store.claim(dict(p.identity, kind=kind, layout=LAYOUT,
+                               block_runs=block_runs(p.spec.trace)), fresh)
         _write_points(store, p)
-        done = store.done()
-        todo = [t for t in p.tasks if done.get(t.run_id) != OK]
-        by_id = {t.run_id: t for t in p.tasks}
-        jobs_ = [{"run_id": t.run_id, "text": p.text, "base_dir": p.base_dir, "seed": t.seed,
-                  "overrides": list(t.overrides), "trace": p.spec.trace,
-                  "pcap_dir": str(store.dir / PCAP_DIR / t.run_id)} for t in todo]
+        ledger = store.open(p.tasks, p.spec)
+        todo = ledger.todo()
         bar = SweepProgress(len(p.tasks), len(p.tasks) - len(todo), progress)
-        executor = (f"dask {dask}" if dask
+        executor = (describe_target(dask) if dask is not None
                     else f"local pool of {min(workers, max(1, len(todo)))}")
-        log.info("sweep: %d runs, %d done before, %d to run on a %s", len(p.tasks),
+        log.info("sweep: %d runs, %d done before, %d to run on %s", len(p.tasks),
                  len(p.tasks) - len(todo), len(todo), executor)
         start = time.monotonic()
         core_wall = 0.0
-        written: dict[str, dict[str, pa.Table]] = {}
-        stream = (iter(()) if not jobs_  # all done: resumed after the last run, or empty
-                  else _dask(jobs_, dask, workers, p.identity["fingerprint"][:12]) if dask
-                  else _local(jobs_, min(workers, len(jobs_))))
+        ledger.before_write = changing
+        ledger.begin(todo)
+        stream = (iter(()) if not todo  # all done: resumed after the last run, or empty
+                  else _dask(_jobs(p, store, todo), dask, workers,
+                             p.identity["fingerprint"][:12]) if dask is not None
+                  else _local(_jobs(p, store, todo), min(workers, len(todo))))
         for outcome in stream:
-            task = by_id[outcome["run_id"]]
-            changing()
-            written[task.run_id] = store.write_part(task, p.spec, outcome)
+            i = outcome["index"]
+            task = p.tasks[i]
+            ledger.record(i, task, p.spec, outcome)
             if outcome["status"] != OK:  # a failed run's captures are cut short
                 shutil.rmtree(store.dir / PCAP_DIR / task.run_id, ignore_errors=True)
             core_wall += outcome.get("wall_s", 0.0)
@@ -175,14 +193,17 @@ def sweep(
             log.debug("run %s: %s", task.run_id, outcome["status"])
             if on_result is not None:
                 on_result(task, outcome)
+            outcome = None
+            if bar.done % 256 == 0:
+                give_back_memory()
         bar.close()
         bar = None
         changing()
-        log.info("runs finished in %.1f s; writing the dataset", time.monotonic() - start)
-        # Interrupted while the dataset is consolidated, the parts are all there: the
-        # manifest says interrupted and the same call writes the tables again.
-        return finish(store, p, executor=executor, wall_s=time.monotonic() - start,
-                      core_wall_s=core_wall, workers=workers, fresh=written, kind=kind)
+        log.info("runs finished in %.1f s; writing the manifest", time.monotonic() - start)
+        # Interrupted while the last blocks are written, the runs are all spooled: the
+        # manifest says interrupted and the same call writes them again.
+        return finish(store, p, ledger, executor=executor, wall_s=time.monotonic() - start,
+                      core_wall_s=core_wall, workers=workers, kind=kind)
     except KeyboardInterrupt:
         if bar is not None:
             bar.close()
@@ -192,17 +213,26 @@ def sweep(
         with contextlib.suppress(Exception):
             stream.close()  # type: ignore[attr-defined]
         if store.holds(p.identity["fingerprint"]) and _status(store.dir) != results.COMPLETE:
-            _write_interrupted(store, p, kind)
+            _write_interrupted(store, p, kind, ledger)
         raise
     except BaseException:
-        # A new sweep that failed before any run finished (an unreachable Dask scheduler)
-        # leaves no half-made directory behind.
-        if new and not store.done():
+        # A new sweep that failed before any run finished (an unreachable Dask scheduler, a
+        # worker of another version) leaves no half-made directory behind.
+        if new and not _progress(store.dir)[0]:
             store.discard()
         raise
     finally:
         if bar is not None:
             bar.close()
+
+
+def _jobs(p: Plan, store: Store, todo: list[int]) -> Iterator[dict[str, Any]]:
+    """The jobs of the runs ``todo``, made as the executor takes them."""
+    for i in todo:
+        t = p.tasks[i]
+        yield {"index": i, "run_id": t.run_id, "text": p.text, "base_dir": p.base_dir,
+               "seed": t.seed, "overrides": list(t.overrides), "trace": p.spec.trace,
+               "pcap_dir": str(store.dir / PCAP_DIR / t.run_id)}
 
 
 def _status(outdir: Path) -> str | None:
@@ -235,14 +265,15 @@ def _manifest_head(p: Plan, kind: str, status: str) -> dict[str, Any]:
     }
 
 
-def _write_interrupted(store: Store, p: Plan, kind: str) -> None:
-    done = store.done()
+def _write_interrupted(store: Store, p: Plan, kind: str, ledger: Ledger | None) -> None:
+    done, ok = ledger.counts() if ledger is not None else _progress(store.dir)
     manifest = {
         **_manifest_head(p, kind, results.INTERRUPTED),
         "runs_total": len(p.tasks),
-        "runs_done": len(done),
-        "runs_ok": sum(s == OK for s in done.values()),
-        "note": "interrupted: finished runs are in parts/; the same command resumes the rest",
+        "runs_done": done,
+        "runs_ok": ok,
+        "note": "interrupted: finished runs are in parts/ and the dataset; the same command "
+                "resumes the rest",
         "files": [],
     }
     results.write_interrupted(store.dir, manifest)
@@ -256,21 +287,14 @@ def repeat_command(outdir: str | os.PathLike[str], manifest: dict[str, Any],
     return run_command(overrides, seed, source)
 
 
-def finish(store: Store, p: Plan, *, executor: str, wall_s: float, core_wall_s: float,
-           workers: int, fresh: dict[str, dict[str, pa.Table]] | None = None,
-           kind: str = "sweep") -> SweepResult:
-    """Consolidate the parts into the dataset and write manifest.json last."""
-    files = store.consolidate(p.tasks, p.spec.trace, fresh)
-    runs = files["runs.parquet"]
-    status = dict(zip(runs.column("run_id").to_pylist(), runs.column("status").to_pylist(),
-                      strict=True))
-    errors = {}
-    if "error" in runs.column_names:
-        for rid, err in zip(runs.column("run_id").to_pylist(),
-                            runs.column("error").to_pylist(), strict=True):
-            if err is not None:
-                errors.setdefault(rid, err)
-    failed = sorted(rid for rid, s in status.items() if s != OK)
+def finish(store: Store, p: Plan, ledger: Ledger, *, executor: str, wall_s: float,
+           core_wall_s: float, workers: int, kind: str = "sweep") -> SweepResult:
+    """Complete the dataset (every file with the table's columns) and write manifest.json
+    last; the runs table is read when the result's ``runs`` is first used."""
+    ledger.finish()
+    failures = ledger.failures()
+    failed_ids = {rid for rid, _ in failures}
+    done, ok = ledger.counts()
     manifest = {
         **_manifest_head(p, kind, results.COMPLETE),
         "seed": p.identity["seed"],
@@ -278,12 +302,12 @@ def finish(store: Store, p: Plan, *, executor: str, wall_s: float, core_wall_s: 
         "sweep": p.identity["sweep"],
         "seed_rule": "replication r of every grid point runs with seed base + r",
         "runs_total": len(p.tasks),
-        "runs_ok": len(p.tasks) - len(failed),
-        "runs_failed": len(failed),
+        "runs_ok": ok,
+        "runs_failed": len(failures),
         # Finished by an earlier call of a resumed sweep and kept, not run again.
-        "runs_reused": sum(1 for rid, st in status.items()
-                           if st == OK and rid not in (fresh or {})),
-        "failures": [{"run_id": rid, "error": errors.get(rid)} for rid in failed],
+        "runs_reused": sum(1 for i in range(len(p.tasks))
+                           if ledger.status[i] == 1 and not ledger.fresh[i]),
+        "failures": [{"run_id": rid, "error": err} for rid, err in failures],
         "executor": executor,
         "jobs": workers,
         "wall_s": wall_s,
@@ -298,13 +322,14 @@ def finish(store: Store, p: Plan, *, executor: str, wall_s: float, core_wall_s: 
         "scenario_file": SCENARIO_COPY,
         "scenario_path": p.source,
         "runs": [{"run_id": t.run_id, "seed": t.seed, "point": t.point} for t in p.tasks],
-        "pcaps": store.pcaps([t.run_id for t in p.tasks if status.get(t.run_id) == OK]),
+        "pcaps": store.pcaps([t.run_id for t in p.tasks if t.run_id not in failed_ids]),
         "points": POINTS,
         "files": [],
     }
-    manifest["files"] = results._describe(store.dir,  # noqa: SLF001
-                                          [*files, POINTS, SCENARIO_COPY])
+    manifest["files"] = ledger.files() + results._describe(  # noqa: SLF001
+        store.dir, [POINTS, SCENARIO_COPY])
     results.write_json(manifest, store.dir / results.MANIFEST)
-    return SweepResult(dir=store.dir, runs=runs, manifest=manifest)
+    runs = store.dir / dataset_dir("runs")
+    return SweepResult(dir=store.dir, runs=lambda: read_table(runs), manifest=manifest)
 
 

@@ -2,7 +2,10 @@
 
 Each run is one job (a dict: scenario text, overrides, seed, trace level) executed by
 :func:`execute` in a worker process of its own, so a run that crashes its process, even by a
-segfault, fails alone. The executors yield each run's outcome as it finishes.
+segfault, fails alone. The executors take the jobs from an iterator, keep a bounded number in
+flight (one per local worker; twice the Dask cluster's threads) and yield each run's outcome
+as it finishes; the next outcome is not asked for before the last one is written, and a Dask
+future is released then.
 """
 
 from __future__ import annotations
@@ -10,6 +13,8 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import platform
+import secrets
 import sys
 import threading
 import time
@@ -31,8 +36,8 @@ def execute(job: dict[str, Any]) -> dict[str, Any]:
 
     Returns ``{"run_id", "status", "error", "tables": {name: pyarrow.Table}, "wall_s"}``.
     """
-    out: dict[str, Any] = {"run_id": job["run_id"], "status": OK, "error": None,
-                           "tables": {}, "wall_s": 0.0}
+    out: dict[str, Any] = {"index": job.get("index"), "run_id": job["run_id"], "status": OK,
+                           "error": None, "tables": {}, "wall_s": 0.0}
     if os.environ.get(TEST_CRASH_ENV) == job["run_id"]:
         import signal
 
@@ -159,7 +164,8 @@ class _Slot:
         with contextlib.suppress(subprocess.TimeoutExpired):
             self.proc.wait(timeout=5)
         job = self.job or {"run_id": "?"}
-        return {"run_id": job["run_id"], "status": FAILED, "tables": {}, "wall_s": 0.0,
+        return {"index": job.get("index"), "run_id": job["run_id"], "status": FAILED,
+                "tables": {}, "wall_s": 0.0,
                 "error": f"the worker process died with {_signal_name(self.proc.returncode)} "
                          f"during this run"}
 
@@ -181,19 +187,22 @@ class _Slot:
         self.conn.close()
 
 
-def _local(jobs: list[dict[str, Any]], workers: int) -> Iterator[dict[str, Any]]:
+def _local(jobs: Iterator[dict[str, Any]], workers: int) -> Iterator[dict[str, Any]]:
     """Yield results as they finish, from ``workers`` worker processes (also for one: a run
-    that crashes its process, even by a segfault, fails alone and the sweep goes on)."""
+    that crashes its process, even by a segfault, fails alone and the sweep goes on). Jobs
+    are taken from ``jobs`` as workers free up."""
     from multiprocessing.connection import wait as wait_any
 
-    queue = list(reversed(jobs))
+    jobs = iter(jobs)
     slots: list[_Slot] = []
     try:
-        for _ in range(min(workers, len(queue))):
-            slots.append(_Slot())
-        for slot in slots:
-            if queue:
-                slot.give(queue.pop())
+        for _ in range(workers):
+            job = next(jobs, None)
+            if job is None:
+                break
+            slot = _Slot()
+            slots.append(slot)
+            slot.give(job)
         while any(slot.job is not None for slot in slots):
             busy = [slot for slot in slots if slot.job is not None]
             ready = wait_any([slot.conn for slot in busy])
@@ -207,8 +216,9 @@ def _local(jobs: list[dict[str, Any]], workers: int) -> Iterator[dict[str, Any]]
                     slot.stop(kill=True)
                     slots[slots.index(slot)] = slot = _Slot()
                 slot.job = None
-                if queue:
-                    slot.give(queue.pop())
+                job = next(jobs, None)
+                if job is not None:
+                    slot.give(job)
                 yield outcome
     finally:
         interrupted = sys.exc_info()[0] is not None
@@ -224,7 +234,18 @@ _DASK_LOCK = threading.Lock()
 
 
 def execute_isolated(job: dict[str, Any]) -> dict[str, Any]:
-    """:func:`execute` in a worker process of this (Dask worker) process."""
+    """:func:`execute` in a worker process of this (Dask worker) process; the outcome says
+    which spikelab and Python ran it (``versions``) and where (``worker``)."""
+    outcome = _execute_in_slot(job)
+    outcome["versions"] = local_versions()
+    with contextlib.suppress(Exception):
+        from distributed import get_worker
+
+        outcome["worker"] = get_worker().address
+    return outcome
+
+
+def _execute_in_slot(job: dict[str, Any]) -> dict[str, Any]:
     with _DASK_LOCK:
         slot = _DASK_SLOTS.pop() if _DASK_SLOTS else None
     if slot is None:
@@ -241,27 +262,111 @@ def execute_isolated(job: dict[str, Any]) -> dict[str, Any]:
     return outcome
 
 
+class WorkerMismatch(ValueError):
+    """A Dask worker runs another spikelab or Python than the sweep's process (one line)."""
+
+
+def local_versions() -> dict[str, str]:
+    """The spikelab and Python versions of this process, as a sweep's manifest records them."""
+    return {"spikelab": _core.__version__, "python": platform.python_version()}
+
+
+# What a Dask worker is asked before any run (``client.run(eval, ...)``): builtins only, so
+# that a worker with another spikelab, or none, answers instead of failing to unpickle a
+# function of ours (a function is sent by reference and imported from the worker's spikelab).
+_PROBE_PYTHON = "__import__('platform').python_version()"
+_PROBE_SPIKELAB = "__import__('spikelab._core', fromlist=['_core']).__version__"
+
+
+def _same(theirs: dict[str, str], ours: dict[str, str]) -> bool:
+    """Same spikelab, and the same Python feature release (3.11.x: what pickles the jobs and
+    outcomes; a patch release changes no result)."""
+    return (theirs.get("spikelab") == ours["spikelab"]
+            and str(theirs.get("python", "")).split(".")[:2] == ours["python"].split(".")[:2])
+
+
+def _mismatch(worker: str, theirs: dict[str, str], ours: dict[str, str]) -> WorkerMismatch:
+    minor = ".".join(ours["python"].split(".")[:2])
+    return WorkerMismatch(
+        f"Dask worker {worker} runs spikelab {theirs.get('spikelab', '?')} on Python "
+        f"{theirs.get('python', '?')}, this process spikelab {ours['spikelab']} on Python "
+        f"{ours['python']}: every worker needs spikelab {ours['spikelab']} and Python {minor}")
+
+
+def check_workers(client: Any, ours: dict[str, str] | None = None) -> int:
+    """Refuse (:class:`WorkerMismatch`) if a worker of ``client``'s cluster runs another
+    spikelab or Python than this process; return how many workers were checked. Workers that
+    join later are checked by each outcome they send (:func:`_dask`)."""
+    ours = ours or local_versions()
+    pythons = client.run(eval, _PROBE_PYTHON, on_error="return")
+    spikelabs = client.run(eval, _PROBE_SPIKELAB, on_error="return")
+    for worker in sorted(set(pythons) | set(spikelabs)):
+        py, sl = pythons.get(worker, "?"), spikelabs.get(worker, "?")
+        theirs = {"python": py if isinstance(py, str) else "?",
+                  "spikelab": sl if isinstance(sl, str) else
+                  f"(none importable: {type(sl).__name__}: {sl})".replace("\n", " ")}
+        if not _same(theirs, ours):
+            raise _mismatch(worker, theirs, ours)
+    return len(pythons)
+
+
+def is_dask_target(target: Any) -> bool:
+    """Whether ``target`` is what ``dask=`` takes: ``"local"``, a scheduler address, a
+    ``distributed.Client`` or a Dask cluster object (LocalCluster, SSHCluster, SLURMCluster,
+    anything with a ``scheduler_address``)."""
+    if isinstance(target, str):
+        return bool(target.strip())
+    module = type(target).__module__ or ""
+    if module.split(".")[0] in ("distributed", "dask_jobqueue", "dask_kubernetes",
+                                "dask_cloudprovider", "dask_gateway"):
+        return True
+    return hasattr(target, "scheduler_address")
+
+
+def describe_target(target: Any) -> str:
+    """How the manifest names the cluster: ``dask local``, ``dask tcp://host:8786``."""
+    if isinstance(target, str):
+        return f"dask {target}"
+    address = getattr(target, "scheduler_address", None)
+    if address is None:
+        with contextlib.suppress(Exception):
+            address = target.scheduler.address
+    return f"dask {address or type(target).__name__}"
+
+
 @contextlib.contextmanager
-def _dask_client(address: str, workers: int) -> Iterator[Any]:
+def _dask_client(target: Any, workers: int) -> Iterator[tuple[Any, bool]]:
+    """A client of the cluster ``target`` names, and whether the cluster is this sweep's own
+    (a LocalCluster it started: stopped at once when interrupted). A Client given is used as
+    it is and left open; a cluster object given gets a client of its own, closed after."""
     try:
+        import distributed
         from distributed import Client, LocalCluster
     except ImportError:
         raise RuntimeError("--dask needs Dask, an extra of spikelab: pip install "
                            "'spikelab[dask]'") from None
-    if address == "local":
+    if target == "local":
+        import logging
+
         with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
-                          dashboard_address=None, preload=["spikelab.sweep.workers"]) as cluster, \
+                          dashboard_address=None, silence_logs=logging.CRITICAL,
+                          preload=["spikelab.sweep.workers"]) as cluster, \
                 Client(cluster) as client:
             try:
-                yield client
+                yield client, True
             except BaseException:
                 # Interrupted: the cluster is ours; stop its worker processes at once (a
                 # graceful close takes about a second) and let the close tidy up after them.
                 _kill_local_workers(cluster)
                 raise
+    elif isinstance(target, str):
+        with Client(target, timeout="10s") as client:
+            yield client, False
+    elif isinstance(target, distributed.Client):
+        yield target, False
     else:
-        with Client(address, timeout="10s") as client:
-            yield client
+        with Client(target) as client:
+            yield client, False
 
 
 def _quiet_teardown() -> None:
@@ -301,22 +406,63 @@ def dask_setup(worker: Any) -> None:
         signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
-def _dask(jobs: list[dict[str, Any]], address: str, workers: int,
+def _window(client: Any) -> int:
+    """Runs kept in flight on a Dask cluster: two per worker thread (one running, one
+    waiting), at least 4; a cluster that grows gets more."""
+    with contextlib.suppress(Exception):
+        return max(4, 2 * sum(client.nthreads().values()))
+    return 4
+
+
+def _dask(jobs: Iterator[dict[str, Any]], target: Any, workers: int,
           tag: str) -> Iterator[dict[str, Any]]:
+    """Yield outcomes from a Dask cluster, keeping :func:`_window` runs in flight: each run's
+    future is released once the caller asks for the next outcome (it has written this one),
+    so neither the cluster nor this process holds more than the window's results."""
     from distributed import as_completed
 
-    with _dask_client(address, workers) as client:
-        futures = {client.submit(execute_isolated, job, key=f"spikelab-{tag}-{job['run_id']}",
-                                 pure=False): job for job in jobs}
+    jobs = iter(jobs)
+    with _dask_client(target, workers) as (client, own):
+        ours = local_versions()
+        check_workers(client, ours)
+        token = secrets.token_hex(3)  # a resumed sweep on the same client gets new keys
+        inflight: dict[Any, dict[str, Any]] = {}
+        pending = as_completed()
+        window, sized = _window(client), time.monotonic()
+
+        def fill() -> None:
+            while len(inflight) < window:
+                job = next(jobs, None)
+                if job is None:
+                    return
+                fut = client.submit(execute_isolated, job, pure=False,
+                                    key=f"spikelab-{job['run_id']}-{tag}-{token}")
+                inflight[fut] = job
+                pending.add(fut)
+
         try:
-            for fut in as_completed(list(futures)):
-                job = futures[fut]
+            fill()
+            for fut in pending:
+                job = inflight.pop(fut)
                 try:
-                    yield fut.result()
+                    outcome = fut.result()
                 except Exception as exc:  # the task or its worker failed
-                    yield {"run_id": job["run_id"], "status": FAILED, "tables": {},
-                           "wall_s": 0.0, "error": f"dask: {type(exc).__name__}: {exc}"}
+                    outcome = {"index": job.get("index"), "run_id": job["run_id"],
+                               "status": FAILED, "tables": {}, "wall_s": 0.0,
+                               "error": f"dask: {type(exc).__name__}: {exc}"}
+                else:
+                    theirs = outcome.get("versions") or {}
+                    if not _same(theirs, ours):  # a worker that joined after the check
+                        raise _mismatch(str(outcome.get("worker", "?")), theirs, ours)
+                if time.monotonic() - sized > 5.0:
+                    window, sized = _window(client), time.monotonic()
+                fill()
+                yield outcome
+                fut.release()
+                del fut
         except BaseException:
-            _quiet_teardown()
-            client.cancel(list(futures))
+            if own:
+                _quiet_teardown()
+            with contextlib.suppress(Exception):
+                client.cancel(list(inflight))
             raise

@@ -415,159 +415,208 @@ def read_csv_samples(path: str | Path, *, time_col: str = "time_ms", time_unit: 
     return out
 
 
+#: TCP sequence numbers and SCTP TSNs are 32-bit: offsets from the connection's start wrap.
+_WRAP = 0xFFFFFFFF
+
+
 @dataclass
 class _Sends:
     """What a capture at the sender shows of one connection, in one sequence space (TCP:
-    bytes; SCTP: TSNs): each data packet sent (time, start, end, IP bytes, whether it resent
-    anything), the index of each start's first transmission, the duplicates the receiver
-    reported (TCP DSACK blocks, SCTP duplicate TSNs), the RTT samples as (packet index, ACK
-    arrival) and every ACK (arrival, cumulative ACK, its RTT sample: ms, NaN for none)."""
+    bytes; SCTP: TSNs), as arrays: each data packet sent (time, start, end, IP bytes, whether
+    it resent anything), the duplicates the receiver reported (TCP DSACK blocks, SCTP
+    duplicate TSNs), the RTT samples as (packet index, ACK arrival) and every ACK (arrival,
+    cumulative ACK, its RTT sample: ms, NaN for none)."""
 
     conn: str
     protocol: str
     t0: int
-    rtt_from: str = ""
-    d_t: list[int] = field(default_factory=list)
-    d_seq: list[int] = field(default_factory=list)
-    d_end: list[int] = field(default_factory=list)
-    d_wire: list[int] = field(default_factory=list)
-    d_retx: list[bool] = field(default_factory=list)
-    first_idx: dict[int, int] = field(default_factory=dict)
-    #: end -> index of the original ending there; the ends of retransmissions.
-    end_idx: dict[int, int] = field(default_factory=dict)
-    retx_ends: set[int] = field(default_factory=set)
-    dsacked: list[tuple[int, int]] = field(default_factory=list)
-    pairs: list[tuple[int, int]] = field(default_factory=list)
-    ack_t: list[int] = field(default_factory=list)
-    ack_v: list[int] = field(default_factory=list)
-    ack_rtt: list[float] = field(default_factory=list)
-    highest: int = 0
-    last_ack: int | None = None
-
-    def send(self, ts_ns: int, seq: int, end: int, wire: int) -> int:
-        """Records a data packet; returns its index."""
-        i = len(self.d_t)
-        is_retx = seq < self.highest
-        self.d_t.append(ts_ns)
-        self.d_seq.append(seq)
-        self.d_end.append(end)
-        self.d_wire.append(wire)
-        self.d_retx.append(is_retx)
-        if is_retx:
-            self.retx_ends.add(end)
-        else:
-            self.first_idx[seq] = i
-            self.end_idx[end] = i
-        self.highest = max(self.highest, end)
-        return i
-
-    def ack(self, ts_ns: int, ack: int) -> bool:
-        """Records an ACK; whether it advances the cumulative ACK."""
-        self.ack_t.append(ts_ns)
-        self.ack_v.append(ack)
-        self.ack_rtt.append(math.nan)
-        if self.last_ack is None or ack > self.last_ack:
-            self.last_ack = ack
-            return True
-        return False
-
-    def ended_original(self, ack: int) -> int | None:
-        """The packet sent once that this ACK exactly ends (Karn's rule), if any."""
-        return self.end_idx.get(ack) if ack not in self.retx_ends else None
-
-    def sample(self, i: int | None, ts_ns: int) -> None:
-        """The last ACK's RTT sample: packet ``i`` acknowledged at ``ts_ns``."""
-        if i is not None and ts_ns >= self.d_t[i]:
-            self.pairs.append((i, ts_ns))
-            self.ack_rtt[-1] = (ts_ns - self.d_t[i]) / 1e6
+    rtt_from: str
+    d_t: np.ndarray
+    d_seq: np.ndarray
+    d_end: np.ndarray
+    d_wire: np.ndarray
+    d_retx: np.ndarray
+    dsacked: list[tuple[int, int]]
+    pair_idx: np.ndarray
+    pair_t: np.ndarray
+    ack_t: np.ndarray
+    ack_v: np.ndarray
+    ack_rtt: np.ndarray
 
 
-def _largest(pkts: list, size, path: Path, what: str) -> tuple[tuple, tuple]:
-    """The (forward, reverse) addresses of the connection carrying the most payload."""
-    payload: dict[tuple, int] = {}
-    for s in pkts:
-        k = (s.src, s.sport, s.dst, s.dport)
-        payload[k] = payload.get(k, 0) + size(s)
-    fwd = max(payload, key=payload.get)
+def _largest(conn: np.ndarray, size: np.ndarray, conns: list, path: Path,
+             what: str) -> tuple[int, int | None]:
+    """The codes of the (forward, reverse) directions of the connection carrying the most
+    payload (the first seen of equals; no reverse code if the capture never saw it)."""
+    payload = np.bincount(conn, weights=size, minlength=len(conns))
+    fwd = int(np.argmax(payload))
     if payload[fwd] == 0:
         raise TraceError(f"{path}: no {what}")
-    return fwd, (fwd[2], fwd[3], fwd[0], fwd[1])
+    s, sp, d, dp = conns[fwd]
+    rev = next((i for i, k in enumerate(conns) if k == (d, dp, s, sp)), None)
+    return fwd, (None if rev == fwd else rev)
 
 
-def _tcp_sends(segs: list, path: Path) -> _Sends:
+def _before(keys: np.ndarray, rows: np.ndarray, want: np.ndarray, at: np.ndarray
+            ) -> tuple[np.ndarray, np.ndarray]:
+    """For each ``want[k]``: the position in ``keys`` of its first occurrence, and whether
+    that occurrence (file row ``rows[pos]``) comes before row ``at[k]``: a lookup in a
+    dictionary filled in file order, as it stood at row ``at[k]``."""
+    if keys.size == 0:
+        return np.zeros(want.size, dtype=np.int64), np.zeros(want.size, dtype=bool)
+    uniq, first = np.unique(keys, return_index=True)
+    p = np.minimum(np.searchsorted(uniq, want), uniq.size - 1)
+    pos = first[p]
+    return pos, (uniq[p] == want) & (rows[pos] < at)
+
+
+def _ack_samples(s: dict, d_rows: np.ndarray, a_rows: np.ndarray, candidate: np.ndarray,
+                 ok: np.ndarray, advanced: np.ndarray
+                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """RTT samples: an ACK that advances the cumulative ACK, paired with data packet
+    ``candidate`` where ``ok``, gives a sample if it came no earlier than that packet.
+    Returns (packet index, ACK time) of each sample in ACK order and every ACK's RTT (ms,
+    NaN for none)."""
+    a_t = s["ts_ns"][a_rows]
+    d_t = s["ts_ns"][d_rows]
+    take = ok & advanced
+    take[take] = a_t[take] >= d_t[candidate[take]]
+    idx = candidate[take]
+    rtt = np.full(a_rows.size, np.nan)
+    rtt[take] = (a_t[take] - d_t[idx]) / 1e6
+    return idx, a_t[take], rtt
+
+
+def _advancing(a_v: np.ndarray) -> np.ndarray:
+    """Whether each cumulative ACK exceeds every one before it (the first always does)."""
+    prev = np.concatenate([[-1], np.maximum.accumulate(a_v)[:-1]]) if a_v.size else a_v
+    return a_v > prev
+
+
+def _originals(d_rows: np.ndarray, d_end: np.ndarray, retx: np.ndarray, a_rows: np.ndarray,
+               ack: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """For each ACK: the packet sent once before it that it exactly ends, and whether there
+    is one (Karn's rule: none if a retransmission sent before the ACK ends there too)."""
+    orig = np.flatnonzero(~retx)
+    pos, found = _before(d_end[orig], d_rows[orig], ack, a_rows)
+    r = np.flatnonzero(retx)
+    _, resent = _before(d_end[r], d_rows[r], ack, a_rows)
+    return orig[pos], found & ~resent
+
+
+def _tcp_sends(t: dict, conns: list, path: Path) -> _Sends:
     """The connection carrying the most payload (bytes; RTT samples from timestamps when
     the ACKs echo them, else from data/ACK pairs, Karn)."""
-    fwd, rev = _largest(segs, lambda s: s.length, path, "TCP segment carries data")
-    out = _Sends(f"{fwd[0]}:{fwd[1]} -> {fwd[2]}:{fwd[3]}", "tcp", segs[0].ts_ns)
-    tsval_idx: dict[int, int] = {}   # TSval -> index of the first segment that carried it
-    base = None
-    use_ts = None
-    for s in segs:
-        k = (s.src, s.sport, s.dst, s.dport)
-        if k == fwd:
-            if s.syn:
-                base = s.seq + 1
-                continue
-            if s.length == 0:
-                continue
-            if base is None:
-                base = s.seq
-            seq = (s.seq - base) & 0xFFFFFFFF
-            i = out.send(s.ts_ns, seq, seq + s.length, s.wire)
-            if s.tsval is not None and s.tsval not in tsval_idx:
-                tsval_idx[s.tsval] = i
-        elif k == rev and s.has_ack and base is not None and not s.syn:
-            ack = (s.ack - base) & 0xFFFFFFFF
-            advanced = out.ack(s.ts_ns, ack)
-            if s.sack:
-                # A DSACK (RFC 2883): the first block below the ACK or inside the second.
-                blocks = [((le - base) & 0xFFFFFFFF, (re_ - base) & 0xFFFFFFFF)
-                          for le, re_ in s.sack]
-                (le, re_), rest = blocks[0], blocks[1:2]
-                if re_ <= ack or (rest and rest[0][0] <= le and re_ <= rest[0][1]):
-                    out.dsacked.append((le, re_))
-            if use_ts is None and s.tsecr is not None:
-                use_ts = True
-            if advanced:
-                out.sample(tsval_idx.get(s.tsecr) if use_ts else out.ended_original(ack),
-                           s.ts_ns)
-    out.rtt_from = "timestamps" if use_ts else "data/ACK pairs (Karn)"
-    return out
+    fwd, rev = _largest(t["conn"], t["length"], conns, path, "TCP segment carries data")
+    f = conns[fwd]
+    n = t["ts_ns"].size
+    rows = np.arange(n)
+    seq = t["seq"].astype(np.int64)
+    syn = (t["flags"] & 0x02) != 0
+    is_fwd = t["conn"] == fwd
+    fwd_syn = is_fwd & syn
+    fwd_data = is_fwd & ~syn & (t["length"] > 0)
+    # The sequence base: each SYN of the connection sets it (its ISN + 1); data before any
+    # SYN starts at its first byte.
+    event = fwd_syn.copy()
+    value = np.where(fwd_syn, seq + 1, seq)
+    first_data = np.flatnonzero(fwd_data)[:1]
+    first_syn = np.flatnonzero(fwd_syn)[:1]
+    if first_data.size and (not first_syn.size or first_data[0] < first_syn[0]):
+        event[first_data[0]] = True
+    last = np.maximum.accumulate(np.where(event, rows, -1))
+    has_base = last >= 0
+    base = np.where(has_base, value[np.maximum(last, 0)], 0)
+    # The data segments sent: a retransmission starts below the highest byte sent before it.
+    d_rows = np.flatnonzero(fwd_data)
+    d_seq = (seq[d_rows] - base[d_rows]) & _WRAP
+    d_end = d_seq + t["length"][d_rows]
+    d_retx = d_seq < np.concatenate([[0], np.maximum.accumulate(d_end)[:-1]])
+    # The ACKs of the reverse direction, after the base is known.
+    if rev is None:
+        a_rows = np.zeros(0, dtype=np.int64)
+    else:
+        a_rows = np.flatnonzero((t["conn"] == rev) & ((t["flags"] & 0x10) != 0) & has_base
+                                & ~syn)
+    a_base = base[a_rows]
+    a_v = (t["ack"][a_rows].astype(np.int64) - a_base) & _WRAP
+    advanced = _advancing(a_v)
+    # A DSACK (RFC 2883): the first block below the ACK or inside the second.
+    n_sack = t["sack_count"][a_rows]
+    le0, re0, le1, re1 = ((t[c][a_rows].astype(np.int64) - a_base) & _WRAP
+                          for c in ("sack_le0", "sack_re0", "sack_le1", "sack_re1"))
+    dsack = (n_sack > 0) & ((re0 <= a_v) | ((n_sack > 1) & (le1 <= le0) & (re0 <= re1)))
+    dsacked = list(zip(le0[dsack].tolist(), re0[dsack].tolist(), strict=True))
+    # RTT samples: from the first ACK that echoes a timestamp on, the segment that first
+    # carried the echoed TSval (RFC 7323); before it, the segment sent once that the ACK
+    # exactly ends (Karn).
+    has_ts = t["has_ts"][a_rows] != 0
+    use_ts = np.logical_or.accumulate(has_ts) if a_rows.size else has_ts
+    d_ts = np.flatnonzero(t["has_ts"][d_rows] != 0)
+    pos, by_ts = _before(t["tsval"][d_rows[d_ts]], d_rows[d_ts], t["tsecr"][a_rows], a_rows)
+    by_ts &= has_ts
+    ended, by_end = _originals(d_rows, d_end, d_retx, a_rows, a_v)
+    candidate = np.where(use_ts, d_ts[pos] if d_ts.size else 0, ended)
+    ok = np.where(use_ts, by_ts, by_end)
+    pair_idx, pair_t, ack_rtt = _ack_samples(t, d_rows, a_rows, candidate, ok, advanced)
+    return _Sends(f"{f[0]}:{f[1]} -> {f[2]}:{f[3]}", "tcp", int(t["ts_ns"][0]),
+                  "timestamps" if use_ts.size and use_ts[-1] else "data/ACK pairs (Karn)",
+                  t["ts_ns"][d_rows], d_seq, d_end, t["wire"][d_rows], d_retx, dsacked,
+                  pair_idx, pair_t, t["ts_ns"][a_rows], a_v, ack_rtt)
 
 
-def _sctp_sends(pkts: list, path: Path) -> _Sends:
+def _sctp_sends(s: dict, conns: list, path: Path) -> _Sends:
     """The association carrying the most DATA bytes: its DATA packets in TSN space (a packet
     covers its lowest to its highest TSN + 1), its SACKs' cumulative TSN + 1 as the ACK, the
     duplicate TSNs they report (RFC 9260 §3.3.4) as one-TSN blocks. RTT samples pair a SACK
     that advances the cumulative TSN to the end of a packet sent once (Karn, §6.3.1)."""
-    fwd, rev = _largest(pkts, lambda s: sum(n for _, n in s.data), path,
-                        "SCTP packet carries DATA")
-    out = _Sends(f"{fwd[0]}:{fwd[1]} -> {fwd[2]}:{fwd[3]}", "sctp", pkts[0].ts_ns,
-                 "DATA/SACK pairs (Karn)")
-    base = None
-    for s in pkts:
-        k = (s.src, s.sport, s.dst, s.dport)
-        if k == fwd and s.data:
-            if base is None:
-                base = s.data[0][0]
-            rel = [(tsn - base) & 0xFFFFFFFF for tsn, _ in s.data]
-            out.send(s.ts_ns, min(rel), max(rel) + 1, s.wire)
-        elif k == rev and s.cum_tsn is not None and base is not None:
-            ack = (s.cum_tsn + 1 - base) & 0xFFFFFFFF
-            if ack > out.highest:  # before the first DATA (the handshake's TSN - 1): nothing
-                ack = 0
-            advanced = out.ack(s.ts_ns, ack)
-            out.dsacked += [((d - base) & 0xFFFFFFFF, ((d - base) & 0xFFFFFFFF) + 1)
-                            for d in s.dup_tsns]
-            if advanced:
-                out.sample(out.ended_original(ack), s.ts_ns)
-    return out
+    offsets = s["data_offsets"]
+    n_chunks = np.diff(offsets)
+    packet_of = np.repeat(np.arange(n_chunks.size), n_chunks)
+    payload = np.bincount(packet_of, weights=s["chunk_bytes"], minlength=n_chunks.size)
+    fwd, rev = _largest(s["conn"], payload, conns, path, "SCTP packet carries DATA")
+    f = conns[fwd]
+    d_rows = np.flatnonzero((s["conn"] == fwd) & (n_chunks > 0))
+    base = int(s["chunk_tsn"][offsets[d_rows[0]]])  # the first DATA chunk's TSN
+    # Each packet's lowest and highest TSN relative to the base: its chunks are contiguous.
+    mine = np.zeros(n_chunks.size, dtype=bool)
+    mine[d_rows] = True
+    rel = (s["chunk_tsn"][mine[packet_of]].astype(np.int64) - base) & _WRAP
+    starts = np.concatenate([[0], np.cumsum(n_chunks[d_rows])[:-1]])
+    d_seq = np.minimum.reduceat(rel, starts)
+    d_end = np.maximum.reduceat(rel, starts) + 1
+    highest = np.maximum.accumulate(d_end)
+    d_retx = d_seq < np.concatenate([[0], highest[:-1]])
+    if rev is None:
+        a_rows = np.zeros(0, dtype=np.int64)
+    else:
+        a_rows = np.flatnonzero((s["conn"] == rev) & (s["has_cum"] != 0)
+                                & (np.arange(s["conn"].size) > d_rows[0]))
+    a_v = (s["cum_tsn"][a_rows].astype(np.int64) + 1 - base) & _WRAP
+    # Before the first DATA (the handshake's TSN - 1): nothing acknowledged.
+    sent_before = np.searchsorted(d_rows, a_rows)
+    high = np.where(sent_before > 0, highest[np.maximum(sent_before - 1, 0)], 0)
+    a_v = np.where(a_v > high, 0, a_v)
+    advanced = _advancing(a_v)
+    acks = np.zeros(n_chunks.size, dtype=bool)
+    acks[a_rows] = True
+    dup_of = np.repeat(np.arange(n_chunks.size), np.diff(s["dup_offsets"]))
+    dups = ((s["dup_tsn"][acks[dup_of]].astype(np.int64) - base) & _WRAP).tolist()
+    dsacked = [(d, d + 1) for d in dups]
+    ended, ok = _originals(d_rows, d_end, d_retx, a_rows, a_v)
+    pair_idx, pair_t, ack_rtt = _ack_samples(s, d_rows, a_rows, ended, ok, advanced)
+    return _Sends(f"{f[0]}:{f[1]} -> {f[2]}:{f[3]}", "sctp", int(s["ts_ns"][0]),
+                  "DATA/SACK pairs (Karn)", s["ts_ns"][d_rows], d_seq, d_end,
+                  s["wire"][d_rows], d_retx, dsacked, pair_idx, pair_t, s["ts_ns"][a_rows], a_v,
+                  ack_rtt)
 
 
 def read_pcap(path: str | Path, *, share: float = 0.5, iface: str | None = None,
               rate_bps: float | None = None, queue: int | None = None) -> Samples:
     """A capture of one TCP connection or SCTP association, taken at its sender → delay and
-    loss samples (the protocol carrying more payload is read).
+    loss samples (the protocol carrying more payload is read). The capture is read by the
+    Rust core as a stream (:func:`spikelab.traces.pcap.transport`); only its TCP and SCTP
+    header columns reach Python.
 
     With ``rate_bps`` (the bottleneck rate a scenario's rate stage re-creates), each sample
     loses the time its segment would have queued behind the sender's own data at that rate
@@ -580,74 +629,52 @@ def read_pcap(path: str | Path, *, share: float = 0.5, iface: str | None = None,
     from . import pcap as _pcap
 
     path = Path(path)
-    names: set[str] = set()
-    matched = False
-    segs = []
-    chunks = []
-    meta = _pcap.Capture()
-    frames = 0
-    other_links: set[int] = set()
-    for f in _pcap.iter_frames(path, meta):  # one frame at a time: only the headers are kept
-        frames += 1
-        if f.linktype not in _pcap.LINKTYPES_READ:
-            other_links.add(f.linktype)
-        if iface is not None:
-            names.add(f.iface_name or str(f.iface))
-            if iface not in (f.iface_name, str(f.iface)):
-                continue
-        matched = True
-        # The kernel emulator's capture also records each dropped frame (comment "drop ..."):
-        # that copy never left the emulator.
-        if f.comment.startswith("drop "):
-            continue
-        t = _pcap.tcp_of(f)
-        if t is not None:
-            segs.append(t)
-            continue
-        c = _pcap.sctp_of(f)
-        if c is not None:
-            chunks.append(c)
-    if iface is not None and not matched:
-        known = (f"interfaces: {_clip(', '.join(sorted(names)))}" if names
+    cap = _pcap.transport(path, iface)
+    if iface is not None and not cap.matched:
+        known = (f"interfaces: {_clip(', '.join(cap.iface_names))}" if cap.iface_names
                  else "it has no frames")
         raise TraceError(f"--interface: no frames on {iface!r} in {path} ({known})")
-    if not segs and not chunks:
+    tcp, sctp = cap.tcp, cap.sctp
+    if not tcp["ts_ns"].size and not sctp["ts_ns"].size:
         # Say what was there instead: a capture of nothing, one cut short, one of a link
         # whose frames are not read.
+        frames = cap.frames
         why = [f"in its {frames:,} frame{'' if frames == 1 else 's'}"]
-        if meta.truncated_at is not None:
-            why.append(f"the capture is cut short at byte {meta.truncated_at:,}")
-        if other_links:
-            why.append("link type " + ", ".join(map(str, sorted(other_links)))
+        if cap.truncated_at is not None:
+            why.append(f"the capture is cut short at byte {cap.truncated_at:,}")
+        if cap.other_links:
+            why.append("link type " + ", ".join(map(str, cap.other_links))
                        + " is not read (Ethernet, Linux cooked SLL/SLL2 and raw IP are)")
         raise TraceError(f"{path}: no TCP segments or SCTP packets " + "; ".join(why))
-    tcp_bytes = sum(s.length for s in segs)
-    sctp_bytes = sum(n for c in chunks for _, n in c.data)
-    sends = (_tcp_sends(segs, path) if segs and tcp_bytes >= sctp_bytes
-             else _sctp_sends(chunks, path))
-    t0, pairs = sends.t0, sends.pairs
-    d_t, d_seq, d_end, d_wire, d_retx = (sends.d_t, sends.d_seq, sends.d_end, sends.d_wire,
-                                          sends.d_retx)
-    first_idx, dsacked = sends.first_idx, sends.dsacked
-    ack_t, ack_v, ack_rtt = sends.ack_t, sends.ack_v, sends.ack_rtt
-    if not pairs:
+    tcp_bytes = int(tcp["length"].sum())
+    sctp_bytes = int(sctp["chunk_bytes"].sum())
+    sends = (_tcp_sends(tcp, cap.tcp_conns, path) if tcp["ts_ns"].size and tcp_bytes >= sctp_bytes
+             else _sctp_sends(sctp, cap.sctp_conns, path))
+    t0 = sends.t0
+    d_seq, d_end, d_retx, dsacked = sends.d_seq, sends.d_end, sends.d_retx, sends.dsacked
+    if not sends.pair_idx.size:
         raise TraceError(f"{path}: no RTT sample (no ACK of the data seen: was the capture "
                          f"taken at the sender?)")
     # Each DSACK says one copy of its bytes arrived twice (RFC 2883). Of a segment sent
     # 1 + r times with d DSACKs, r - d copies were lost: its original first, then its
     # earliest retransmissions.
-    n = len(d_t)
+    n = d_seq.size
     lost = np.zeros(n, dtype=bool)
-    copies: dict[int, list[int]] = {}
-    for i in range(n):
-        if d_retx[i] and d_seq[i] in first_idx:
-            copies.setdefault(d_seq[i], [first_idx[d_seq[i]]]).append(i)
-    retx_count = int(sum(d_retx))
+    retx = np.flatnonzero(d_retx)
+    orig = np.flatnonzero(~d_retx)
+    order = np.argsort(d_seq[orig], kind="stable")
+    orig_seq = d_seq[orig][order]
+    at = np.minimum(np.searchsorted(orig_seq, d_seq[retx]), max(orig_seq.size - 1, 0))
+    resent = (orig_seq[at] == d_seq[retx]) if orig_seq.size else np.zeros(retx.size, bool)
+    copies: dict[int, list[int]] = {}  # a start sent once and again: its copies, in order
+    for i, o in zip(retx[resent].tolist(), orig[order][at[resent]].tolist(), strict=True):
+        copies.setdefault(int(d_seq[i]), [o]).append(i)
+    retx_count = int(d_retx.sum())
     spurious = 0
     dsacked.sort()
     starts = [le for le, _ in dsacked]
     for seq, idxs in copies.items():
-        end = d_end[idxs[0]]
+        end = int(d_end[idxs[0]])
         # The DSACK blocks covering the segment: among the 64 starting last at or below it
         # (a block covers a few segments at most).
         j = bisect.bisect_right(starts, seq)
@@ -656,19 +683,22 @@ def read_pcap(path: str | Path, *, share: float = 0.5, iface: str | None = None,
         spurious += min(dups, r)
         for i in idxs[:r - min(dups, r)]:
             lost[i] = True
-    t_ns = np.asarray(d_t, dtype=np.float64)
+    t_ns = sends.d_t.astype(np.float64)
     # The virtual bottleneck: when each segment would leave a FIFO of rate_bps (lost
-    # originals never occupied it).
+    # originals never occupied it). A recurrence: one step per segment, in Python floats
+    # (the same doubles numpy holds).
     vdep = t_ns.copy()
     if rate_bps:
-        ser = np.asarray(d_wire, dtype=np.float64) * 8e9 / rate_bps
-        free = -np.inf
-        for i in range(n):
-            if lost[i]:
-                vdep[i] = max(free, t_ns[i]) + ser[i]  # when it would have left
+        ser = sends.d_wire.astype(np.float64) * 8e9 / rate_bps
+        free = -math.inf
+        out_dep = []
+        for ti, si, li in zip(t_ns.tolist(), ser.tolist(), lost.tolist(), strict=True):
+            if li:
+                out_dep.append(max(free, ti) + si)  # when it would have left
                 continue
-            free = max(free, t_ns[i]) + ser[i]
-            vdep[i] = free
+            free = max(free, ti) + si
+            out_dep.append(free)
+        vdep = np.asarray(out_dep, dtype=np.float64)
     queue_drops = 0
     if rate_bps and queue is not None:
         # Packets in the virtual system (queued or in service) when each lost original came:
@@ -682,42 +712,42 @@ def read_pcap(path: str | Path, *, share: float = 0.5, iface: str | None = None,
             if arrived - departed >= queue:  # the queue was full (one more in service)
                 lost[i] = False
                 queue_drops += 1
-    idx = np.asarray([p[0] for p in pairs])
-    arrive = np.asarray([p[1] for p in pairs], dtype=np.float64)
+    idx = sends.pair_idx
+    arrive = sends.pair_t.astype(np.float64)
     rtt_ms = (arrive - vdep[idx]) / 1e6
     keep = rtt_ms >= 0
     # A sample's (and a loss's) time: when its segment met the path after the bottleneck
     # (its virtual departure; without a rate, when it was sent).
     sent_ms = (vdep[idx] - t0) / 1e6
     od = np.argsort(sent_ms[keep], kind="stable")
-    orig = ~np.asarray(d_retx, dtype=bool)
+    first = ~d_retx
     # Every transmission probes the path: lost or not.
     loss_t = (vdep - t0) / 1e6
     ol = np.argsort(loss_t, kind="stable")
     loss_v = lost.astype(np.float64)
     out = Samples("pcap", sent_ms[keep][od], rtt_ms[keep][od] * share, loss_t[ol], loss_v[ol],
                   notes={"connection": sends.conn, "protocol": sends.protocol,
-                         "segments": int(orig.sum()), "retransmissions": retx_count,
+                         "segments": int(first.sum()), "retransmissions": retx_count,
                          "dsacked": spurious, "losses": int(lost.sum()),
                          "rtt_samples": int(keep.sum()),
                          "rtt_from": sends.rtt_from,
                          "share": share},
-                  send_t_ms=(t_ns[orig] - t0) / 1e6,
-                  send_end=np.asarray(d_end, dtype=np.float64)[orig],
-                  ack_t_ms=(np.asarray(ack_t, dtype=np.float64) - t0) / 1e6,
-                  ack_val=np.asarray(ack_v, dtype=np.float64),
-                  ack_rtt_ms=np.asarray(ack_rtt, dtype=np.float64), share=share)
-    if meta.truncated_at is not None:
-        out.warnings.append(f"{path}: the capture is cut short at byte {meta.truncated_at} of "
-                            f"{path.stat().st_size} (an incomplete last packet); the profile "
-                            f"covers the packets before it")
+                  send_t_ms=(t_ns[first] - t0) / 1e6,
+                  send_end=d_end.astype(np.float64)[first],
+                  ack_t_ms=(sends.ack_t.astype(np.float64) - t0) / 1e6,
+                  ack_val=sends.ack_v.astype(np.float64),
+                  ack_rtt_ms=sends.ack_rtt, share=share)
+    if cap.truncated_at is not None:
+        out.warnings.append(f"{path}: the capture is cut short at byte {cap.truncated_at} of "
+                            f"{cap.size} (an incomplete last packet); the profile covers the "
+                            f"packets before it")
     if rate_bps:
         out.notes["queue_removed_at_bps"] = rate_bps
         if queue is not None:
             out.notes["queue_drops"] = queue_drops
         # The virtual queue's backlog: what the ACK-silence bound must not count either.
-        out.backlog_t_ms = (t_ns[orig] - t0) / 1e6
-        out.backlog_end_ms = (vdep[orig] - t0) / 1e6
+        out.backlog_t_ms = (t_ns[first] - t0) / 1e6
+        out.backlog_end_ms = (vdep[first] - t0) / 1e6
     return out
 
 

@@ -150,9 +150,11 @@ cc = { algo = "cubic", flavor = "linux" }
 /// with `ns-default.tcl`'s defaults (`packetSize_` 1000, `windowInit_` 2, `singledup_` 1,
 /// `bugFix_` true, `syn_` true, no timestamps, `tcpTick_` 10 ms, `minrto_` 0.2 s, `maxrto_`
 /// 60 s, `rtxcur_init_` 3 s, the DelAck sink's `interval_` 100 ms), run by spikelab-tcp's
-/// `ns2` agent. Set in code: `rwnd` = 20 packets (`window_`) when neither `rwnd` is given, and
-/// `sack` = true exactly with `variant = "sack"` (the Sack1 sink). docs/models.md, "The ns2
-/// TCP profile", has the table with the ns-2 source of each.
+/// `ns2` agent. Set in code: `rwnd` = 20 packets (`window_`) when neither `rwnd` is given,
+/// `sack` = true exactly with `variant = "sack"` (the Sack1 sink), and with `cc = "cubic"` or
+/// `"hybla"` (ns-2.35's `Agent/TCP/Linux`, spikelab-tcp's `ns2/linux.rs`) `rto.granularity` =
+/// 1 ms, the `tcpTick_` its `select_ca` installs. docs/models.md, "The ns2 TCP profile", has
+/// the table with the ns-2 source of each.
 const NS2_PROFILE: &str = r#"
 mss = 1000
 initial_window = 2
@@ -174,10 +176,15 @@ max = "60s"
 initial = "3s"
 "#;
 
-/// What the `ns2` profile sets at flow level: the agents grow as Reno.
+/// What the `ns2` profile sets at flow level: the Reno, NewReno and Sack1 agents grow as Reno
+/// (a file's `cc = "cubic"` or `"hybla"` picks `Agent/TCP/Linux` instead).
 const NS2_PROFILE_FLOW: &str = r#"
 cc = { algo = "reno" }
 "#;
+
+/// `tcpTick_` of ns-2.35's `Agent/TCP/Linux` once `select_ca` has installed a module
+/// (`LinuxTcpAgent::install_congestion_control`: `1/JIFFY_RATIO` s).
+const NS2_LINUX_TICK: &str = "1ms";
 
 /// ns-2's `window_` default, packets.
 const NS2_WINDOW_PACKETS: i64 = 20;
@@ -251,8 +258,32 @@ pub(super) fn apply_profiles(root: &mut toml::Value) -> Result<Vec<ProfileNote>>
         if name == "ns2" {
             ns2_computed_keys(flow, &mut note);
         }
+        // CUBIC and Hybla under ns2 run in Agent/TCP/Linux, whose install_congestion_control
+        // sets tcpTick_ to 1 ms (1/JIFFY_RATIO): the profile's tick for them.
+        let linux_agent = name == "ns2"
+            && match flow.get("cc") {
+                Some(toml::Value::String(a)) => a == "cubic" || a == "hybla",
+                Some(toml::Value::Table(t)) => {
+                    matches!(
+                        t.get("algo").and_then(|a| a.as_str()),
+                        Some("cubic" | "hybla")
+                    )
+                }
+                _ => false,
+            };
         if let Some(tcp) = flow.get_mut("tcp").and_then(|t| t.as_table_mut()) {
             merge_missing(tcp, &tcp_defaults, "tcp.", &mut note);
+            if linux_agent {
+                let tick = toml::Value::String(NS2_LINUX_TICK.into());
+                for n in &mut flow_notes {
+                    if n.key == "tcp.rto.granularity" && n.file_value.is_none() {
+                        n.profile_value = show(&tick);
+                        if let Some(rto) = tcp.get_mut("rto").and_then(|r| r.as_table_mut()) {
+                            rto.insert("granularity".into(), tick.clone());
+                        }
+                    }
+                }
+            }
             // Keys the profile filled that need what the file has turned off: not applied.
             let is = |tcp: &toml::Table, k: &str, v: toml::Value| tcp.get(k) == Some(&v);
             let sack_variant = is(tcp, "variant", "sack".into());
@@ -1452,12 +1483,76 @@ impl FlowSpec {
             format!("{at}.tcp.delack_segments"),
             "ns-2.35's DelAck sink ACKs every second packet; drop the key",
         )?;
+        match self.cc_config() {
+            CcConfig::Reno => Ok(()),
+            CcConfig::Cubic(_) | CcConfig::Hybla(_) => self.validate_ns2_linux(at),
+            _ => Err(ScenarioError::new(
+                format!("{at}.cc"),
+                "the ns2 profile's agents grow as Reno (Agent/TCP/Reno, /Newreno, /Sack1: \
+                 cc = \"reno\") or run ns-2.35's Linux modules (Agent/TCP/Linux: cc = \
+                 \"cubic\" or \"hybla\")",
+            )),
+        }
+    }
+
+    /// `cc = "cubic"` or `"hybla"` under the `ns2` profile: ns-2.35's `Agent/TCP/Linux` with
+    /// `select_ca` (spikelab-tcp `ns2/linux.rs`), which runs the modules at ns-2.35's values
+    /// (Hybla's `rtt0` may be set, in whole ms) and recovers losses from SACK blocks alone.
+    fn validate_ns2_linux(&self, at: &str) -> Result<()> {
+        let t = &self.tcp;
+        let algo = self.cc.table.algo.clone();
         check(
-            matches!(self.cc_config(), CcConfig::Reno),
-            format!("{at}.cc"),
-            "the ns2 profile's agents (Agent/TCP/Reno, /Newreno, /Sack1) grow as Reno; \
-             cc = { algo = \"reno\" }",
+            t.variant == VariantSpec::Sack,
+            format!("{at}.tcp.variant"),
+            format!(
+                "ns-2.35's Agent/TCP/Linux ({algo}) detects losses from SACK blocks only \
+                 (ScoreBoard1): variant = \"sack\" (the TCPSink/Sack1 sink)"
+            ),
         )?;
+        check(
+            t.dupthresh == 3,
+            format!("{at}.tcp.dupthresh"),
+            "Agent/TCP/Linux marks losses 3 packets below the highest SACKed one \
+             (ScoreBoard1's dupack_threshold); drop the key",
+        )?;
+        check(
+            !t.timestamps,
+            format!("{at}.tcp.timestamps"),
+            "Agent/TCP/Linux with timestamps_ (RTT rounding, CUBIC's delay_min) is not \
+             modelled; drop the key",
+        )?;
+        check(
+            t.spurious.is_empty(),
+            format!("{at}.tcp.spurious"),
+            "Agent/TCP/Linux has no spurious-retransmission detector; drop the key",
+        )?;
+        let c = &self.cc.table;
+        let fixed = [
+            ("flavor", c.flavor.is_some()),
+            ("hystart", c.hystart.is_some()),
+            ("c", c.c.is_some()),
+            ("beta", c.beta.is_some()),
+            ("fast_convergence", c.fast_convergence.is_some()),
+            ("reno_friendly", c.reno_friendly.is_some()),
+        ];
+        for (key, set) in fixed {
+            check(
+                !set,
+                format!("{at}.cc.{key}"),
+                format!(
+                    "ns-2.35's tcp_{algo}.c runs at its own values (CUBIC 2.1: beta \
+                     819/1024, bic_scale 41, fast convergence, TCP friendliness, no HyStart); \
+                     drop the key"
+                ),
+            )?;
+        }
+        if let Some(r) = c.rtt0 {
+            check(
+                r.0.as_nanos() % 1_000_000 == 0,
+                format!("{at}.cc.rtt0"),
+                format!("tcp_hybla.c's rtt0 is whole milliseconds (jiffies), got {r}"),
+            )?;
+        }
         Ok(())
     }
 

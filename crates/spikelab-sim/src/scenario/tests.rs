@@ -297,9 +297,39 @@ fn ns2_profile_fills_ns2s_defaults_and_refuses_what_its_agents_lack() {
          key"
     );
     assert_eq!(
+        err("[[flow]]\ncc = { algo = \"bic\" }\n[flow.tcp]\nprofile = \"ns2\"\n"),
+        "flow[0].cc: the ns2 profile's agents grow as Reno (Agent/TCP/Reno, /Newreno, /Sack1: \
+         cc = \"reno\") or run ns-2.35's Linux modules (Agent/TCP/Linux: cc = \"cubic\" or \
+         \"hybla\")"
+    );
+    // CUBIC and Hybla run in Agent/TCP/Linux: SACK only, the 1 ms tick select_ca installs.
+    assert_eq!(
         err("[[flow]]\ncc = { algo = \"cubic\" }\n[flow.tcp]\nprofile = \"ns2\"\n"),
-        "flow[0].cc: the ns2 profile's agents (Agent/TCP/Reno, /Newreno, /Sack1) grow as Reno; \
-         cc = { algo = \"reno\" }"
+        "flow[0].tcp.variant: ns-2.35's Agent/TCP/Linux (cubic) detects losses from SACK blocks \
+         only (ScoreBoard1): variant = \"sack\" (the TCPSink/Sack1 sink)"
+    );
+    let sc = parse(
+        "[[flow]]\ncc = \"hybla\"\n[flow.tcp]\nprofile = \"ns2\"\nvariant = \"sack\"\n",
+        &[],
+        Path::new("."),
+    )
+    .unwrap();
+    let c = sc.flow[0].tcp_config();
+    assert_eq!(
+        c.rto.algorithm,
+        spikelab_tcp::RtoAlgorithm::Ns2 {
+            tick: SimDuration::from_millis(1),
+            phase: SimDuration::ZERO
+        }
+    );
+    assert!(spikelab_tcp::ns2::Ns2LinuxAgent::wanted(&c));
+    assert_eq!(
+        err(
+            "[[flow]]\ncc = { algo = \"cubic\", beta = 0.7 }\n[flow.tcp]\nprofile = \"ns2\"\n\
+             variant = \"sack\"\n"
+        ),
+        "flow[0].cc.beta: ns-2.35's tcp_cubic.c runs at its own values (CUBIC 2.1: beta \
+         819/1024, bic_scale 41, fast convergence, TCP friendliness, no HyStart); drop the key"
     );
     assert_eq!(
         err("[[flow]]\n[flow.tcp]\nrto = { estimator = \"ns2\" }\n"),

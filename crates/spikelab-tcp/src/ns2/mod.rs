@@ -5,6 +5,8 @@
 //! world, `mss` bytes each (ns-2's `packetSize_`), 40 bytes of headers on the wire.
 //!
 //! * [`Ns2Agent`]: `Agent/TCP/Reno`, `/Newreno` and `/Sack1` ([`agent`]).
+//! * [`Ns2LinuxAgent`]: `Agent/TCP/Linux` with `select_ca cubic` or `hybla` ([`linux`]), its
+//!   scoreboard ([`scoreboard1`]) and ns-2.35's congestion-control modules ([`linux_cc`]).
 //! * [`Ns2Sink`]: `Agent/TCPSink`, `/DelAck`, `/Sack1`, `/Sack1/DelAck` ([`sink`]).
 //! * [`Ns2Rtt`]: the tick-based retransmission timer ([`rtt`]).
 //!
@@ -14,11 +16,15 @@
 
 pub mod agent;
 pub mod eifel;
+pub mod linux;
+pub mod linux_cc;
 pub mod rtt;
 pub mod scoreboard;
+pub mod scoreboard1;
 pub mod sink;
 
 pub use agent::Ns2Agent;
+pub use linux::Ns2LinuxAgent;
 pub use rtt::Ns2Rtt;
 pub use sink::Ns2Sink;
 

@@ -88,6 +88,40 @@ impl Ns2Rtt {
         self.t_rtxcur = (((self.t_rttvar << 3) + self.t_srtt) >> 3) as f64 * self.tick;
     }
 
+    /// One sample as `Agent/TCP/Linux` takes it (`LinuxTcpAgent::rtt_update`, ns-2.35's
+    /// `tcp/tcp-linux.cc`): the same tick count as [`Ns2Rtt::update`], but Linux's mean
+    /// deviation: a sample below srtt moves rttvar by an eighth of its excess only
+    /// (`delta >>= 3`), and rttvar is not held at one tick. Returns 8·srtt in ticks, what the
+    /// agent hands its congestion control as `srtt`.
+    pub fn update_linux(&mut self, now: f64, tao: f64) -> i64 {
+        let sendtime = now - tao + self.boot;
+        let tickoff = sendtime % self.tick;
+        self.t_rtt = (((tao + tickoff) / self.tick) as i64).max(1);
+        if self.t_srtt != 0 {
+            // `short delta`: every step is truncated to 16 bits.
+            let mut delta = (self.t_rtt - (self.t_srtt >> 3)) as i16;
+            self.t_srtt += delta as i64;
+            if self.t_srtt <= 0 {
+                self.t_srtt = 1;
+            }
+            if delta < 0 {
+                delta = delta.wrapping_neg();
+                delta = (delta as i64 - (self.t_rttvar >> 2)) as i16;
+                if delta > 0 {
+                    delta >>= 3;
+                }
+            } else {
+                delta = (delta as i64 - (self.t_rttvar >> 2)) as i16;
+            }
+            self.t_rttvar += delta as i64;
+        } else {
+            self.t_srtt = self.t_rtt << 3;
+            self.t_rttvar = self.t_rtt << 1;
+        }
+        self.t_rtxcur = (((self.t_rttvar << 3) + self.t_srtt) >> 3) as f64 * self.tick;
+        self.t_srtt
+    }
+
     /// How long the timer runs when set now, seconds.
     pub fn timeout(&self) -> f64 {
         let mut t = if self.t_rtxcur < self.minrto {

@@ -9,7 +9,9 @@ Per TCP flow (``finish`` in the script prints the agent's and the sink's counter
   retransmission timer expires with data outstanding (not after an ECN cut);
 - retransmitted packets: ``nrexmitpack_``, counted in ``TcpAgent::output`` for every data
   packet sent at or below ``maxseq_``;
-- fast retransmits: the agent's event trace (``$ns eventtrace-all``), one ``E`` line per
+- fast retransmits of ``Agent/TCP/Linux``: ``ncwndcuts_`` less ``nrexmit_``
+  (``tcp/tcp-linux.cc`` counts a cut at each entry into Recovery and at each timeout);
+- fast retransmits of the others: the agent's event trace (``$ns eventtrace-all``), one ``E`` line per
   entry into fast retransmit: ``RENO_FAST_RETX`` (``RenoTcpAgent::dupack_action``),
   ``NEWRENO_FAST_RETX`` (``NewRenoTcpAgent::dupack_action``), ``FAST_RECOVERY``
   (``Sack1TcpAgent::dupack_action``), ``FAST_RETX`` (``TcpAgent::dupack_action``, Tahoe). The
@@ -154,6 +156,10 @@ def _parse(p: Plan, workdir: Path, stdout: str) -> list[Counts]:
         c, f = counts[i], by_index[i]
         if w[2] == "tcp":
             c.timeouts, c.retx, c.sent = float(w[3]), float(w[4]), float(w[5])
+            if f.linux and len(w) > 7:
+                # Agent/TCP/Linux traces no events; ncwndcuts_ counts its entries into
+                # Recovery (tcp_fastretrans_alert) and its timeouts (enter_loss).
+                c.fast_retx = float(w[7]) - c.timeouts
             # ns-2 adds the headers to every data packet but seqno 0 (TcpAgent::output:
             # the SYN of syn_ is 40 bytes, without syn_ the first data packet is packetSize_).
             got = int(w[6])
@@ -171,7 +177,7 @@ def _parse(p: Plan, workdir: Path, stdout: str) -> list[Counts]:
             if len(w) >= 7 and w[0] == "E" and w[4] == "TCP" and w[5] in FAST_RETX_EVENTS:
                 fr[int(w[6])] += 1
         for f in p.flows:
-            if f.protocol == "tcp":
+            if f.protocol == "tcp" and not f.linux:
                 counts[f.index].fast_retx = float(fr.get(f.index, 0))
     through = 0
     for lk in p.bottlenecks:

@@ -32,6 +32,10 @@ What maps (everything else is refused by :func:`plan`, one line naming the field
   (a path that fails at a time) becomes an ``ErrorModel`` with ``rate_`` switched by
   ``$ns at`` (``ErrorModel::CorruptPkt`` drops when a uniform draw is below ``rate_``, so 0
   and 1 draw but never decide by chance).
+- TCP flows with ``cc = "cubic"`` or ``"hybla"``: ``Agent/TCP/Linux`` with ``select_ca``
+  (after ``window_`` and ``packetSize_``, which it reads) and a ``TCPSink/Sack1`` sink
+  (``variant = "sack"``); ``select_ca`` sets ``tcpTick_`` to 1 ms, so the scenario's tick is
+  written after it; Hybla's ``rtt0`` becomes ``set_ca_param hybla rtt0``.
 - TCP flows: ``Agent/TCP/Reno``, ``Agent/TCP/Newreno`` or ``Agent/TCP/Sack1`` with
   ``Agent/TCPSink``, ``TCPSink/DelAck``, ``TCPSink/Sack1`` or ``TCPSink/Sack1/DelAck`` and an
   FTP source. ``packetSize_`` is the MSS: with ``useHeaders_`` true (ns-2's default) the agent
@@ -56,6 +60,8 @@ NO_RATE_QUEUE = 1_000_000
 TCP_HEADERS = 40            # ns-2's tcpip_base_hdr_size_
 TCP_AGENTS = {"reno": "Agent/TCP/Reno", "newreno": "Agent/TCP/Newreno",
               "sack": "Agent/TCP/Sack1"}
+# The congestion controls ns-2.35's Agent/TCP/Linux runs for spikelab (select_ca NAME).
+LINUX_CC = ("cubic", "hybla")
 
 
 class Refused(ValueError):
@@ -103,6 +109,7 @@ class Flow:
     syn: bool = False
     file_packets: int | None = None
     seq_base: int = 0       # ns-2's seqno of the first data packet (1 after the SYN)
+    linux: bool = False     # Agent/TCP/Linux (its fast retransmits: ncwndcuts_ - nrexmit_)
     dests: list[tuple[str, str]] = field(default_factory=list)
 
 
@@ -315,9 +322,11 @@ def _tcp_flow(i: int, fl: dict[str, Any], notes: list[str]) -> tuple[Flow, list[
     where = f"flow[{i}].tcp"
     cc = fl.get("cc")
     algo = cc.get("algo") if isinstance(cc, dict) else cc
-    if algo not in ("reno", "newreno"):
+    linux = algo in LINUX_CC
+    if algo not in ("reno", "newreno") and not linux:
         raise Refused(f"flow[{i}].cc: ns-2's Reno, NewReno and Sack1 agents grow cwnd as "
-                      f"Reno does; {algo} does not map")
+                      f"Reno does and its Agent/TCP/Linux runs {', '.join(LINUX_CC)}; "
+                      f"{algo} does not map")
     for key, value, why in _TCP_FIXED:
         if key in tcp and tcp[key] != value:
             if key == "delack_segments" and not tcp.get("delayed_ack"):
@@ -326,6 +335,9 @@ def _tcp_flow(i: int, fl: dict[str, Any], notes: list[str]) -> tuple[Flow, list[
     variant = str(tcp.get("variant", "newreno"))
     if variant not in TCP_AGENTS:
         raise Refused(f"{where}.variant: no ns-2 agent for {variant!r}")
+    if linux and variant != "sack":
+        raise Refused(f"{where}.variant: Agent/TCP/Linux detects losses from SACK blocks "
+                      "only; variant = \"sack\" (TCPSink/Sack1)")
     delack = bool(tcp.get("delayed_ack"))
     sack = bool(tcp.get("sack"))
     interval = tcp.get("delack_timeout", "40ms")
@@ -339,7 +351,8 @@ def _tcp_flow(i: int, fl: dict[str, Any], notes: list[str]) -> tuple[Flow, list[
     mss = int(tcp.get("mss", 1448))
     a, s = f"A({i})", f"S({i})"
     sink = "Agent/TCPSink" + ("/Sack1" if sack else "") + ("/DelAck" if delack else "")
-    lines += [f"set {a} [new {TCP_AGENTS[variant]}]", f"set {s} [new {sink}]"]
+    agent = "Agent/TCP/Linux" if linux else TCP_AGENTS[variant]
+    lines += [f"set {a} [new {agent}]", f"set {s} [new {sink}]"]
     syn = bool(tcp.get("handshake"))
     sets = {
         "packetSize_": mss,
@@ -366,8 +379,18 @@ def _tcp_flow(i: int, fl: dict[str, Any], notes: list[str]) -> tuple[Flow, list[
     if rto.get("phase"):
         notes.append(f"{where}.rto.phase: ns-2 draws boot_time_ from its own generator; the "
                      "script cannot set it")
+    tick = sets.pop("tcpTick_")
     for k, v in sets.items():
         lines.append(f"${a} set {k} {v}")
+    if linux:
+        # select_ca reads window_ and packetSize_ (load_to_linux_once) and sets tcpTick_ to
+        # 1 ms (install_congestion_control); the scenario's tick is set after it.
+        lines.append(f"${a} select_ca {algo}")
+        rtt0 = cc.get("rtt0") if isinstance(cc, dict) else None
+        if algo == "hybla" and rtt0 is not None:
+            ms = seconds(rtt0, f"flow[{i}].cc.rtt0") * 1e3
+            lines.append(f"${a} set_ca_param hybla rtt0 {round(ms)}")
+    lines.append(f"${a} set tcpTick_ {tick}")
     lines.append(f"${s} set packetSize_ {TCP_HEADERS}")
     if delack:
         lines.append(f"${s} set interval_ "
@@ -377,7 +400,7 @@ def _tcp_flow(i: int, fl: dict[str, Any], notes: list[str]) -> tuple[Flow, list[
     app = fl.get("app") or {"type": "bulk"}
     f = Flow(index=i, protocol="tcp", agent=a, sink=s,
              start_s=seconds(fl.get("start", 0), f"flow[{i}].start"), mss=mss, syn=syn,
-             seq_base=1 if syn else 0)
+             seq_base=1 if syn else 0, linux=linux)
     if app.get("type") == "file":
         size = nbytes(app["size"], f"flow[{i}].app.size")
         if size % mss:
@@ -622,7 +645,7 @@ def finish_lines(p: Plan) -> list[str]:
         if f.protocol == "tcp":
             out.append(f"    puts \"flow {f.index} tcp [$A({f.index}) set nrexmit_] "
                        f"[$A({f.index}) set nrexmitpack_] [$A({f.index}) set ndatapack_] "
-                       f"[$S({f.index}) set bytes_]\"")
+                       f"[$S({f.index}) set bytes_] [$A({f.index}) set ncwndcuts_]\"")
         else:
             out.append(f"    puts \"flow {f.index} sctp [$A({f.index}) set frCount_] "
                        f"[$A({f.index}) set timeoutCount_]\"")
