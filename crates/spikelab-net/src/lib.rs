@@ -136,6 +136,7 @@ macro_rules! stage_types {
 
             /// The packet `pkt` arrives at time `now`; arrivals must come in non-decreasing
             /// time order.
+            #[inline]
             pub fn on_arrival(&mut self, now: SimTime, pkt: &PacketInfo) -> Outcome {
                 match self {
                     $( Stage::$variant(s) => StageModel::on_arrival(s, now, pkt), )+

@@ -2,9 +2,10 @@
 //!
 //! Every error is a [`ScenarioError`] naming the offending field by its path in the file
 //! (`flow[0].tcp.rto.min: must be > 0, got 0ms`). The format is documented in
-//! `docs/scenario.md`. By section: [`paths`] (stages, profiles, trace files), [`flows`] (apps,
-//! TCP options, profiles such as `linux`), [`overrides`] (`--set key=value`); the `[sweep]`
-//! table is read by the Python sweep runner.
+//! `docs/scenario.md`. By section: [`paths`] (a path's stages, each a stage type's own
+//! configuration defined beside its model in `spikelab-net`; path presets; the default link),
+//! [`flows`] (apps, TCP options, profiles such as `linux`), [`overrides`] (`--set key=value`);
+//! the `[sweep]` table is read by the Python sweep runner.
 
 mod flows;
 mod overrides;
