@@ -164,6 +164,7 @@ def sweep(
                 (store.dir / results.MANIFEST).unlink()
 
     try:
+        store.lock()
         new = store.claim(dict(p.identity, kind=kind, layout=LAYOUT,
                                block_runs=block_runs(p.spec.trace)), fresh)
         _write_points(store, p)
@@ -224,6 +225,7 @@ def sweep(
     finally:
         if bar is not None:
             bar.close()
+        store.unlock()
 
 
 _RUNS_SLOT = "\x00runs\x00"
