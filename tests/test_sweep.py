@@ -287,7 +287,7 @@ def test_a_killed_sweep_resumes_without_recomputing_or_losing_runs(tmp_path, mon
     ids = result.runs.column("run_id").to_pylist()
     assert sorted(ids) == ids and len(ids) == len(set(ids)) == 24
     assert not [p for p in out.rglob("*") if p.name.endswith(".tmp")]
-    assert sorted(p.name for p in (out / "parts").iterdir()) == ["blocks.jsonl", "runs"], \
+    assert sorted(p.name for p in (out / "parts").iterdir()) == [".lock", "blocks.jsonl", "runs"], \
         "the spool is empty once every block is written"
     assert sorted(p.name for p in blocks.iterdir()) == [f"part-{b:06d}.parquet" for b in range(5)]
     whole = spikelab.sweep(scenario, tmp_path / "whole", jobs=2, progress=False)
@@ -502,7 +502,7 @@ def test_fresh_removes_the_old_sweeps_figures_and_force_onto_a_run_its_tables(tm
         "cdf-goodput_bps-variant", "cdf-goodput_bps-variant"]
     # Nothing of the old sweep's dataset is left: one block of the new sweep's 2 runs.
     assert sorted(p.name for p in (out / "parts").rglob("*")) == [
-        "blocks.jsonl", "part-000000.parquet", "runs"]
+        ".lock", "blocks.jsonl", "part-000000.parquet", "runs"]
     assert spikelab.load(out).runs.column("run_id").to_pylist() == ["p000-r00", "p001-r00"]
 
     # A traced single run, replaced by a sweep (--force): its tables and figures go with it.

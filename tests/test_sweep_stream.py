@@ -15,6 +15,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import spikelab
+import spikelab.store.results
 from spikelab.store import sweep as store
 
 # 2 s of a lossy 2 Mbit/s path: random numbers drawn, so seeds matter; about 0.05 s a run.
@@ -200,6 +201,37 @@ def test_a_sweep_written_before_blocks_resumes_and_keeps_its_runs(tmp_path):
     assert json.loads((out / "sweep.json").read_text())["layout"] == store.LAYOUT
     assert not list((out / "parts").glob("*.arrow"))
     assert again.runs.to_pandas().equals(clean.runs.to_pandas())
+
+
+def test_a_second_sweep_into_the_same_directory_at_the_same_time_is_refused(tmp_path):
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    scenario = write(tmp_path, GRID.replace('duration = "2s"', 'duration = "60s"'))
+    out = tmp_path / "out"
+    proc = subprocess.Popen([sys.executable, "-m", "spikelab", "sweep", str(scenario), "-o",
+                             str(out), "-j", "1", "-q", "--no-plots"])
+    try:
+        deadline = time.monotonic() + 60
+        while store.progress(out)[0] < 1 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert proc.poll() is None
+        with pytest.raises(spikelab.store.results.OutdirError) as info:
+            spikelab.sweep(scenario, out, jobs=1, progress=False)
+        assert str(info.value) == (f"{out}: another spikelab process (pid {proc.pid}) is "
+                                   f"writing this sweep; wait for it to end, or stop it")
+        assert store.progress(out)[0] >= 1  # nothing of the first sweep was touched
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+    # Its process gone, the lock goes with it: the sweep resumes.
+    done = store.progress(out)[0]
+    seen: list[str] = []
+    res = spikelab.sweep(scenario, out, jobs=2, progress=False,
+                         on_result=lambda task, outcome: seen.append(task.run_id))
+    assert res.manifest["runs_reused"] == done and len(seen) == 10 - done
 
 
 @pytest.mark.parametrize("bad", [3, object()])

@@ -259,20 +259,22 @@ def _report_failures(result) -> int:
 
 def cmd_sweep(args: argparse.Namespace) -> int:
     import spikelab
-    from spikelab.figures import sweep as sweepplots
 
     with _scenario_file(args.scenario) as scenario:
         plan = spikelab.sweep_plan(scenario, seed=args.seed, overrides=args.set,
                                    trace=args.trace)
         if not args.quiet:
             print(f"{args.scenario}: {_plural(len(plan.tasks), 'run')} "
-                  f"({_plural(len(plan.spec.points()), 'grid point')} × "
+                  f"({_plural(plan.spec.point_count(), 'grid point')} × "
                   f"{_plural(plan.spec.replications, 'replication')}) on {_jobs_text(args)}")
+        del plan  # the sweep makes its own (a million runs' tasks take memory)
         result = spikelab.sweep(scenario, args.out, jobs=args.jobs, dask=args.dask,
                                 seed=args.seed, overrides=args.set, trace=args.trace,
                                 fresh=args.fresh, progress=False if args.quiet else None,
                                 force=args.force)
     if not args.no_plots and result.manifest["runs_ok"]:
+        from spikelab.figures import sweep as sweepplots  # matplotlib: only to draw
+
         sweepplots.draw(args.out, sweepplots.default_specs(result.params()))
     if not args.quiet:
         m = result.manifest

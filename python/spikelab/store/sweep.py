@@ -57,6 +57,7 @@ POINTS = "points.json"  # each grid point's overrides (by reference from the man
 SCENARIO_COPY = "scenario.toml"  # the sweep's scenario text, for repeating one run alone
 PARTS = "parts"
 BLOCKS = "blocks.jsonl"  # parts/blocks.jsonl: the index of the blocks written
+LOCK = ".lock"  # parts/.lock: held by the process writing the sweep
 PART = ".arrow"  # Arrow IPC: a spooled table is written and read back in well under a ms
 OK, FAILED = "ok", "failed"
 PCAP_DIR = results.PCAP
@@ -602,6 +603,35 @@ class Store:
         self.dir = results.claim(outdir, kind, force=force)
         self.parts = self.dir / PARTS
 
+    def lock(self) -> None:
+        """Hold ``parts/.lock`` until this process ends (or :meth:`unlock`): a second sweep
+        writing the same directory at the same time is refused, naming the first's process
+        (both would write the same blocks and remove each other's spool)."""
+        try:
+            import fcntl
+        except ImportError:  # not a POSIX system: no lock
+            return
+        self.parts.mkdir(exist_ok=True)
+        path = self.parts / LOCK
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "?"
+            os.close(fd)
+            raise results.OutdirError(f"{self.dir}: another spikelab process (pid {holder}) "
+                                      f"is writing this sweep; wait for it to end, or stop "
+                                      f"it") from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        self._lock = fd
+
+    def unlock(self) -> None:
+        fd = getattr(self, "_lock", None)
+        if fd is not None:
+            self._lock = None
+            os.close(fd)  # releases the lock; the file stays (removing it would race)
+
     def clear(self) -> None:
         """Remove every file an earlier result wrote here (its dataset, spool and index,
         figures, reports, manifest; files its manifest listed), so nothing of it can be
@@ -612,7 +642,7 @@ class Store:
             for f in self.parts.iterdir():
                 if f.is_dir() and not f.is_symlink():
                     shutil.rmtree(f)
-                else:
+                elif f.name != LOCK:
                     f.unlink()
 
     def claim(self, identity: dict[str, Any], fresh: bool) -> bool:
@@ -637,7 +667,9 @@ class Store:
         """Undo a new sweep that failed before any run finished: its files, ``parts/``, and
         the directory itself if this sweep created it and nothing else is in it."""
         self.clear()
+        self.unlock()
         with contextlib.suppress(OSError):
+            (self.parts / LOCK).unlink()
             self.parts.rmdir()  # only if empty
         results.remove_created(self.created)
 

@@ -104,12 +104,14 @@ def _copy_definition(study: Study, outdir: Path) -> Path:
 
 
 def run(name_or_path: str | os.PathLike[str], out: str | os.PathLike[str], *,
-        jobs: int | None = None, dask: str | None = None, replications: int | None = None,
+        jobs: int | None = None, dask: Any = None, replications: int | None = None,
         fresh: bool = False, progress: bool | None = None,
         force: bool = False, overrides: Iterable[str] = ()) -> dict[str, Any]:
     """Run a study into ``out``: sweep (resumable), figures, claims, report.html/.md.
 
-    ``replications`` overrides the study's (for a quick look; claims need enough of them).
+    ``jobs`` and ``dask`` are :func:`spikelab.sweep`'s (``dask``: ``"local"``, a scheduler
+    address, a ``distributed.Client`` or a cluster object). ``replications`` overrides the
+    study's (for a quick look; claims need enough of them).
     ``overrides`` (``"key=value"``, as ``--set``) apply to every run before its cell's own
     values: a calibration sets a preset's defaults (``preset.umts-downlink.buffer=55KB``).
     Returns the report's data (claims with verdicts, figures, sweep summary).

@@ -164,6 +164,7 @@ def sweep(
                 (store.dir / results.MANIFEST).unlink()
 
     try:
+        store.lock()
         new = store.claim(dict(p.identity, kind=kind, layout=LAYOUT,
                                block_runs=block_runs(p.spec.trace)), fresh)
         _write_points(store, p)
@@ -224,6 +225,19 @@ def sweep(
     finally:
         if bar is not None:
             bar.close()
+        store.unlock()
+
+
+_RUNS_SLOT = "\x00runs\x00"
+
+
+def _manifest_text(manifest: dict[str, Any]) -> str:
+    """The manifest as JSON, indented, with one line per run in ``runs`` (indenting every key
+    of a million runs made millions of small strings at once)."""
+    head = json.dumps({**manifest, "runs": _RUNS_SLOT}, indent=2, allow_nan=True)
+    rows = ",\n".join(f"    {json.dumps(r, allow_nan=True)}" for r in manifest["runs"])
+    listed = f"[\n{rows}\n  ]" if rows else "[]"
+    return head.replace(json.dumps(_RUNS_SLOT), listed, 1) + "\n"
 
 
 def _jobs(p: Plan, store: Store, todo: list[int]) -> Iterator[dict[str, Any]]:
@@ -328,7 +342,9 @@ def finish(store: Store, p: Plan, ledger: Ledger, *, executor: str, wall_s: floa
     }
     manifest["files"] = ledger.files() + results._describe(  # noqa: SLF001
         store.dir, [POINTS, SCENARIO_COPY])
-    results.write_json(manifest, store.dir / results.MANIFEST)
+    text = _manifest_text(manifest)
+    results.atomic_write(store.dir / results.MANIFEST,
+                         lambda tmp: tmp.write_text(text, encoding="utf-8"))
     runs = store.dir / dataset_dir("runs")
     return SweepResult(dir=store.dir, runs=lambda: read_table(runs), manifest=manifest)
 
