@@ -280,7 +280,10 @@ def _manifest_head(p: Plan, kind: str, status: str) -> dict[str, Any]:
 
 
 def _write_interrupted(store: Store, p: Plan, kind: str, ledger: Ledger | None) -> None:
-    done, ok = ledger.counts() if ledger is not None else _progress(store.dir)
+    # Counted again from the directory, not from ``ledger``: the interrupt may land inside
+    # Ledger.record, after a run's part is in place and before the ledger counts it.
+    done, ok = (Ledger(store.dir, ledger.run_ids, ledger.trace, ledger.B).counts()
+                if ledger is not None else _progress(store.dir))
     manifest = {
         **_manifest_head(p, kind, results.INTERRUPTED),
         "runs_total": len(p.tasks),
