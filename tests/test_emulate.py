@@ -407,6 +407,7 @@ def test_lossless_example_tables_figures_and_report(lte_emulated):
     tcp_info = pq.read_table(out / "emulation" / "tcp_info.parquet")
     assert tcp_info.num_rows > 15_000  # ~ one sample per ms for 20 s
     assert {"snd_cwnd", "total_rto", "dsack_dups", "ca_state"} <= set(tcp_info.column_names)
+    assert all((f.metadata or {}).get(b"description") for f in tcp_info.schema)
     # The same columns as a simulated run.
     sim = spikelab.run(EXAMPLES / "lte-handover-lossless.toml", progress=False)
     res = spikelab.load(out)

@@ -237,3 +237,67 @@ def test_emulated_time_series_has_nulls_and_metadata():
     assert out["tx"].to_pylist() == [None, None, 1, None, None]
     assert out["dest"].null_count == 5
     assert all(schema.has_meta(f) for f in out.schema)
+
+
+def _all_described(path: Path) -> None:
+    for field in pq.read_schema(path):
+        meta = field.metadata or {}
+        assert b"unit" in meta and meta.get(b"description"), f"{path.name}: {field.name}"
+
+
+def test_the_fidelity_suites_tables_describe_every_column(tmp_path):
+    """fidelity.parquet of the kernel, usrsctp and ns-2 suites: every column's unit and
+    description; a column the suite does not describe is refused, naming it."""
+    from spikelab.fidelity import suite
+    from spikelab.fidelity.ns2 import suite as ns2_suite
+
+    tables = {
+        "kernel": suite.long_table([], lambda o: (), reference="kernel",
+                                   extra={"kernel_release": "6.18"}),
+        "usrsctp": suite.long_table([], lambda o: (), reference="usrsctp",
+                                    extra={"usrsctp_version": "0.9.5"}),
+        "ns2": ns2_suite.table([]),
+    }
+    for name, tab in tables.items():
+        out = tmp_path / name
+        out.mkdir()
+        suite.write_files(out, tab, "report", {"kind": "fidelity"})
+        _all_described(out / suite.TABLE)
+        field = pq.read_schema(out / suite.TABLE).field(name)
+        assert field.metadata[b"description"].decode().startswith(
+            {"kernel": "the Linux kernel's", "usrsctp": "usrsctp's", "ns2": "ns-2.35's"}[name])
+    with pytest.raises(ValueError, match=r"^fidelity table: no unit and description for "
+                                         r"column\(s\) extra_col$"):
+        suite.write_files(tmp_path, tables["ns2"].append_column("extra_col", pa.array([], pa.int64())),
+                          "report", {})
+    assert not (tmp_path / suite.TABLE).exists()  # nothing half-written
+
+
+def test_the_rto_study_tables_describe_every_column(tmp_path):
+    from spikelab.analysis import rto_study
+
+    res = rto_study.run(rto_study.load_trace("wlan-walkaway"), out=tmp_path / "rto")
+    for name in (rto_study.TABLE, rto_study.SERIES):
+        _all_described(res.dir / name)
+    field = pq.read_schema(res.dir / rto_study.TABLE).field("spurious_s")
+    assert field.metadata[b"unit"] == b"s"
+
+
+def test_tcp_info_samples_have_metadata_and_null_where_the_kernel_gave_nothing():
+    """emulation/tcp_info.parquet: the kernel's units per field; a field an older kernel did
+    not fill and an unreadable socket queue are null, not 0 or -1."""
+    from spikelab.emulate import tables, tcpinfo
+    from spikelab.emulate._endpoint import SAMPLE_FIELDS
+
+    fields = ["t_ns", *SAMPLE_FIELDS, "in_flight_bytes"]
+    sample = [1_000, *range(1, len(SAMPLE_FIELDS) + 1), -1]
+    short = tcpinfo.OFFSETS["total_rto"]  # a kernel whose struct ends before total_rto
+    raw = {"t0_ns": 0, "sender": {"fields": fields, "flows": [
+        {"samples": [sample], "tcp_info_bytes": tcpinfo.SIZE},
+        {"samples": [[2_000, *sample[1:-1], 5_000]], "tcp_info_bytes": short}]}}
+    tab = tables.tcp_info_table(raw)
+    assert all(schema.has_meta(f) for f in tab.schema)
+    assert tab.schema.field("rtt").metadata[b"unit"] == b"us"
+    assert tab["in_flight_bytes"].to_pylist() == [None, 5_000]
+    assert tab["total_rto"].to_pylist()[0] == SAMPLE_FIELDS.index("total_rto") + 1
+    assert tab["total_rto"].to_pylist()[1] is None and tab["rtt"].null_count == 0

@@ -62,6 +62,27 @@ MAX_TRACE_BYTES = 256 << 20  # as a delay stage's trace file
 COLUMNS = ("alpha", "beta", "delay_sum_s", "spurious_s", "grade_delay", "grade_spurious",
            "distance", "rank")
 SIM_COLUMNS = ("sim_bytes_delivered", "sim_failovers", "sim_time_to_failover_s", "sim_rank")
+# Each column's unit and what it holds (Parquet field metadata of rto_study.parquet and
+# rto_series.parquet; docs/rto-study.md describes the study).
+COLUMN_META: dict[str, tuple[str, str]] = {
+    "alpha": ("1", "RTO.Alpha, the SRTT gain (RFC 4960 §6.3.1)"),
+    "beta": ("1", "RTO.Beta, the RTTVAR gain (RFC 4960 §6.3.1)"),
+    "delay_sum_s": ("s", "sum of RTO - RTT over the samples where the RTO exceeds the RTT "
+                         "(paper 004 Fig. 4)"),
+    "spurious_s": ("s", "samples (one a second) where the RTO is below the RTT (004 Fig. 5)"),
+    "grade_delay": ("", "rank of the pair by delay_sum_s, 1 = smallest (004 §6.2)"),
+    "grade_spurious": ("", "rank of the pair by spurious_s, 1 = fewest (004 §6.2)"),
+    "distance": ("", "Euclidean distance of (grade_delay, grade_spurious) from the origin"),
+    "rank": ("", "the pair's place by distance, 1 = best (004 Table 1)"),
+    "sim_bytes_delivered": ("bytes", "data the simulated association delivered (--simulate)"),
+    "sim_failovers": ("failovers", "failovers of the simulated association (--simulate)"),
+    "sim_time_to_failover_s": ("s", "time to the first failover; null without one"),
+    "sim_rank": ("", "the pair's place by sim_bytes_delivered, 1 = most (004 Table 2)"),
+    "t_s": ("s", "time of the trace sample"),
+    "rtt_ms": ("ms", "the trace's RTT at t_s"),
+    "rto_default_ms": ("ms", "the RTO after this sample with RFC 4960's alpha 1/8, beta 1/4"),
+    "rto_best_ms": ("ms", "the RTO after this sample with the best-ranked pair"),
+}
 
 
 class TraceError(ValueError):
@@ -388,9 +409,13 @@ def run(trace: str | Trace, out: str | os.PathLike[str] | None = None, *,
         results._remove_figures(outdir, previous)
     import pyarrow.csv as pacsv
 
-    results.write_parquet(table, outdir / TABLE)
+    from ..store import schema
+
+    results.write_parquet(schema.describe(table, COLUMN_META, "rto_study table"),
+                          outdir / TABLE)
     results.atomic_write(outdir / CSV, lambda tmp: pacsv.write_csv(table, tmp))
-    results.write_parquet(result.series, outdir / SERIES)
+    results.write_parquet(schema.describe(result.series, COLUMN_META, "rto_series table"),
+                          outdir / SERIES)
     result.dir = outdir
     write_manifest(result)
     return result

@@ -701,18 +701,61 @@ def _timeseries_table(ts: dict[str, list], markers: dict[str, list],
 def tcp_info_table(raw: dict[str, Any]) -> pa.Table:
     """Every TCP_INFO sample of every flow, all sampled fields (kernel units: packets, µs),
     time in ns since t0: ``emulation/tcp_info.parquet``."""
+    from . import tcpinfo
+
     fields = raw["sender"]["fields"]
     t0 = int(raw["t0_ns"])
     cols: dict[str, list] = {"t_ns": [], "flow": []}
     cols.update({f: [] for f in fields[1:]})
     for i, fl in enumerate(raw["sender"]["flows"]):
+        # A field the kernel did not fill (an older struct tcp_info) is null, not 0; so is
+        # in_flight_bytes where the socket's queue could not be read (-1 in the sample).
+        filled = fl.get("tcp_info_bytes") or tcpinfo.SIZE
+        absent = set(tcpinfo.NAMES) - set(tcpinfo.available(filled))
         for sample in fl["samples"]:
             cols["t_ns"].append(max(sample[0] - t0, 0))
             cols["flow"].append(i)
             for f, v in zip(fields[1:], sample[1:], strict=True):
-                cols[f].append(v)
+                cols[f].append(None if f in absent or (f == "in_flight_bytes" and v < 0)
+                               else v)
     types = {"flow": pa.int32()}
-    return pa.table({k: pa.array(v, types.get(k, pa.int64())) for k, v in cols.items()})
+    return schema.describe(pa.table({k: pa.array(v, types.get(k, pa.int64()))
+                                     for k, v in cols.items()}), TCP_INFO_COLUMNS,
+                           "tcp_info table")
+
+
+# struct tcp_info's fields as spikelab samples them (include/uapi/linux/tcp.h), in the
+# kernel's units: the metadata of emulation/tcp_info.parquet.
+TCP_INFO_COLUMNS: dict[str, tuple[str, str]] = {
+    "t_ns": ("ns", "time of the sample since the run's start"),
+    "flow": ("", "flow index (order of [[flow]] in the scenario)"),
+    "state": ("", "tcpi_state: the socket's TCP state (1 = ESTABLISHED)"),
+    "ca_state": ("", "tcpi_ca_state: 0 Open, 1 Disorder, 2 CWR, 3 Recovery, 4 Loss"),
+    "retransmits": ("timeouts", "tcpi_retransmits: consecutive timeouts of the segment at snd_una"),
+    "backoff": ("doublings", "tcpi_backoff: exponential backoff count of the RTO"),
+    "rto": ("us", "tcpi_rto: the retransmission timeout"),
+    "snd_mss": ("bytes", "tcpi_snd_mss: the sender's MSS"),
+    "unacked": ("packets", "tcpi_unacked: packets in flight, not yet acknowledged"),
+    "sacked": ("packets", "tcpi_sacked: packets selectively acknowledged"),
+    "lost": ("packets", "tcpi_lost: packets marked lost"),
+    "retrans": ("packets", "tcpi_retrans: retransmitted packets in flight"),
+    "rtt": ("us", "tcpi_rtt: the smoothed RTT"),
+    "rttvar": ("us", "tcpi_rttvar: the RTT's mean deviation"),
+    "snd_ssthresh": ("packets", "tcpi_snd_ssthresh: slow-start threshold"),
+    "snd_cwnd": ("packets", "tcpi_snd_cwnd: congestion window"),
+    "total_retrans": ("packets", "tcpi_total_retrans: retransmissions since the start"),
+    "bytes_acked": ("bytes", "tcpi_bytes_acked: bytes cumulatively acknowledged"),
+    "bytes_sent": ("bytes", "tcpi_bytes_sent: bytes sent, retransmissions included"),
+    "bytes_retrans": ("bytes", "tcpi_bytes_retrans: bytes retransmitted"),
+    "dsack_dups": ("packets", "tcpi_dsack_dups: duplicate segments reported by DSACK"),
+    "data_segs_out": ("packets", "tcpi_data_segs_out: data segments sent"),
+    "total_rto": ("timeouts", "tcpi_total_rto: RTO expiries"),
+    "total_rto_recoveries": ("episodes", "tcpi_total_rto_recoveries: RTO recovery episodes"),
+    "reord_seen": ("events", "tcpi_reord_seen: reorderings detected"),
+    "delivered": ("packets", "tcpi_delivered: packets delivered, retransmissions included"),
+    "in_flight_bytes": ("bytes", "bytes written to the socket and not yet acknowledged "
+                                 "(spikelab's count, not a tcp_info field)"),
+}
 
 
 def read_capture_path(outdir: str | Path) -> Path | None:

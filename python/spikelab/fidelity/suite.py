@@ -604,15 +604,43 @@ def suite_manifest(outcomes: Sequence[Any], meta: dict[str, Any], planned: Seque
     }
 
 
+_IN_METRIC = "the metric's unit (see label)"
+# Each column of a suite's long table (this module's, the usrsctp and ns-2 suites'): its unit
+# and what it holds, written as Parquet field metadata (docs/results.md).
+COLUMNS: dict[str, tuple[str, str]] = {
+    "scenario": ("", "the suite's scenario"),
+    "protocol": ("", "tcp or sctp"),
+    "metric": ("", "the metric's key (goodput_mbps, rto_count, ...)"),
+    "label": ("", "the metric in words, with its unit"),
+    "judged": ("", "whether the metric counts towards the scenario's verdict"),
+    "sim": (_IN_METRIC, "spikelab's simulated value; null when the run failed"),
+    "spikelab": (_IN_METRIC, "spikelab's simulated value; null when the run failed"),
+    "kernel": (_IN_METRIC, "the Linux kernel's value (spikelab emulate); null when not measured"),
+    "usrsctp": (_IN_METRIC, "usrsctp's value; null when not measured"),
+    "ns2": (_IN_METRIC, "ns-2.35's value; null when not measured"),
+    "diff": (_IN_METRIC, "spikelab's value minus the reference stack's; null when either is"),
+    "agree": ("", "whether the two agree within the metric's tolerance; null when not judged"),
+    "why": ("", "the suite's known cause beside a metric that does not agree"),
+    "scenario_agrees": ("", "whether every judged metric of the scenario agrees"),
+    "error": ("", "why the scenario could not be compared; null when it ran"),
+    "timing_p50_ms": ("ms", "median error of the emulator's delay timing"),
+    "timing_p99_ms": ("ms", "99th percentile error of the emulator's delay timing"),
+    "timing_max_ms": ("ms", "largest error of the emulator's delay timing"),
+    "timing_within_1ms": ("1", "fraction of the emulator's delays within 1 ms of the plan"),
+    "kernel_release": ("", "the kernel release the suite ran against (uname -r)"),
+    "usrsctp_version": ("", "the usrsctp library version the suite ran against"),
+}
+
+
 def write_files(outdir: Path, tab: Any, report_text: str, manifest: dict[str, Any]
                 ) -> dict[str, Any]:
     """A suite's files: fidelity.parquet, fidelity.csv, report.md, then manifest.json (last,
     with ``format`` first and ``files`` added). Returns the manifest written."""
     import pyarrow.csv as pacsv
 
-    from ..store import results
+    from ..store import results, schema
 
-    results.write_parquet(tab, outdir / TABLE)
+    results.write_parquet(schema.describe(tab, COLUMNS, "fidelity table"), outdir / TABLE)
     results.atomic_write(outdir / "fidelity.csv", lambda tmp: pacsv.write_csv(tab, tmp))
     results.atomic_write(outdir / REPORT,
                          lambda tmp: tmp.write_text(report_text, encoding="utf-8"))

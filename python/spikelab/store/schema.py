@@ -58,7 +58,7 @@ def annotate(table: pa.Table, kind: str,
     changed = False
     for f in table.schema:
         if not has_meta(f):
-            found = extra.get(f.name) or meta(kind, f.name)
+            found = extra.get(f.name) or (meta(kind, f.name) if kind else None)
             if found is not None:
                 unit, description = found
                 f = f.with_metadata({**(f.metadata or {}), b"unit": unit.encode(),
@@ -69,6 +69,17 @@ def annotate(table: pa.Table, kind: str,
         return table
     return pa.Table.from_arrays(table.columns,
                                 schema=pa.schema(fields, metadata=table.schema.metadata))
+
+
+def describe(table: pa.Table, columns: Mapping[str, tuple[str, str]], what: str) -> pa.Table:
+    """``table`` with each column's (unit, description) from ``columns``, which must name
+    every column: a table of its own kind (a fidelity suite's, the RTO study's, TCP_INFO
+    samples) says what each column holds, and a column added without saying so fails here,
+    naming ``what`` and the column, rather than leaving a file without its metadata."""
+    missing = [f.name for f in table.schema if not has_meta(f) and f.name not in columns]
+    if missing:
+        raise ValueError(f"{what}: no unit and description for column(s) {', '.join(missing)}")
+    return annotate(table, "", columns)
 
 
 def pattern(name: str) -> re.Pattern[str]:
