@@ -301,3 +301,16 @@ def test_tcp_info_samples_have_metadata_and_null_where_the_kernel_gave_nothing()
     assert tab["in_flight_bytes"].to_pylist() == [None, 5_000]
     assert tab["total_rto"].to_pylist()[0] == SAMPLE_FIELDS.index("total_rto") + 1
     assert tab["total_rto"].to_pylist()[1] is None and tab["rtt"].null_count == 0
+
+
+def test_usrsctp_samples_have_metadata():
+    """emulation/sctp_status.parquet: usrsctp's SCTP_STATUS and counters, each with its unit."""
+    from spikelab.emulate import tables
+    from spikelab.emulate._sctp_endpoint import SAMPLE_FIELDS
+
+    raw = {"t0_ns": 0, "sender": {"fields": list(SAMPLE_FIELDS), "flows": [
+        {"samples": [[1_000, *range(1, len(SAMPLE_FIELDS))]]}]}}
+    tab = tables.tcp_info_table(raw)
+    assert all(schema.has_meta(f) for f in tab.schema)
+    assert tab.schema.field("srtt_ms").metadata[b"unit"] == b"ms"
+    assert tab.schema.field("timodata").metadata[b"unit"] == b"timeouts"

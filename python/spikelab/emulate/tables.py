@@ -719,10 +719,33 @@ def tcp_info_table(raw: dict[str, Any]) -> pa.Table:
                 cols[f].append(None if f in absent or (f == "in_flight_bytes" and v < 0)
                                else v)
     types = {"flow": pa.int32()}
-    return schema.describe(pa.table({k: pa.array(v, types.get(k, pa.int64()))
-                                     for k, v in cols.items()}), TCP_INFO_COLUMNS,
-                           "tcp_info table")
+    table = pa.table({k: pa.array(v, types.get(k, pa.int64())) for k, v in cols.items()})
+    if "srtt_ms" in cols:  # usrsctp's samples (emulation/sctp_status.parquet)
+        return schema.describe(table, SCTP_STATUS_COLUMNS, "sctp_status table")
+    return schema.describe(table, TCP_INFO_COLUMNS, "tcp_info table")
 
+
+# usrsctp's SCTP_STATUS (the primary destination's sctp_paddrinfo) and struct sctpstat
+# counters as spikelab samples them (docs/emulation.md, "SCTP flows"): the metadata of
+# emulation/sctp_status.parquet.
+SCTP_STATUS_COLUMNS: dict[str, tuple[str, str]] = {
+    "t_ns": ("ns", "time of the sample since the run's start"),
+    "flow": ("", "flow index (order of [[flow]] in the scenario)"),
+    "state": ("", "sstat_state: the association's SCTP state"),
+    "cwnd": ("bytes", "spinfo_cwnd: the primary destination's congestion window"),
+    "srtt_ms": ("ms", "spinfo_srtt: the primary destination's smoothed RTT"),
+    "rto_ms": ("ms", "spinfo_rto: the primary destination's retransmission timeout"),
+    "unackdata": ("chunks", "sstat_unackdata: DATA chunks sent and not yet acknowledged"),
+    "penddata": ("chunks", "sstat_penddata: DATA chunks waiting to be sent"),
+    "peer_rwnd": ("bytes", "sstat_rwnd: the peer's advertised receive window"),
+    "sendretransdata": ("chunks", "sctps_sendretransdata: DATA chunks retransmitted"),
+    "sendfastretrans": ("chunks", "sctps_sendfastretrans: DATA chunks fast-retransmitted"),
+    "sendheartbeat": ("chunks", "sctps_sendheartbeat: HEARTBEAT chunks sent"),
+    "recvdupdata": ("chunks", "sctps_recvdupdata: duplicate DATA chunks received"),
+    "timodata": ("timeouts", "sctps_timodata: T3-rtx expiries"),
+    "timoheartbeat": ("timeouts", "sctps_timoheartbeat: heartbeat timer expiries"),
+    "timoinit": ("timeouts", "sctps_timoinit: T1-init expiries"),
+}
 
 # struct tcp_info's fields as spikelab samples them (include/uapi/linux/tcp.h), in the
 # kernel's units: the metadata of emulation/tcp_info.parquet.
