@@ -7,7 +7,7 @@ use spikelab_net::{QueueLimit, Stage};
 use spikelab_sctp::{MaxBurstMode, SctpConfig};
 use spikelab_sim::build_stage;
 use spikelab_sim::scenario::{AppKind, Scenario};
-use spikelab_tcp::{RtoAlgorithm, Variant};
+use spikelab_tcp::RtoAlgorithm;
 
 pub fn scenario_view(sc: &Scenario) -> Value {
     let flows: Vec<Value> = sc
@@ -29,11 +29,8 @@ pub fn scenario_view(sc: &Scenario) -> Value {
                 "rev": f.rev,
                 "sctp": f.sctp_config().map(|s| sctp_view(&s)),
                 "tcp": {
-                    "variant": match c.variant {
-                        Variant::Reno => "reno",
-                        Variant::NewReno => "newreno",
-                        Variant::Sack => "sack",
-                    },
+                    // The scenario's own spelling (`reno`, `newreno`, `sack`).
+                    "variant": f.tcp.variant,
                     "mss": c.mss,
                     "initial_window": c.initial_window,
                     "initial_ssthresh": c.initial_ssthresh,

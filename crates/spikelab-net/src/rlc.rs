@@ -24,6 +24,9 @@
 use crate::{DropCause, Outcome, PacketInfo, StageModel};
 use spikelab_core::{Rng, SimDuration, SimTime};
 
+/// The stage type's name (`type = "rlc"`), also the label of the tests' random streams.
+pub const NAME: &str = "rlc";
+
 /// The most extra round trips one packet may take (bounds `K` when `p` is close to 1).
 pub const MAX_ATTEMPTS: u64 = 1000;
 
@@ -152,7 +155,7 @@ mod schema {
     }
 
     impl StageSchema for RlcConfig {
-        const TYPE: &'static str = "rlc";
+        const TYPE: &'static str = NAME;
         const FIELDS: &'static [&'static str] = &["p", "rlc_rtt", "loss"];
 
         fn resolve(&mut self, at: &str, _ctx: &ResolveCtx) -> Result<()> {
@@ -179,7 +182,7 @@ mod tests {
     use crate::test_packet as info;
 
     fn run(seed: u64, p: RlcParams, gap: SimDuration, n: u64) -> Vec<Outcome> {
-        let mut s = RlcStage::new(p, Rng::stream(seed, "rlc"));
+        let mut s = RlcStage::new(p, Rng::stream(seed, NAME));
         (0..n)
             .map(|i| s.on_arrival(SimTime(i * gap.as_nanos()), &info()))
             .collect()

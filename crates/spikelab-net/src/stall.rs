@@ -396,7 +396,7 @@ mod robustness {
                     )),
                     QueueLimit::Packets(50),
                 )),
-                crate::Stage::Rlc(RlcStage::new(rlc, Rng::stream(case, "rlc"))),
+                crate::Stage::Rlc(RlcStage::new(rlc, Rng::stream(case, crate::rlc::NAME))),
                 crate::Stage::Stall(StallStage::new(stall, Rng::stream(case, "st"))),
             ];
             let info = PacketInfo {

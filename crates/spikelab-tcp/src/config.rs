@@ -273,7 +273,7 @@ impl Default for TcpConfig {
             timer_hz: 0,
             handshake: false,
             spurious: SpuriousConfig::default(),
-            cc: CcConfig::Reno,
+            cc: CcConfig::Reno(crate::cc::RenoParams),
             rack: false,
             tlp: false,
             prr: false,

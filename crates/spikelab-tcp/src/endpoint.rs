@@ -67,7 +67,7 @@ impl Sender {
     pub fn cc_name(&self) -> &'static str {
         match self {
             Sender::Tcp(s) => s.cc().name(),
-            Sender::Ns2(_) => "reno",
+            Sender::Ns2(_) => <crate::cc::RenoParams as crate::cc::CcParams>::NAME,
             Sender::Ns2Linux(s) => s.cc_name(),
         }
     }

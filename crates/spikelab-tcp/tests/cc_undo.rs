@@ -5,7 +5,9 @@
 //!
 //! Same conventions as `spurious.rs`: MSS 1000 bytes, explicit times, ACKs written by hand.
 
-use spikelab_tcp::cc::{BicParams, CcConfig, CcVars, CubicParams, HyblaParams};
+use spikelab_tcp::cc::{
+    BicParams, CcConfig, CcVars, CubicParams, HyblaParams, RenoParams, WestwoodParams,
+};
 use spikelab_tcp::spurious::{DetectorKind, Response};
 use spikelab_tcp::{CaState, SpuriousEvent, TcpConfig, TxKind, Variant};
 
@@ -143,7 +145,10 @@ fn frto_undo_restores_bic_state() {
 
 #[test]
 fn frto_undo_restores_westwood_bandwidth_estimate_and_rtt_min() {
-    undo_restores_the_whole_state(CcConfig::Westwood, &["bw_est_bytes_per_s", "rtt_min_s"]);
+    undo_restores_the_whole_state(
+        CcConfig::Westwood(WestwoodParams),
+        &["bw_est_bytes_per_s", "rtt_min_s"],
+    );
 }
 
 #[test]
@@ -153,5 +158,5 @@ fn frto_undo_restores_hybla_rho() {
 
 #[test]
 fn frto_undo_restores_reno_byte_counter() {
-    undo_restores_the_whole_state(CcConfig::Reno, &[]);
+    undo_restores_the_whole_state(CcConfig::Reno(RenoParams), &[]);
 }

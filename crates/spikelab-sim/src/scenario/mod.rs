@@ -4,21 +4,29 @@
 //! (`flow[0].tcp.rto.min: must be > 0, got 0ms`). The format is documented in
 //! `docs/scenario.md`. By section: [`paths`] (a path's stages, each a stage type's own
 //! configuration defined beside its model in `spikelab-net`; path presets; the default link),
-//! [`flows`] (apps, TCP options, profiles such as `linux`), [`overrides`] (`--set key=value`);
-//! the `[sweep]` table is read by the Python sweep runner.
+//! [`flows`] (apps, protocols, destinations), [`tcp`] (TCP options, RTO estimators, detectors),
+//! [`cc`] (the congestion control, each algorithm's own configuration defined beside its model
+//! in `spikelab-tcp`), [`sctp`], [`profiles`] (`linux`, `ns2`: data tables of defaults),
+//! [`overrides`] (`--set key=value`); the `[sweep]` table is read by the Python sweep runner.
 
+mod cc;
 mod flows;
 mod overrides;
 mod paths;
+mod profiles;
 mod sctp;
 mod strict;
+mod tcp;
 #[cfg(test)]
 mod tests;
 
+pub use cc::*;
 pub use flows::*;
 pub use overrides::apply_override;
 pub use paths::*;
+pub use profiles::*;
 pub use sctp::*;
+pub use tcp::*;
 
 use crate::units::Duration;
 use serde::{Deserialize, Serialize};
@@ -237,7 +245,7 @@ pub struct Scenario {
 pub fn parse(text: &str, overrides: &[String], base_dir: &Path) -> Result<Scenario> {
     let mut value = overridden(text, overrides)?;
     apply_profiles(&mut value)?;
-    flows::check_cc_tables(&value)?;
+    cc::check_cc_tables(&value)?;
     let mut sc: Scenario =
         serde_path_to_error::deserialize(strict::Strict(value)).map_err(|e| field_error(e, ""))?;
     sc.resolve(base_dir)?;

@@ -132,7 +132,7 @@ fn set_path(
     let child = table
         .entry(name.clone())
         .or_insert_with(|| toml::Value::Table(Default::default()));
-    // `flow[i].cc.beta=…` on `cc = "cubic"`: the name becomes the table's `algo`.
+    // `flow[i].cc.beta=…` on `cc = "NAME"`: the name becomes the table's `algo`.
     if name == "cc" && !rest.is_empty() {
         if let toml::Value::String(algo) = child {
             let mut t = toml::Table::new();

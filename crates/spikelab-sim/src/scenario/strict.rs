@@ -4,8 +4,8 @@
 //! fields the writer never named, or refused in words about the wrong field
 //! (`adapt[0]: ... expected an array`). [`Strict`] hands every value to serde as `toml::Value`
 //! does, except that a struct asked of an array is an error at that field. A table hands out
-//! its `type` key first, the others in order: a tagged table (a stage and its `type`) knows
-//! its type before it reads its fields.
+//! its `type` or `algo` key first, the others in order: a tagged table (a stage and its
+//! `type`, a congestion control and its `algo`) knows its type before it reads its fields.
 
 use serde::de::{
     self, DeserializeSeed, Deserializer, IntoDeserializer, MapAccess, SeqAccess, Visitor,
@@ -27,7 +27,7 @@ impl<'de> Deserializer<'de> for Strict {
             Value::Table(t) => {
                 let len = t.len();
                 let mut entries: Vec<(String, Value)> = t.into_iter().collect();
-                if let Some(i) = entries.iter().position(|(k, _)| k == "type") {
+                if let Some(i) = entries.iter().position(|(k, _)| k == "type" || k == "algo") {
                     let typed = entries.remove(i);
                     entries.insert(0, typed);
                 }

@@ -373,7 +373,10 @@ fn linux_profile_fills_missing_keys_and_explicit_keys_win() {
     assert_eq!(t.quickack, 16);
     assert_eq!(t.ssthresh_basis, SsthreshBasisSpec::Cwnd);
     assert_eq!(sc.flow[0].cc.algo(), "cubic");
-    assert_eq!(sc.flow[0].cc.table.flavor.as_deref(), Some("linux"));
+    let spikelab_tcp::cc::CcTable::Cubic(cubic) = &sc.flow[0].cc.table else {
+        panic!("cubic");
+    };
+    assert_eq!(cubic.flavor.as_deref(), Some("linux"));
     let c = sc.flow[0].tcp_config().spurious;
     assert_eq!(c.frto, FrtoVariant::SackEnhanced);
     assert_eq!(c.detectors.label(), "linux");
@@ -579,14 +582,16 @@ fn cc_of(text: &str, overrides: &[&str]) -> spikelab_tcp::cc::CcConfig {
 
 #[test]
 fn cc_names_and_tables_give_the_algorithm_with_defaults_filled() {
-    use spikelab_tcp::cc::{BicParams, CcConfig, CubicParams, HyblaParams};
-    assert_eq!(cc_of(MIN, &[]), CcConfig::Reno);
+    use spikelab_tcp::cc::{
+        BicParams, CcConfig, CubicParams, HyblaParams, NewRenoParams, RenoParams, WestwoodParams,
+    };
+    assert_eq!(cc_of(MIN, &[]), CcConfig::Reno(RenoParams));
     for (name, want) in [
-        ("reno", CcConfig::Reno),
-        ("newreno", CcConfig::NewReno),
+        ("reno", CcConfig::Reno(RenoParams)),
+        ("newreno", CcConfig::NewReno(NewRenoParams)),
         ("cubic", CcConfig::Cubic(CubicParams::rfc9438())),
         ("bic", CcConfig::Bic(BicParams::default())),
-        ("westwood", CcConfig::Westwood),
+        ("westwood", CcConfig::Westwood(WestwoodParams)),
         ("hybla", CcConfig::Hybla(HyblaParams::default())),
     ] {
         assert_eq!(cc_of(&format!("[[flow]]\ncc = \"{name}\"\n"), &[]), want);
@@ -2169,7 +2174,10 @@ fn a_cc_parameter_set_without_algo_says_to_set_the_algorithm() {
     ] {
         let sets: Vec<String> = fix.iter().map(|s| s.to_string()).collect();
         let sc = parse(MIN, &sets, Path::new(".")).unwrap();
-        assert_eq!(sc.flow[0].cc.table.beta, Some(0.6), "{fix:?}");
+        let spikelab_tcp::cc::CcTable::Cubic(cubic) = &sc.flow[0].cc.table else {
+            panic!("cubic: {fix:?}");
+        };
+        assert_eq!(cubic.beta, Some(0.6), "{fix:?}");
     }
 }
 

@@ -52,6 +52,13 @@ impl Default for BicParams {
     }
 }
 
+impl CcParams for BicParams {
+    const NAME: &'static str = "bic";
+    fn build(&self, _counting: AckCounting) -> Box<dyn CongestionControl> {
+        Box::new(Bic::new(*self))
+    }
+}
+
 const BICTCP_BETA_SCALE: u32 = 1024;
 /// The binary search goes to points `(max + min)/B`-spaced.
 const BICTCP_B: u32 = 4;
@@ -154,7 +161,7 @@ impl Bic {
 
 impl CongestionControl for Bic {
     fn name(&self) -> &'static str {
-        "bic"
+        BicParams::NAME
     }
     fn ssthresh(&mut self, w: &Window, _flight_size: u64) -> u64 {
         let cwnd = (w.cwnd / w.mss) as u32;
@@ -228,6 +235,69 @@ impl CongestionControl for Bic {
             ("delayed_ack_x16", s.delayed_ack as f64),
             ("snd_cwnd_cnt", s.snd_cwnd_cnt as f64),
         ]
+    }
+}
+
+/// BIC's configuration in a scenario (docs/scenario.md, "Congestion control").
+#[cfg(feature = "serde")]
+pub use schema::BicConfig;
+
+#[cfg(feature = "serde")]
+mod schema {
+    use super::*;
+    use crate::cc::schema::prelude::*;
+
+    cc_fields! {
+        /// `cc = { algo = "bic", ... }`: the module's parameters of the same names.
+        pub struct BicConfig {
+            /// Multiplicative decrease factor (default 819/1024).
+            beta: f64,
+            /// Fast convergence (default on).
+            fast_convergence: bool,
+            /// The largest increase per RTT in the binary search, packets (default 16).
+            max_increment: i64,
+            /// Below this window (packets) BIC behaves as Reno (default 14).
+            low_window: i64,
+            /// RTTs spent going the last packets to `W_max` (default 20).
+            smooth_part: i64,
+        }
+    }
+
+    impl CcSchema for BicConfig {
+        type Params = BicParams;
+        fn params(&self, at: &str) -> Result<BicParams> {
+            let f = |name: &str| format!("{at}.{name}");
+            if let Some(b) = self.beta {
+                check(
+                    b.is_finite() && b > 0.0 && b < 1.0,
+                    f("beta"),
+                    format!("must be in (0, 1), got {b}"),
+                )?;
+                let scaled = (b * 1024.0).round();
+                check(
+                    (1.0..=1023.0).contains(&scaled),
+                    f("beta"),
+                    format!("must be in [1/1024, 1023/1024] for the kernel's beta/1024, got {b}"),
+                )?;
+            }
+            for (name, v) in [
+                ("max_increment", self.max_increment),
+                ("low_window", self.low_window),
+                ("smooth_part", self.smooth_part),
+            ] {
+                if let Some(v) = v {
+                    positive_int(v, &f(name), 1_000_000)?;
+                }
+            }
+            let d = BicParams::default();
+            Ok(BicParams {
+                beta: self.beta.unwrap_or(d.beta),
+                fast_convergence: self.fast_convergence.unwrap_or(d.fast_convergence),
+                max_increment: self.max_increment.map_or(d.max_increment, |v| v as u32),
+                low_window: self.low_window.map_or(d.low_window, |v| v as u32),
+                smooth_part: self.smooth_part.map_or(d.smooth_part, |v| v as u32),
+            })
+        }
     }
 }
 

@@ -46,6 +46,9 @@ pub enum CubicFlavor {
 }
 
 impl CubicFlavor {
+    /// Both flavors, as `flavor = "..."` lists them.
+    pub const ALL: [CubicFlavor; 2] = [CubicFlavor::Rfc9438, CubicFlavor::Linux];
+
     pub fn name(self) -> &'static str {
         match self {
             CubicFlavor::Rfc9438 => "rfc9438",
@@ -96,6 +99,13 @@ impl CubicParams {
             reno_friendly: true,
             hystart: true,
         }
+    }
+}
+
+impl CcParams for CubicParams {
+    const NAME: &'static str = "cubic";
+    fn build(&self, counting: AckCounting) -> Box<dyn CongestionControl> {
+        Box::new(Cubic::new(*self, counting))
     }
 }
 
@@ -527,7 +537,7 @@ fn cubic_root(a: u64) -> u32 {
 
 impl CongestionControl for Cubic {
     fn name(&self) -> &'static str {
-        "cubic"
+        CubicParams::NAME
     }
     fn ssthresh(&mut self, w: &Window, flight_size: u64) -> u64 {
         match self.p.flavor {
@@ -610,6 +620,117 @@ impl CongestionControl for Cubic {
                 ("hystart_found", s.found as u8 as f64),
                 ("hystart_curr_rtt_s", s.curr_rtt as f64 * 1e-6),
             ],
+        }
+    }
+}
+
+/// CUBIC's configuration in a scenario (docs/scenario.md, "Congestion control").
+#[cfg(feature = "serde")]
+pub use schema::CubicConfig;
+
+#[cfg(feature = "serde")]
+mod schema {
+    use super::*;
+    use crate::cc::schema::prelude::*;
+
+    cc_fields! {
+        /// `cc = { algo = "cubic", ... }`; the flavor's defaults for what is left out.
+        pub struct CubicConfig {
+            /// `rfc9438` (default) or `linux`.
+            flavor: String,
+            /// HyStart (linux flavor only; default on with it).
+            hystart: bool,
+            /// C, segments/s³ (default 0.4).
+            c: f64,
+            /// Multiplicative decrease factor (default 0.7, linux 717/1024).
+            beta: f64,
+            /// Fast convergence (default on).
+            fast_convergence: bool,
+            /// The Reno-friendly region (default on).
+            reno_friendly: bool,
+        }
+    }
+
+    impl CcSchema for CubicConfig {
+        type Params = CubicParams;
+        fn params(&self, at: &str) -> Result<CubicParams> {
+            let f = |name: &str| format!("{at}.{name}");
+            let flavor = match &self.flavor {
+                None => CubicFlavor::Rfc9438,
+                Some(fl) => {
+                    let known = CubicFlavor::ALL.map(|v| v.name());
+                    *CubicFlavor::ALL
+                        .iter()
+                        .find(|v| v.name() == fl)
+                        .ok_or_else(|| {
+                            ConfigError::new(
+                                f("flavor"),
+                                format!("unknown flavor {fl:?} (known: {})", known.join(", ")),
+                            )
+                        })?
+                }
+            };
+            let linux = flavor == CubicFlavor::Linux;
+            if self.hystart == Some(true) {
+                check(
+                    linux,
+                    f("hystart"),
+                    "HyStart is modelled for flavor = \"linux\" only (RFC 9438 leaves slow \
+                     start to the sender)",
+                )?;
+            }
+            if let Some(c) = self.c {
+                check(
+                    c.is_finite() && c > 0.0,
+                    f("c"),
+                    format!("must be > 0, got {c}"),
+                )?;
+                check(
+                    c <= 1000.0,
+                    f("c"),
+                    format!("must be <= 1000 segments/s^3, got {c}"),
+                )?;
+                if linux {
+                    check(
+                        c >= 0.005,
+                        f("c"),
+                        format!(
+                            "must be >= 0.005 with flavor = \"linux\" (bic_scale = C*1024/10 is \
+                             an integer >= 1), got {c}"
+                        ),
+                    )?;
+                }
+            }
+            if let Some(b) = self.beta {
+                check(
+                    b.is_finite() && b > 0.0 && b < 1.0,
+                    f("beta"),
+                    format!("must be in (0, 1), got {b}"),
+                )?;
+                if linux {
+                    let scaled = (b * 1024.0).round();
+                    check(
+                        (1.0..=1023.0).contains(&scaled),
+                        f("beta"),
+                        format!(
+                            "must be in [1/1024, 1023/1024] for the kernel's beta/1024, got {b}"
+                        ),
+                    )?;
+                }
+            }
+            let base = if linux {
+                CubicParams::linux()
+            } else {
+                CubicParams::rfc9438()
+            };
+            Ok(CubicParams {
+                flavor,
+                c: self.c.unwrap_or(base.c),
+                beta: self.beta.unwrap_or(base.beta),
+                fast_convergence: self.fast_convergence.unwrap_or(base.fast_convergence),
+                reno_friendly: self.reno_friendly.unwrap_or(base.reno_friendly),
+                hystart: self.hystart.unwrap_or(base.hystart),
+            })
         }
     }
 }

@@ -36,6 +36,13 @@ impl Default for HyblaParams {
     }
 }
 
+impl CcParams for HyblaParams {
+    const NAME: &'static str = "hybla";
+    fn build(&self, counting: AckCounting) -> Box<dyn CongestionControl> {
+        Box::new(Hybla::new(*self, counting))
+    }
+}
+
 /// The module's cwnd clamp, packets.
 const CWND_CLAMP: u64 = 65535;
 /// `2^rho`'s integer part is capped at this shift.
@@ -115,7 +122,7 @@ impl Hybla {
 
 impl CongestionControl for Hybla {
     fn name(&self) -> &'static str {
-        "hybla"
+        HyblaParams::NAME
     }
     fn ssthresh(&mut self, w: &Window, flight_size: u64) -> u64 {
         self.st.reno_bytes_acked = 0;
@@ -196,6 +203,41 @@ impl CongestionControl for Hybla {
             ("hybla_en", s.hybla_en as u8 as f64),
             ("snd_cwnd_cnt", s.snd_cwnd_cnt as f64),
         ]
+    }
+}
+
+/// Hybla's configuration in a scenario (docs/scenario.md, "Congestion control").
+#[cfg(feature = "serde")]
+pub use schema::HyblaConfig;
+
+#[cfg(feature = "serde")]
+mod schema {
+    use super::*;
+    use crate::cc::schema::prelude::*;
+
+    cc_fields! {
+        /// `cc = { algo = "hybla", ... }`.
+        pub struct HyblaConfig {
+            /// The reference RTT (default 25 ms, the module's `rtt0`).
+            rtt0: Duration,
+        }
+    }
+
+    impl CcSchema for HyblaConfig {
+        type Params = HyblaParams;
+        fn params(&self, at: &str) -> Result<HyblaParams> {
+            let d = HyblaParams::default();
+            if let Some(r) = self.rtt0 {
+                check(
+                    r.0 >= SimDuration::from_micros(1),
+                    format!("{at}.rtt0"),
+                    format!("must be >= 1us, got {r}"),
+                )?;
+            }
+            Ok(HyblaParams {
+                rtt0: self.rtt0.map_or(d.rtt0, |r| r.0),
+            })
+        }
     }
 }
 

@@ -19,8 +19,13 @@
 //! The sender calls `pkts_acked` before `cong_avoid` for the same ACK, as the kernel does.
 //!
 //! One module per algorithm: [`reno`] (RFC 5681 AIMD), [`cubic`] (RFC 9438, and the Linux
-//! module), [`bic`], [`westwood`] (Westwood+) and [`hybla`] (the Linux modules). [`CcConfig`]
-//! is the factory: it names an algorithm with its parameters and builds it.
+//! module), [`bic`], [`westwood`] (Westwood+) and [`hybla`] (the Linux modules). Each owns its
+//! name and parameters ([`CcParams`]: the factory of its model) and, with the `serde` feature,
+//! its configuration in a scenario ([`CcSchema`]: the parameters a scenario may give, their
+//! defaults and checks). The list at the end of this file is the registry: one line per
+//! algorithm makes [`CcConfig`] (which the sender builds from) and, with `serde`, [`CcTable`]
+//! (which a scenario reads, checks and writes back; `algo` picks the variant). Adding an
+//! algorithm is its module and a line there (docs/adding-a-model.md).
 //!
 //! [`pkts_acked`]: CongestionControl::pkts_acked
 //! [`set_state`]: CongestionControl::set_state
@@ -30,14 +35,26 @@
 pub mod bic;
 pub mod cubic;
 pub mod hybla;
-mod reno;
+pub mod reno;
+#[cfg(feature = "serde")]
+pub mod schema;
 pub mod westwood;
 
 pub use bic::{Bic, BicParams};
 pub use cubic::{Cubic, CubicFlavor, CubicParams};
 pub use hybla::{Hybla, HyblaParams};
-pub use reno::Reno;
-pub use westwood::Westwood;
+pub use reno::{NewRenoParams, Reno, RenoParams};
+pub use westwood::{Westwood, WestwoodParams};
+
+#[cfg(feature = "serde")]
+pub use {
+    bic::BicConfig,
+    cubic::CubicConfig,
+    hybla::HyblaConfig,
+    reno::{NewRenoConfig, RenoConfig},
+    schema::{CcFields, CcSchema},
+    westwood::WestwoodConfig,
+};
 
 use crate::CaState;
 use spikelab_core::{SimDuration, SimTime};
@@ -152,50 +169,6 @@ pub trait CongestionControl: Send {
     }
 }
 
-/// Which algorithm a flow runs, with its parameters: the factory of [`CongestionControl`]s.
-#[derive(Clone, Debug, PartialEq)]
-pub enum CcConfig {
-    /// RFC 5681 AIMD.
-    Reno,
-    /// The same AIMD growth as `Reno` under another name (NewReno is a recovery variant,
-    /// `TcpConfig::variant`); kept so results say what the scenario asked for.
-    NewReno,
-    Cubic(CubicParams),
-    Bic(BicParams),
-    Westwood,
-    Hybla(HyblaParams),
-}
-
-impl CcConfig {
-    /// Every algorithm's name, as `cc = "..."` spells it.
-    pub const NAMES: &'static [&'static str] =
-        &["reno", "newreno", "cubic", "bic", "westwood", "hybla"];
-
-    pub fn name(&self) -> &'static str {
-        match self {
-            CcConfig::Reno => "reno",
-            CcConfig::NewReno => "newreno",
-            CcConfig::Cubic(_) => "cubic",
-            CcConfig::Bic(_) => "bic",
-            CcConfig::Westwood => "westwood",
-            CcConfig::Hybla(_) => "hybla",
-        }
-    }
-
-    /// A fresh algorithm; `counting` is the sender's ACK counting (RFC 5681 per ACK or RFC
-    /// 3465 byte counting), which the algorithms that follow an RFC respect.
-    pub fn build(&self, counting: AckCounting) -> Box<dyn CongestionControl> {
-        match self {
-            CcConfig::Reno => Box::new(Reno::new(counting)),
-            CcConfig::NewReno => Box::new(Reno::named(counting, "newreno")),
-            CcConfig::Cubic(p) => Box::new(Cubic::new(*p, counting)),
-            CcConfig::Bic(p) => Box::new(Bic::new(*p)),
-            CcConfig::Westwood => Box::new(Westwood::new(counting)),
-            CcConfig::Hybla(p) => Box::new(Hybla::new(*p, counting)),
-        }
-    }
-}
-
 /// How slow start and congestion avoidance count ACKs.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub enum AckCounting {
@@ -230,6 +203,136 @@ pub fn cong_avoid_ai(w: &mut Window, acked: u64, counting: AckCounting, bytes_ac
             }
         }
     }
+}
+
+/// An algorithm's parameters: its name and the factory of its model. One type per algorithm,
+/// in the algorithm's module (a unit struct when it has none).
+pub trait CcParams: Copy + std::fmt::Debug + PartialEq {
+    /// The algorithm's name, as `cc = "..."` spells it and the runs table reports it.
+    const NAME: &'static str;
+    /// A fresh algorithm; `counting` is the sender's ACK counting (RFC 5681 per ACK or RFC
+    /// 3465 byte counting), which the algorithms that follow an RFC respect.
+    fn build(&self, counting: AckCounting) -> Box<dyn CongestionControl>;
+}
+
+/// The congestion controls: each its parameters ([`CcParams`]) and, with the `serde` feature,
+/// its configuration in a scenario ([`CcSchema`]), both in the algorithm's own module. Adding
+/// one is a module and a line in the list at the end of this file (docs/adding-a-model.md).
+macro_rules! cc_algorithms {
+    ($( $(#[$doc:meta])* $variant:ident($params:ty, $config:ty) ),+ $(,)?) => {
+        /// Which algorithm a flow runs, with its parameters: the factory of
+        /// [`CongestionControl`]s.
+        #[derive(Clone, Debug, PartialEq)]
+        pub enum CcConfig {
+            $( $(#[$doc])* $variant($params), )+
+        }
+
+        impl CcConfig {
+            /// Every algorithm's name, as `cc = "..."` spells it (in the registry's order).
+            pub const NAMES: &'static [&'static str] = &[$( <$params as CcParams>::NAME ),+];
+
+            pub fn name(&self) -> &'static str {
+                match self {
+                    $( CcConfig::$variant(_) => <$params as CcParams>::NAME, )+
+                }
+            }
+
+            /// A fresh algorithm ([`CcParams::build`]).
+            pub fn build(&self, counting: AckCounting) -> Box<dyn CongestionControl> {
+                match self {
+                    $( CcConfig::$variant(p) => p.build(counting), )+
+                }
+            }
+        }
+
+        /// A congestion control as a scenario gives it: one algorithm's own configuration
+        /// (`algo` picks the variant). Written back as its parameters (the scenario's `cc`
+        /// adds `algo`).
+        #[cfg(feature = "serde")]
+        #[derive(Clone, Debug, PartialEq)]
+        pub enum CcTable {
+            $( $variant($config), )+
+        }
+
+        #[cfg(feature = "serde")]
+        impl CcTable {
+            /// Its algorithm's name.
+            pub fn algo(&self) -> &'static str {
+                match self {
+                    $( CcTable::$variant(_) => <$params as CcParams>::NAME, )+
+                }
+            }
+
+            /// The parameters of the algorithm `algo`, if there is one.
+            pub fn fields_of(algo: &str) -> Option<&'static [&'static str]> {
+                $( if algo == <$params as CcParams>::NAME {
+                    return Some(<$config as CcFields>::FIELDS);
+                } )+
+                None
+            }
+
+            /// The algorithm `algo` with no parameter given (`cc = "NAME"`), if there is one.
+            pub fn named(algo: &str) -> Option<CcTable> {
+                $( if algo == <$params as CcParams>::NAME {
+                    return Some(CcTable::$variant(<$config>::default()));
+                } )+
+                None
+            }
+
+            /// The parameters given, in the order of the algorithm's fields.
+            pub fn set_fields(&self) -> Vec<&'static str> {
+                match self {
+                    $( CcTable::$variant(c) => CcFields::set_fields(c), )+
+                }
+            }
+
+            /// Reads the parameters of the algorithm `algo` from `d` (`None`: no such
+            /// algorithm).
+            pub fn deserialize_as<'de, D: serde::Deserializer<'de>>(
+                algo: &str,
+                d: D,
+            ) -> Result<Option<CcTable>, D::Error> {
+                $( if algo == <$params as CcParams>::NAME {
+                    let c = <$config as serde::Deserialize>::deserialize(d)?;
+                    return Ok(Some(CcTable::$variant(c)));
+                } )+
+                Ok(None)
+            }
+
+            /// Checks the parameters given (errors name `{at}.FIELD`) and fills in the
+            /// algorithm's defaults for the others ([`CcSchema::params`]).
+            pub fn config(&self, at: &str) -> schema::Result<CcConfig> {
+                match self {
+                    $( CcTable::$variant(c) => Ok(CcConfig::$variant(CcSchema::params(c, at)?)), )+
+                }
+            }
+        }
+
+        #[cfg(feature = "serde")]
+        impl serde::Serialize for CcTable {
+            fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                match self {
+                    $( CcTable::$variant(c) => c.serialize(s), )+
+                }
+            }
+        }
+    };
+}
+
+cc_algorithms! {
+    /// RFC 5681 AIMD.
+    Reno(RenoParams, RenoConfig),
+    /// The same AIMD growth as `Reno` under another name (NewReno is a recovery variant,
+    /// `TcpConfig::variant`); kept so results say what the scenario asked for.
+    NewReno(NewRenoParams, NewRenoConfig),
+    /// CUBIC: RFC 9438 or the Linux module.
+    Cubic(CubicParams, CubicConfig),
+    /// BIC (the Linux module).
+    Bic(BicParams, BicConfig),
+    /// Westwood+ (the Linux module).
+    Westwood(WestwoodParams, WestwoodConfig),
+    /// Hybla (the Linux module).
+    Hybla(HyblaParams, HyblaConfig),
 }
 
 #[cfg(test)]

@@ -17,9 +17,32 @@ struct RenoState {
     bytes_acked: u64,
 }
 
+/// Reno: no parameters.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub struct RenoParams;
+
+impl CcParams for RenoParams {
+    const NAME: &'static str = "reno";
+    fn build(&self, counting: AckCounting) -> Box<dyn CongestionControl> {
+        Box::new(Reno::new(counting))
+    }
+}
+
+/// NewReno: Reno's growth under the name of the recovery variant (RFC 6582 changes recovery,
+/// `TcpConfig::variant`, not the window's growth); no parameters.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub struct NewRenoParams;
+
+impl CcParams for NewRenoParams {
+    const NAME: &'static str = "newreno";
+    fn build(&self, counting: AckCounting) -> Box<dyn CongestionControl> {
+        Box::new(Reno::named(counting, Self::NAME))
+    }
+}
+
 impl Reno {
     pub fn new(counting: AckCounting) -> Reno {
-        Self::named(counting, "reno")
+        Self::named(counting, RenoParams::NAME)
     }
 
     /// The same algorithm reporting another name (`newreno`).
@@ -59,5 +82,39 @@ impl CongestionControl for Reno {
     }
     fn vars(&self) -> CcVars {
         vec![("bytes_acked", self.bytes_acked as f64)]
+    }
+}
+
+/// Reno's and NewReno's configuration in a scenario: no parameters.
+#[cfg(feature = "serde")]
+pub use schema::{NewRenoConfig, RenoConfig};
+
+#[cfg(feature = "serde")]
+mod schema {
+    use super::*;
+    use crate::cc::schema::prelude::*;
+
+    cc_fields! {
+        /// `cc = "reno"`: no parameters.
+        pub struct RenoConfig {}
+    }
+
+    impl CcSchema for RenoConfig {
+        type Params = RenoParams;
+        fn params(&self, _at: &str) -> Result<RenoParams> {
+            Ok(RenoParams)
+        }
+    }
+
+    cc_fields! {
+        /// `cc = "newreno"`: no parameters.
+        pub struct NewRenoConfig {}
+    }
+
+    impl CcSchema for NewRenoConfig {
+        type Params = NewRenoParams;
+        fn params(&self, _at: &str) -> Result<NewRenoParams> {
+            Ok(NewRenoParams)
+        }
     }
 }

@@ -55,6 +55,17 @@ struct State {
     bytes_acked: u64,
 }
 
+/// Westwood+: no parameters.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub struct WestwoodParams;
+
+impl CcParams for WestwoodParams {
+    const NAME: &'static str = "westwood";
+    fn build(&self, counting: AckCounting) -> Box<dyn CongestionControl> {
+        Box::new(Westwood::new(counting))
+    }
+}
+
 pub struct Westwood {
     counting: AckCounting,
     st: State,
@@ -111,7 +122,7 @@ impl Westwood {
 
 impl CongestionControl for Westwood {
     fn name(&self) -> &'static str {
-        "westwood"
+        WestwoodParams::NAME
     }
     fn ssthresh(&mut self, w: &Window, _flight_size: u64) -> u64 {
         self.st.bytes_acked = 0;
@@ -200,6 +211,28 @@ impl CongestionControl for Westwood {
             ),
             ("reset_rtt_min", s.reset_rtt_min as u8 as f64),
         ]
+    }
+}
+
+/// Westwood+'s configuration in a scenario: no parameters.
+#[cfg(feature = "serde")]
+pub use schema::WestwoodConfig;
+
+#[cfg(feature = "serde")]
+mod schema {
+    use super::*;
+    use crate::cc::schema::prelude::*;
+
+    cc_fields! {
+        /// `cc = "westwood"`: no parameters.
+        pub struct WestwoodConfig {}
+    }
+
+    impl CcSchema for WestwoodConfig {
+        type Params = WestwoodParams;
+        fn params(&self, _at: &str) -> Result<WestwoodParams> {
+            Ok(WestwoodParams)
+        }
     }
 }
 

@@ -41,9 +41,11 @@
 use super::linux_cc::{Bictcp, CaStateLx, Hybla, LinuxCc, Sock};
 use super::rtt::Ns2Rtt;
 use super::scoreboard1::{ScoreBoard1, FLAG_DATA_LOST, FLAG_DATA_SACKED};
-use crate::cc::CcConfig;
+use crate::cc::{CcConfig, CcParams, CubicParams, HyblaParams};
 use crate::spurious::EpisodeKind;
 use crate::{CaState, Episode, Segment, SenderStats, SpuriousEvent, TcpConfig, Transmit, TxKind};
+#[cfg(feature = "serde")]
+use spikelab_core::config::ConfigError;
 use spikelab_core::{SimDuration, SimTime};
 use std::collections::VecDeque;
 
@@ -103,7 +105,45 @@ impl Ns2LinuxAgent {
     /// Whether `cfg` asks for this agent: the `ns2` profile with a congestion control that
     /// ns-2.35 runs through `Agent/TCP/Linux` (CUBIC, Hybla).
     pub fn wanted(cfg: &TcpConfig) -> bool {
-        cfg.ns2 && matches!(cfg.cc, CcConfig::Cubic(_) | CcConfig::Hybla(_))
+        cfg.ns2 && Self::runs(cfg.cc.name())
+    }
+
+    /// Whether ns-2.35 runs the congestion control `algo` through `Agent/TCP/Linux`
+    /// (`select_ca`): CUBIC and Hybla.
+    pub fn runs(algo: &str) -> bool {
+        Self::MODULES.contains(&algo)
+    }
+
+    /// The congestion controls ns-2.35 runs through `Agent/TCP/Linux`.
+    pub const MODULES: [&'static str; 2] = [CubicParams::NAME, HyblaParams::NAME];
+
+    /// The parameters of a scenario's `cc` (at `at`) that ns-2.35's modules take: none of
+    /// CUBIC's (`tcp_cubic.c` runs CUBIC 2.1 at its own values), Hybla's `rtt0` in whole
+    /// milliseconds (jiffies).
+    #[cfg(feature = "serde")]
+    pub fn check_cc(cc: &crate::cc::CcTable, at: &str) -> Result<(), ConfigError> {
+        use spikelab_core::config::check;
+        if let crate::cc::CcTable::Hybla(h) = cc {
+            if let Some(r) = h.rtt0 {
+                check(
+                    r.0.as_nanos() % 1_000_000 == 0,
+                    format!("{at}.rtt0"),
+                    format!("tcp_hybla.c's rtt0 is whole milliseconds (jiffies), got {r}"),
+                )?;
+            }
+            return Ok(());
+        }
+        match cc.set_fields().first() {
+            None => Ok(()),
+            Some(key) => Err(ConfigError::new(
+                format!("{at}.{key}"),
+                format!(
+                    "ns-2.35's tcp_{}.c runs at its own values (CUBIC 2.1: beta 819/1024, \
+                     bic_scale 41, fast convergence, TCP friendliness, no HyStart); drop the key",
+                    cc.algo()
+                ),
+            )),
+        }
     }
 
     /// An agent for `cfg` (`mss` as `packetSize_`, `rwnd` as `window_`, `initial_window` as

@@ -28,6 +28,8 @@
 //!   whatever it covers; Reno's congestion avoidance counts bytes (one packet per cwnd of
 //!   bytes acknowledged).
 
+use crate::cc::{CcParams, CubicParams, HyblaParams};
+
 /// The module state `Agent/TCP/Linux` shares with its congestion control (`struct tcp_sock`'s
 /// fields that ns-2 keeps), in packets.
 #[derive(Clone, Debug, Default)]
@@ -108,8 +110,8 @@ pub enum LinuxCc {
 impl LinuxCc {
     pub fn name(&self) -> &'static str {
         match self {
-            LinuxCc::Cubic(_) => "cubic",
-            LinuxCc::Hybla(_) => "hybla",
+            LinuxCc::Cubic(_) => CubicParams::NAME,
+            LinuxCc::Hybla(_) => HyblaParams::NAME,
         }
     }
     /// `init`, on the first ACK the agent processes.
