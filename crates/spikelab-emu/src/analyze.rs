@@ -28,11 +28,11 @@ use crate::notes::{CaptureMeta, Note};
 use crate::pcapng::Capture;
 use crate::pipeline::unwrap_seq;
 use serde::Serialize;
+use spikelab_core::table::{ColumnData, Table};
 use spikelab_net::DropCause;
-use spikelab_sim::table::{ColumnData, Table};
 use std::collections::{BTreeMap, HashMap};
 
-use spikelab_sim::packet_event::{
+use spikelab_core::packet_event::{
     PacketRows, ACK as EV_ACK, DELIVER as EV_DELIVER, DROP as EV_DROP, ENTER as EV_ENTER,
     EXIT as EV_EXIT, RETX as EV_RETX, SEND as EV_SEND,
 };

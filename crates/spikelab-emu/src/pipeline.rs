@@ -12,8 +12,8 @@
 use crate::frame::{self, TcpFrame};
 use spikelab_core::SimTime;
 use spikelab_net::{DropCause, Outcome, PacketInfo, Stage};
-use spikelab_sim::build_stage;
-use spikelab_sim::scenario::Scenario;
+use spikelab_scenario::build_stage;
+use spikelab_scenario::Scenario;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
@@ -619,7 +619,7 @@ mod tests {
 
     fn scenario(paths: &str) -> Scenario {
         let text = format!("{paths}\n[[flow]]\nfwd = \"fwd\"\nrev = \"rev\"\n");
-        spikelab_sim::parse(&text, &[], Path::new(".")).unwrap()
+        spikelab_scenario::parse(&text, &[], Path::new(".")).unwrap()
     }
 
     fn data(seq: u32) -> Vec<u8> {
@@ -816,7 +816,7 @@ mod tests {
             [[flow]]\nprotocol = \"sctp\"\n\
             paths = [{ fwd = \"a\", rev = \"ar\" }, { fwd = \"b\", rev = \"br\" }]\n\
             sctp = { primary = 1 }\n";
-        let sc = spikelab_sim::parse(text, &[], Path::new(".")).unwrap();
+        let sc = spikelab_scenario::parse(text, &[], Path::new(".")).unwrap();
         let mut p = Pipeline::new(&sc, 1, &[5000], 2048).unwrap();
         // Without addresses every frame takes the primary's paths (destination 1: b, br;
         // paths are indexed in name order: a, ar, b, br).

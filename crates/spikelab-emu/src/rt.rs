@@ -389,7 +389,7 @@ impl Engine {
     /// Parses the scenario, builds the paths and opens the sockets (in the calling thread's
     /// network namespace).
     pub fn open(cfg: EmuConfig) -> Result<Engine, String> {
-        let sc = spikelab_sim::parse(
+        let sc = spikelab_scenario::parse(
             &cfg.scenario,
             &cfg.overrides,
             std::path::Path::new(&cfg.base_dir),

@@ -4,9 +4,9 @@
 
 use serde_json::{json, Value};
 use spikelab_net::{QueueLimit, Stage};
+use spikelab_scenario::build_stage;
+use spikelab_scenario::{AppKind, Scenario};
 use spikelab_sctp::{MaxBurstMode, SctpConfig};
-use spikelab_sim::build_stage;
-use spikelab_sim::scenario::{AppKind, Scenario};
 use spikelab_tcp::RtoAlgorithm;
 
 pub fn scenario_view(sc: &Scenario) -> Value {
@@ -134,7 +134,7 @@ fn sctp_view(s: &SctpConfig) -> Value {
 mod tests {
     /// The view of a scenario given as TOML text.
     fn view_of(text: &str) -> Value {
-        let sc = spikelab_sim::parse(text, &[], std::path::Path::new(".")).unwrap();
+        let sc = spikelab_scenario::parse(text, &[], std::path::Path::new(".")).unwrap();
         scenario_view(&sc)
     }
 

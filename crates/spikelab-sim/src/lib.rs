@@ -7,22 +7,27 @@
 //! One run is single-threaded and deterministic: the same scenario and seed give identical
 //! tables. Random components draw from streams derived from (seed, component label).
 
-pub mod packet_event;
 pub mod pcap;
-pub mod scenario;
 pub mod schema;
-pub mod table;
 mod truth;
 mod world;
+
+/// The result tables' columns and the packets table's event codes, in `spikelab-core` so the
+/// emulator's capture analysis builds the same tables.
+pub use spikelab_core::{packet_event, table};
+/// The scenario format (schema, parse, profiles, presets), in its own crate so the emulator
+/// reads scenarios without the simulator.
+pub use spikelab_scenario as scenario;
 
 /// Scenario value types with units (durations, bit rates, byte counts).
 pub use spikelab_core::units;
 
-pub use scenario::{parse, profile_notes, ProfileNote, Scenario, ScenarioError, TraceLevel};
+pub use scenario::{
+    build_stage, parse, profile_notes, ProfileNote, Scenario, ScenarioError, TraceLevel,
+};
 pub use table::{Column, ColumnData, Table};
 pub use world::{
-    build_stage, Chunk, RunControl, RunError, RunResult, World, MAX_PENDING_CHUNKS,
-    MAX_WORK_PER_INSTANT,
+    Chunk, RunControl, RunError, RunResult, World, MAX_PENDING_CHUNKS, MAX_WORK_PER_INSTANT,
 };
 
 use std::fmt;

@@ -13,7 +13,7 @@
 
 use crate::packet_event::PacketRows;
 use crate::pcap::{AssocWire, FlowWire, PcapWriter};
-use crate::scenario::{PcapPoint, Protocol, Scenario, TraceLevel};
+use crate::scenario::{build_stage, PcapPoint, Protocol, Scenario, TraceLevel};
 use spikelab_core::{Arena, ArenaId, EventQueue, Rng, SimTime};
 use spikelab_net::Stage;
 use spikelab_tcp::Segment;
@@ -71,7 +71,6 @@ pub use control::{
 };
 use events::*;
 use metrics::*;
-pub use paths::build_stage;
 use paths::*;
 use series::*;
 use tcp::*;

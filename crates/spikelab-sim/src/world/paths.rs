@@ -6,7 +6,6 @@ use super::*;
 use crate::packet_event::{
     DELIVER as EV_DELIVER, DROP as EV_DROP, ENTER as EV_ENTER, EXIT as EV_EXIT,
 };
-use crate::scenario::{PathCtx, StageConfig, StageSpec};
 use spikelab_core::{ArenaId, EventQueue, SimTime};
 use spikelab_net::{DropCause, Outcome, PacketInfo, RateStage, Stage};
 use std::collections::VecDeque;
@@ -43,20 +42,6 @@ impl PathRt {
             _ => unreachable!("backpressure is validated to be on a rate stage"),
         }
     }
-}
-
-/// Builds stage `index` of path `path` from its validated spec, with its own RNG stream
-/// (`path/<path>/stage/<index>`). The simulator and the emulator both build stages here, so a
-/// seed draws the same random numbers in both.
-pub fn build_stage(path: &str, index: usize, stages: &[StageSpec], seed: u64) -> Stage {
-    let configs: Vec<&StageConfig> = stages.iter().map(|s| &s.config).collect();
-    let ctx = PathCtx {
-        path,
-        stages: &configs,
-        index,
-        seed,
-    };
-    stages[index].config.build(&ctx)
 }
 
 impl World {

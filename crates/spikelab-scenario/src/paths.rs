@@ -4,13 +4,14 @@
 //! the default link.
 
 use super::*;
-use crate::units::{Bytes, Rate};
 use serde::de::{self, DeserializeSeed, IntoDeserializer, MapAccess, Visitor};
 use serde::Deserializer;
+use spikelab_core::units::{Bytes, Rate};
 use spikelab_net::leo::LeoConfig;
 use spikelab_net::optional_fields;
 use spikelab_net::{
-    check_up_reachable, AdaptConfig, DelayConfig, HarqConfig, RateConfig, RlcConfig, StallConfig,
+    check_up_reachable, AdaptConfig, DelayConfig, HarqConfig, RateConfig, RlcConfig, Stage,
+    StallConfig,
 };
 
 pub use spikelab_net::config::{
@@ -32,6 +33,20 @@ pub struct StageSpec {
     /// The stage's name (default: its type, numbered when the type repeats in the path).
     pub name: Option<String>,
     pub config: StageConfig,
+}
+
+/// Builds stage `index` of path `path` from its validated spec, with its own RNG stream
+/// (`path/<path>/stage/<index>`). The simulator and the emulator both build stages here, so a
+/// seed draws the same random numbers in both.
+pub fn build_stage(path: &str, index: usize, stages: &[StageSpec], seed: u64) -> Stage {
+    let configs: Vec<&StageConfig> = stages.iter().map(|s| &s.config).collect();
+    let ctx = PathCtx {
+        path,
+        stages: &configs,
+        index,
+        seed,
+    };
+    stages[index].config.build(&ctx)
 }
 
 impl StageSpec {

@@ -33,7 +33,7 @@ use crate::table::{ColumnData, Table};
 /// them. Codes: `event` as above, `path`/`stage`/`cause` index the names given to
 /// [`PacketRows::into_table`] (-1 = null), `kind` 0 = data, 1 = ack. In `seq`, `ack`, `tx`,
 /// `dest`, `harq_tx` and `harq_delay_us`, -1 marks a value that does not apply: null in the
-/// table (`crate::schema`).
+/// table (`spikelab_sim::schema`).
 #[derive(Clone, Debug, Default)]
 pub struct PacketRows {
     pub t: Vec<i64>,

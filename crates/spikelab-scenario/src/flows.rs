@@ -3,9 +3,9 @@
 //! knobs in [`super::sctp`]; named profiles (`linux`, `ns2`) in [`super::profiles`].
 
 use super::*;
-use crate::units::Bytes;
 use serde::de;
 use serde::Deserializer;
+use spikelab_core::units::Bytes;
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]

@@ -3,7 +3,7 @@
 //! configuration they make; what the `ns2` profile's agents take.
 
 use super::*;
-use crate::units::{Ato, Bytes, DurationOr, DurationOrAto, DurationOrRto, Rto};
+use spikelab_core::units::{Ato, Bytes, DurationOr, DurationOrAto, DurationOrRto, Rto};
 use spikelab_tcp::cc::{CcConfig, RenoParams};
 use spikelab_tcp::ns2::Ns2LinuxAgent;
 use spikelab_tcp::spurious::{DetectorKind, DetectorSet, FrtoVariant, Response, SpuriousConfig};

@@ -1,4 +1,7 @@
 //! The scenario file: TOML, deserialised into these types, validated, defaults filled.
+//! The simulator (`spikelab-sim`) and the emulator (`spikelab-emu`) both read scenarios here,
+//! so the emulator does not depend on the simulator; [`build_stage`] makes a path's stages
+//! for both.
 //!
 //! Every error is a [`ScenarioError`] naming the offending field by its path in the file
 //! (`flow[0].tcp.rto.min: must be > 0, got 0ms`). The format is documented in
@@ -28,8 +31,8 @@ pub use profiles::*;
 pub use sctp::*;
 pub use tcp::*;
 
-use crate::units::Duration;
 use serde::{Deserialize, Serialize};
+use spikelab_core::units::Duration;
 use spikelab_core::SimDuration;
 use std::collections::BTreeMap;
 use std::fmt;

@@ -1,7 +1,7 @@
 //! SCTP flows: `protocol = "sctp"`, the destinations' paths and the `[flow.sctp]` knobs.
 
 use super::*;
-use crate::units::Bytes;
+use spikelab_core::units::Bytes;
 use spikelab_sctp::{Profile as SctpProfile, SctpConfig};
 
 /// A flow's transport protocol.

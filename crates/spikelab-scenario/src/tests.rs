@@ -1,7 +1,7 @@
 //! Parsing and validation: every error names its field.
 
 use super::*;
-use crate::units::Rate;
+use spikelab_core::units::Rate;
 use spikelab_net::harq::CombiningKind;
 use spikelab_net::{
     DelayConfig, HarqConfig, LossConfig, LossKind, RateConfig, RlcConfig, StallConfig,
@@ -1122,7 +1122,7 @@ fn a_flow_level_rwnd_sets_either_protocols_window() {
     let tcp = parse("[[flow]]\nrwnd = \"8000B\"\n", &[], Path::new(".")).unwrap();
     assert_eq!(tcp.flow[0].tcp_config().rwnd, 8000);
     // The resolved scenario's tcp.rwnd is the window used, not the unused default.
-    assert_eq!(tcp.flow[0].tcp.rwnd, crate::units::Bytes(8000));
+    assert_eq!(tcp.flow[0].tcp.rwnd, spikelab_core::units::Bytes(8000));
     assert_round_trips(&tcp);
     let sctp = parse(
         "[[flow]]\nprotocol = \"sctp\"\nrwnd = \"8000B\"\n",
@@ -1133,11 +1133,11 @@ fn a_flow_level_rwnd_sets_either_protocols_window() {
     assert_eq!(sctp.flow[0].sctp_config().unwrap().recv_buffer, 8000);
     // The resolved scenario shows every SCTP knob the run used (the profile's too).
     let spec = sctp.flow[0].sctp.as_ref().unwrap();
-    assert_eq!(spec.recv_buffer, Some(crate::units::Bytes(8000)));
+    assert_eq!(spec.recv_buffer, Some(spikelab_core::units::Bytes(8000)));
     assert_eq!(spec.profile.as_deref(), Some("rfc9260"));
     assert_eq!(
         spec.rto_initial,
-        Some(crate::units::Duration(SimDuration::from_secs(1)))
+        Some(spikelab_core::units::Duration(SimDuration::from_secs(1)))
     );
     assert_eq!(
         (spec.max_burst, spec.mtu, spec.psmr),
@@ -1475,14 +1475,20 @@ fn umts_presets_expand_into_stages_with_knobs() {
     assert_eq!(kinds("rev"), ["rate", "rlc", "delay", "loss"]);
     let fwd = &sc.path["fwd"].stage;
     assert_eq!(rate(&fwd[0]).rate, Some(Rate(330_000)));
-    assert_eq!(rate(&fwd[0]).queue_bytes, Some(crate::units::Bytes(45_000)));
+    assert_eq!(
+        rate(&fwd[0]).queue_bytes,
+        Some(spikelab_core::units::Bytes(45_000))
+    );
     assert_eq!(rlc(&fwd[1]).p, Some(0.1));
     assert_eq!(rlc(&fwd[1]).loss, Some(0.002));
     assert_eq!(stall(&fwd[2]).stall_rate, Some(0.05));
     assert_eq!(delay(&fwd[3]).delay, Some(d_ms(170)));
     let rev = &sc.path["rev"].stage;
     assert_eq!(rate(&rev[0]).rate, Some(Rate(58_000)));
-    assert_eq!(rate(&rev[0]).queue_bytes, Some(crate::units::Bytes(12_000)));
+    assert_eq!(
+        rate(&rev[0]).queue_bytes,
+        Some(spikelab_core::units::Bytes(12_000))
+    );
     assert_eq!(delay(&rev[2]).delay, Some(d_ms(100)));
     // The resolved scenario lists the stages; the preset is gone, so it runs again as is.
     assert!(sc.path["fwd"].preset.is_none());
@@ -1530,7 +1536,10 @@ fn a_rate_stage_follows_its_load_and_the_umts_preset_can_turn_that_on() {
         (p.up_bytes, p.down_bytes, p.scale_queue),
         (38_000, 0, false)
     );
-    assert_eq!(rate(r).queue_bytes, Some(crate::units::Bytes(45_000)));
+    assert_eq!(
+        rate(r).queue_bytes,
+        Some(spikelab_core::units::Bytes(45_000))
+    );
     assert_round_trips(&sc);
 }
 
@@ -1551,7 +1560,10 @@ fn a_knob_set_on_a_preset_name_turns_it_into_a_table() {
     )
     .unwrap();
     let st = &sc.path["fwd"].stage;
-    assert_eq!(rate(&st[0]).queue_bytes, Some(crate::units::Bytes(35_000)));
+    assert_eq!(
+        rate(&st[0]).queue_bytes,
+        Some(spikelab_core::units::Bytes(35_000))
+    );
     assert_eq!(kinds2(&sc, "fwd"), ["rate", "rlc", "delay"]);
 }
 
@@ -1702,13 +1714,16 @@ fn a_scenarios_preset_defaults_fill_every_expansion_unless_a_path_sets_the_knob(
     let sc = parse(text, &[], Path::new(".")).unwrap();
     let fwd = &sc.path["fwd"].stage;
     assert_eq!(kinds2(&sc, "fwd"), ["rate", "rlc", "stall", "delay"]);
-    assert_eq!(rate(&fwd[0]).queue_bytes, Some(crate::units::Bytes(55_000)));
+    assert_eq!(
+        rate(&fwd[0]).queue_bytes,
+        Some(spikelab_core::units::Bytes(55_000))
+    );
     assert_eq!(stall(&fwd[2]).stall_rate, Some(0.07));
     // The path's own knob wins; the other default still applies.
     assert_eq!(kinds2(&sc, "rev"), ["rate", "rlc", "delay"]);
     assert_eq!(
         rate(&sc.path["rev"].stage[0]).queue_bytes,
-        Some(crate::units::Bytes(55_000))
+        Some(spikelab_core::units::Bytes(55_000))
     );
     // The resolved scenario has the stages, not the defaults table, and runs again as is.
     assert_round_trips(&sc);
@@ -1726,7 +1741,9 @@ fn a_scenarios_preset_defaults_fill_every_expansion_unless_a_path_sets_the_knob(
     assert_eq!(kinds2(&sc, "fwd"), ["rate", "rlc", "stall", "delay"]);
     assert_eq!(
         stall(&sc.path["fwd"].stage[2]).median,
-        Some(crate::units::Duration(SimDuration::from_millis(3000)))
+        Some(spikelab_core::units::Duration(SimDuration::from_millis(
+            3000
+        )))
     );
     assert_eq!(kinds2(&sc, "rev"), ["rate", "rlc", "delay"]);
     // The same from the command line; a preset the scenario does not use is left alone.
@@ -1741,7 +1758,7 @@ fn a_scenarios_preset_defaults_fill_every_expansion_unless_a_path_sets_the_knob(
     .unwrap();
     assert_eq!(
         rate(&sc.path["fwd"].stage[0]).queue_bytes,
-        Some(crate::units::Bytes(55_000))
+        Some(spikelab_core::units::Bytes(55_000))
     );
 }
 
