@@ -281,6 +281,15 @@ def test_congestion_controls_the_simulator_lacks_pass_to_the_kernel():
     assert resolved["flow"][0]["cc"] == "bbr"
     assert resolved["flow"][1]["cc"] == "cubic"
     assert overrides == ['flow[0].cc="reno"']
+    # As a table, and set by an override for every flow: each named, the scenario read as reno.
+    _, _, overrides, ccs = run.resolve("[[flow]]\n[flow.cc]\nalgo = \"vegas\"\n[[flow]]\n",
+                                       ['flow[1].cc="bbr"'], ".")
+    assert ccs == ["vegas", "bbr"]
+    assert overrides == ['flow[1].cc="bbr"', 'flow[0].cc="reno"', 'flow[1].cc="reno"']
+    # An SCTP flow's cc is not the kernel's to run: refused, naming the field.
+    with pytest.raises(spikelab.ScenarioError, match=r'^flow\[0\]\.cc: unknown congestion '
+                                                     r'control "bbr"'):
+        run.resolve("[[flow]]\nprotocol = \"sctp\"\ncc = \"bbr\"\n", [], ".")
     with pytest.raises(kernel.EmulationError, match="'nosuchcc' is not available.*available: "):
         if not kernel.available_congestion_controls():
             pytest.skip("no /proc/sys/net/ipv4/tcp_available_congestion_control")

@@ -116,6 +116,10 @@ def emu_analyze(pcap: str, duration_ns: int) -> dict[str, Any]:
 
 def emu_scenario(text: str, overrides: list[str] = ..., base_dir: str = ...) -> str:
     """The numbers (ns, bytes) of a scenario that the kernel side needs, as JSON."""
+def emu_resolve(text: str, overrides: list[str], base_dir: str
+                ) -> tuple[str, str, list[str | None]]:
+    """(resolved scenario JSON, emu_scenario's view JSON, each flow's congestion control that
+    only the kernel has, or None): such a TCP flow is read as reno."""
 
 # ---- packet captures (crates/spikelab-py/src/capture.rs) ---------------------------------
 

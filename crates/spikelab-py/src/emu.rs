@@ -97,6 +97,27 @@ fn emu_scenario(text: &str, overrides: Vec<String>, base_dir: String) -> PyResul
     Ok(spikelab_emu::view::scenario_view(&sc).to_string())
 }
 
+/// The scenario for an emulation: (resolved scenario JSON, the emulator's view JSON, each
+/// flow's congestion control that only the kernel has, or None). Such a flow is read as
+/// `reno` (the simulator does not model it); the kernel runs the named one.
+#[pyfunction]
+fn emu_resolve(
+    text: &str,
+    overrides: Vec<String>,
+    base_dir: String,
+) -> PyResult<(String, String, Vec<Option<String>>)> {
+    let (sc, kernel_only) =
+        spikelab_sim::scenario::parse_for_kernel(text, &overrides, std::path::Path::new(&base_dir))
+            .map_err(super::scenario_err)?;
+    let resolved =
+        serde_json::to_string(&sc).map_err(|e| PyRuntimeError::new_err(e.to_string()))?;
+    Ok((
+        resolved,
+        spikelab_emu::view::scenario_view(&sc).to_string(),
+        kernel_only,
+    ))
+}
+
 mod erased {
     pub trait Ser {
         fn json(&self) -> serde_json::Result<String>;
@@ -112,5 +133,6 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Emulator>()?;
     m.add_function(wrap_pyfunction!(emu_analyze, m)?)?;
     m.add_function(wrap_pyfunction!(emu_scenario, m)?)?;
+    m.add_function(wrap_pyfunction!(emu_resolve, m)?)?;
     Ok(())
 }

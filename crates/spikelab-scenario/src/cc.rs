@@ -253,3 +253,36 @@ impl FlowSpec {
         self.cc.table.config("flow.cc").expect("validated")
     }
 }
+
+/// For the emulator, whose kernel knows congestion controls the simulator does not model
+/// (`bbr`, `vegas`, ...): each TCP flow's congestion control that is not in the registry, by
+/// flow index, replaced in `value` by `reno` so that the scenario parses (the kernel runs the
+/// named one; docs/emulation.md). SCTP flows are left alone: their `cc` is refused as before.
+pub(crate) fn take_kernel_only(value: &mut toml::Value) -> Vec<Option<String>> {
+    let Some(flows) = value.get_mut("flow").and_then(|f| f.as_array_mut()) else {
+        return Vec::new();
+    };
+    flows
+        .iter_mut()
+        .map(|flow| {
+            let tcp = flow
+                .get("protocol")
+                .is_none_or(|p| p.as_str() == Some("tcp"));
+            let name = match flow.get("cc") {
+                Some(toml::Value::String(s)) => Some(s.clone()),
+                Some(toml::Value::Table(t)) => {
+                    t.get("algo").and_then(|a| a.as_str()).map(str::to_string)
+                }
+                _ => None,
+            };
+            match name {
+                Some(n) if tcp && !CONGESTION_CONTROLS.contains(&n.as_str()) => {
+                    flow.as_table_mut()?
+                        .insert("cc".into(), toml::Value::String("reno".into()));
+                    Some(n)
+                }
+                _ => None,
+            }
+        })
+        .collect()
+}

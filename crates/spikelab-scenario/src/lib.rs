@@ -246,13 +246,31 @@ pub struct Scenario {
 /// Parses `text`, applies `overrides` (`key=value`), validates and fills defaults.
 /// `base_dir` resolves relative trace-file paths.
 pub fn parse(text: &str, overrides: &[String], base_dir: &Path) -> Result<Scenario> {
-    let mut value = overridden(text, overrides)?;
+    from_value(overridden(text, overrides)?, base_dir)
+}
+
+/// The scenario of `value` (overrides applied): profiles, checks, defaults.
+fn from_value(mut value: toml::Value, base_dir: &Path) -> Result<Scenario> {
     apply_profiles(&mut value)?;
     cc::check_cc_tables(&value)?;
     let mut sc: Scenario =
         serde_path_to_error::deserialize(strict::Strict(value)).map_err(|e| field_error(e, ""))?;
     sc.resolve(base_dir)?;
     Ok(sc)
+}
+
+/// Parses as [`parse`] does, for the emulator: a TCP flow's congestion control that the
+/// simulator does not model is read as `reno` and returned by flow index (`None` where the
+/// scenario's own is kept), so that the kernel can run it. The same file with the override
+/// `flow[i].cc="reno"` for each such flow parses to the same scenario.
+pub fn parse_for_kernel(
+    text: &str,
+    overrides: &[String],
+    base_dir: &Path,
+) -> Result<(Scenario, Vec<Option<String>>)> {
+    let mut value = overridden(text, overrides)?;
+    let kernel_only = cc::take_kernel_only(&mut value);
+    Ok((from_value(value, base_dir)?, kernel_only))
 }
 
 /// A deserialisation error of the table at `at` ("" for the whole file) as one line naming the

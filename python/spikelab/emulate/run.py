@@ -42,7 +42,6 @@ START_MARGIN_NS = 300_000_000  # between "everyone is ready" and time 0
 READY_TIMEOUT_S = 30.0
 FINISH_GRACE_S = 15.0
 DEFAULT_SAMPLE_MS = 1.0
-_CC_ERROR = re.compile(r'^flow\[(\d+)\]\.cc: unknown congestion control "([^"]*)"')
 
 
 def resolve(text: str, overrides: list[str], base_dir: str
@@ -50,25 +49,16 @@ def resolve(text: str, overrides: list[str], base_dir: str
     """Validate a scenario for emulation. Returns (resolved scenario, kernel view, overrides
     for the emulator, congestion control per flow).
 
-    The simulator knows fewer congestion controls than the kernel; a flow asking for one the
-    simulator lacks (``cubic``, ``bbr``) is validated as ``reno`` and runs with the kernel's.
+    The simulator knows fewer congestion controls than the kernel; a TCP flow asking for one
+    the simulator lacks (``bbr``, ``vegas``) is validated as ``reno`` and runs with the
+    kernel's (the core says which, ``_core.emu_resolve``; the emulator's own processes read the
+    scenario with ``flow[i].cc="reno"`` for those flows).
     """
-    ccs: dict[int, str] = {}
-    extra: list[str] = []
-    for _ in range(256):
-        try:
-            resolved = json.loads(_core.resolve(text, overrides + extra, base_dir))
-            break
-        except _core.ScenarioError as exc:
-            m = _CC_ERROR.match(str(exc))
-            if not m or int(m.group(1)) in ccs:
-                raise
-            ccs[int(m.group(1))] = m.group(2)
-            extra.append(f'flow[{m.group(1)}].cc="reno"')
-    else:  # pragma: no cover - 256 flows with unknown congestion controls
-        raise EmulationError("too many flows")
-    view = json.loads(_core.emu_scenario(text, overrides + extra, base_dir))
-    names = [ccs.get(i, f["cc"]) for i, f in enumerate(view["flows"])]
+    resolved_json, view_json, kernel_only = _core.emu_resolve(text, overrides, base_dir)
+    resolved, view = json.loads(resolved_json), json.loads(view_json)
+    extra = [f'flow[{i}].cc="reno"' for i, name in enumerate(kernel_only) if name is not None]
+    names = [kernel_only[i] if i < len(kernel_only) and kernel_only[i] is not None
+             else f["cc"] for i, f in enumerate(view["flows"])]
     for i, f in enumerate(resolved["flow"]):
         f["cc"] = names[i]
     return resolved, view, overrides + extra, names
