@@ -8,6 +8,10 @@ use super::*;
 use serde::de::{self, DeserializeSeed, IntoDeserializer, MapAccess, Visitor};
 use serde::{Deserializer, Serializer};
 pub use spikelab_tcp::cc::{CcConfig, CcTable};
+use spikelab_tcp::cc::{CcParams, RenoParams};
+
+/// What a flow whose congestion control only the kernel has is read as.
+const RENO: &str = RenoParams::NAME;
 
 /// Congestion controls the simulator knows (the registry's order).
 pub const CONGESTION_CONTROLS: &[&str] = CcConfig::NAMES;
@@ -278,7 +282,7 @@ pub(crate) fn take_kernel_only(value: &mut toml::Value) -> Vec<Option<String>> {
             match name {
                 Some(n) if tcp && !CONGESTION_CONTROLS.contains(&n.as_str()) => {
                     flow.as_table_mut()?
-                        .insert("cc".into(), toml::Value::String("reno".into()));
+                        .insert("cc".into(), toml::Value::String(RENO.into()));
                     Some(n)
                 }
                 _ => None,

@@ -262,7 +262,7 @@ fn from_value(mut value: toml::Value, base_dir: &Path) -> Result<Scenario> {
 /// Parses as [`parse`] does, for the emulator: a TCP flow's congestion control that the
 /// simulator does not model is read as `reno` and returned by flow index (`None` where the
 /// scenario's own is kept), so that the kernel can run it. The same file with the override
-/// `flow[i].cc="reno"` for each such flow parses to the same scenario.
+/// `flow[i].cc` set to reno for each such flow parses to the same scenario.
 pub fn parse_for_kernel(
     text: &str,
     overrides: &[String],
