@@ -1,6 +1,7 @@
 //! Flows: the app, the protocol and its paths, and the checks that span a flow's tables. A
 //! flow's TCP knobs are in [`super::tcp`], its congestion control in [`super::cc`], its SCTP
-//! knobs in [`super::sctp`]; named profiles (`linux`, `ns2`) in [`super::profiles`].
+//! knobs in spikelab-sctp's `schema` (re-exported by [`super::sctp`]); named profiles (`linux`,
+//! `ns2`) in [`super::profiles`].
 
 use super::*;
 use serde::de;
@@ -150,14 +151,7 @@ impl FlowSpec {
                 format!("{at}.rwnd"),
                 "give rwnd or sctp.recv_buffer, not both",
             )?;
-            check(
-                r.0 >= 1500 && r.0 <= u32::MAX as u64,
-                format!("{at}.rwnd"),
-                format!(
-                    "must be from 1500 bytes to 4 GiB - 1 (4294967295 bytes), got {} bytes",
-                    r.0
-                ),
-            )?;
+            spikelab_sctp::schema::check_recv_buffer(r, &format!("{at}.rwnd"))?;
             spec.recv_buffer = Some(r);
         }
         spec.config(&format!("{at}.sctp"), self.destinations().len())

@@ -9,7 +9,8 @@
 //! configuration defined beside its model in `spikelab-net`; path presets; the default link),
 //! [`flows`] (apps, protocols, destinations), [`tcp`] (TCP options, RTO estimators, detectors),
 //! [`cc`] (the congestion control, each algorithm's own configuration defined beside its model
-//! in `spikelab-tcp`), [`sctp`], [`profiles`] (`linux`, `ns2`: data tables of defaults),
+//! in `spikelab-tcp`), [`sctp`] (the `[flow.sctp]` table defined beside its model in
+//! `spikelab-sctp`), [`profiles`] (`linux`, `ns2`: data tables of defaults),
 //! [`overrides`] (`--set key=value`); the `[sweep]` table is read by the Python sweep runner.
 
 mod cc;

@@ -20,13 +20,21 @@ pub enum Profile {
 }
 
 impl Profile {
+    /// Every profile, the default first (the order an error lists them).
+    pub const ALL: [Profile; 3] = [Profile::Rfc9260, Profile::Rfc4960, Profile::Ns2];
+
     /// The name `[flow.sctp] profile` takes.
-    pub fn name(&self) -> &'static str {
+    pub const fn name(&self) -> &'static str {
         match self {
             Profile::Rfc4960 => "rfc4960",
             Profile::Rfc9260 => "rfc9260",
             Profile::Ns2 => "ns2",
         }
+    }
+
+    /// The profile called `name`, if any.
+    pub fn from_name(name: &str) -> Option<Profile> {
+        Profile::ALL.into_iter().find(|p| p.name() == name)
     }
 }
 

@@ -9,6 +9,9 @@
 //! [`rto`] (the §6.3.1 estimator with arbitrary gains) and [`rto_study`] (the alpha/beta study
 //! of Fallon et al., paper 004 §6.2) are public for analytic use.
 //!
+//! With the `serde` feature, [`schema`]: the `[flow.sctp]` table of a scenario ([`SctpSpec`]),
+//! its defaults from the profile and its checks, beside the model.
+//!
 //! Maturity: unit-tested against the RFC rules and the paper arithmetic; the endpoints, driven
 //! by spikelab-sim, are compared with usrsctp and with ns-2.35's Agent/SCTP by `spikelab
 //! fidelity` (docs/fidelity.md).
@@ -19,6 +22,8 @@ pub mod packet;
 mod receiver;
 pub mod rto;
 pub mod rto_study;
+#[cfg(feature = "serde")]
+pub mod schema;
 mod sender;
 
 pub use config::{CcUnit, MaxBurstMode, MissRule, Profile, SctpConfig};
@@ -29,3 +34,5 @@ pub use endpoint::{
 pub use packet::{Chunk, DataChunk, HeartbeatInfo, Packet, SackChunk};
 pub use receiver::ReceiverStats;
 pub use rto::{RtoEstimator, RtoParams};
+#[cfg(feature = "serde")]
+pub use schema::{SctpSpec, SCTP_PROFILES};
