@@ -811,6 +811,9 @@ def test_a_multihomed_sctp_association_fails_over_on_usrsctp(tmp_path):
     spk = sim.packets.to_pandas()
     snew = spk[(spk["event"] == "send") & (spk["kind"] == "data")]
     sim_alt = snew[snew["dest"] == 1]["t_ns"].min() / 1e9
+    # The same runs columns as the simulator's; the failover's time is the simulator's only.
+    assert res.table("runs").schema == sim.table("runs").schema
+    assert row["failover_at_s"] is None and sim.runs.to_pylist()[0]["failover_at_s"] > 3.0
     print(f"first new DATA to the alternate: usrsctp {first_alt:.2f} s, simulated "
           f"{sim_alt:.2f} s")
     assert 3 + 7 < first_alt < 3 + 20 and 3 + 7 < sim_alt < 3 + 20

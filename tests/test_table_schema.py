@@ -121,6 +121,7 @@ def test_values_that_do_not_apply_are_null_and_the_others_are_not(mixed):
     assert (tcp["transport"], sctp["transport"]) == ("tcp", "sctp")
     # SCTP-only columns of the TCP flow, TCP-only ones of the SCTP flow, detectors off.
     assert tcp["failovers"] is None and tcp["setup_time_s"] is None
+    assert tcp["failover_at_s"] is None and tcp["time_to_failover_s"] is None
     assert sctp["failovers"] is not None and sctp["setup_time_s"] > 0
     assert sctp["dupacks_rcvd"] is None and sctp["spurious"] is None
     assert sctp["det_eifel_tp"] is None and sctp["timeout_time_s"] is None

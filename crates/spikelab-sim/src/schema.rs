@@ -192,6 +192,8 @@ pub static RUNS: &[ColumnSpec] = &[
     col("time_to_failover_s", F64, "s", NaN,
         "SCTP: from the T3-rtx timer that began the timeouts on the destination left to the \
          first failover; null without failover and for TCP"),
+    col("failover_at_s", F64, "s", NaN,
+        "SCTP: simulated time of the first failover; null without failover and for TCP"),
     col("data_primary_bytes", I64, "bytes", Minus1,
         "SCTP: wire bytes sent to the initial primary destination; null for TCP"),
     col("data_other_bytes", I64, "bytes", Minus1,

@@ -133,6 +133,18 @@ fn a_dead_primary_fails_over_after_pmr_plus_one_timeouts() {
     let at = t[fo[0]] as f64 * 1e-9;
     assert!((12.0..12.5).contains(&at), "failover at {at}");
     assert_eq!((value[fo[0]], dest[fo[0]]), (1.0, 0));
+    // runs.failover_at_s is that marker's time, and the episode began time_to_failover_s
+    // before it (at the timer armed by the last SACK, after the loss began at 5 s).
+    let fo_at = f64s(&runs, "failover_at_s")[0];
+    assert!(
+        (fo_at - at).abs() < 1e-9,
+        "failover_at_s {fo_at} vs marker {at}"
+    );
+    assert!(
+        (5.0..5.5).contains(&(fo_at - ttf)),
+        "episode start {}",
+        fo_at - ttf
+    );
     // Per-destination state: destination 0 ends inactive (2).
     let state0: Vec<f64> = (0..codes.len())
         .filter(|&i| names[codes[i] as usize] == "dest_state" && dest[i] == 0)

@@ -385,6 +385,7 @@ impl RunsBuilder {
         );
         col!(i64 failovers in sctp);
         col!(f64 time_to_failover_s in sctp);
+        col!(f64 failover_at_s in sctp);
         col!(i64 data_primary_bytes in sctp);
         col!(i64 data_other_bytes in sctp);
         col!(i64 heartbeats_sent in sctp);

@@ -391,6 +391,8 @@ struct SctpColumns {
     failovers: i64,
     /// NaN without failover (null in the table).
     time_to_failover_s: f64,
+    /// Simulated time of the first failover; NaN without failover (null in the table).
+    failover_at_s: f64,
     data_primary_bytes: i64,
     data_other_bytes: i64,
     heartbeats_sent: i64,

@@ -423,6 +423,12 @@ impl World {
                         .next_back();
                 first.map_or(f64::NAN, |t| fo.at.since(t).as_secs_f64())
             });
+            // When the first failover happened (paper 004 §5 conditions on when the RTO
+            // inflation, so the episode, began: `failover_at_s - time_to_failover_s`).
+            let failover_at = st
+                .failovers
+                .first()
+                .map_or(f64::NAN, |fo| fo.at.as_secs_f64());
             let rtt = (a.rtt_n, a.rtt_sum, a.rtt_sumsq);
             let t3_spurious = spurious_t3.iter().filter(|s| **s).count() as i64;
             let fr_spurious = spurious_fr.iter().filter(|s| **s).count() as i64;
@@ -451,6 +457,7 @@ impl World {
                 sctp: Some(SctpColumns {
                     failovers: st.failovers.len() as i64,
                     time_to_failover_s: time_to_failover,
+                    failover_at_s: failover_at,
                     data_primary_bytes: data_primary as i64,
                     data_other_bytes: (data_total - data_primary) as i64,
                     heartbeats_sent: st.heartbeats_sent as i64,
