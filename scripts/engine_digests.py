@@ -173,6 +173,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{target.name}: {'differs' if diff else 'identical'} ({len(got)} entries)")
         return 1 if diff else 0
     target.parent.mkdir(parents=True, exist_ok=True)
+    if args.only and target.exists():  # the other studies' entries stay as recorded
+        got = {**json.loads(target.read_text()), **got}
     target.write_text(json.dumps(got, indent=1, sort_keys=True) + "\n")
     print(f"wrote {target.relative_to(ROOT)} ({len(got)} entries)")
     return 0

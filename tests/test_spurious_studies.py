@@ -149,12 +149,13 @@ def test_kato_claims_as_paper_000_states_them(study_claims):
     assert 0.98 < n["worst_ratio"] < 1.0
     n = _verdict(study_claims, "dsack-poor-in-lossless-spike", "holds")
     assert n["dsack_undos"] == 0 and n["dsack_runs"] == 10
-    # §4.1's halving after Eifel's undo: nothing in the paper's sender halves the restored
-    # cwnd (two duplicate ACKs, TCP Small Queues, no loss probes without SACK).
-    n = _verdict(study_claims, "eifel-cwnd-halved-after-undo", "fails")
-    assert n["max_extra_reductions"] == 0
-    n = _verdict(study_claims, "paper-sender-keeps-the-restored-cwnd", "holds")
-    assert n["reductions"] == 0 and n["max_dupacks"] == 2
+    # §4.1's cut after Eifel's undo: the paper's kernel (3.10-4.x) moderated cwnd to the flight
+    # + 3 when the Loss state, which a timestamp undo keeps without SACK, reached high_seq;
+    # nothing else cuts it (two duplicate ACKs, TCP Small Queues, no loss probes without SACK).
+    n = _verdict(study_claims, "eifel-cwnd-halved-after-undo", "holds")
+    assert n["min_reductions"] == n["max_reductions"] == 1 and n["moderate_cwnd_cuts"] == 10
+    n = _verdict(study_claims, "paper-sender-cut-is-the-moderate-clamp", "holds")
+    assert n["other_reductions"] == 0 and n["max_dupacks"] == 2
     n = _verdict(study_claims, "no-sack-timestamp-undo-waits-for-a-timeout", "holds")
     assert n["paper_eifel_seeds_with_timeout"] >= 4 and n["linux_eifel_seeds_with_timeout"] <= 1
     # Today's linux profile (SACK): the loss result does not survive, the others do.
@@ -170,10 +171,13 @@ def test_kato_claims_as_paper_000_states_them(study_claims):
 
 
 def test_kato_cwnd_after_eifels_undo_over_the_time_series(tmp_path):
-    """The series behind eifel-cwnd-halved-after-undo (lossless spike, seed 1): the paper's
-    sender keeps the restored cwnd to the end of the run; spikelab's RFC sender, without TCP
-    Small Queues, puts the restored window into its own 100-packet queue at once, is refused,
-    halves cwnd within 3 s of the undo (local congestion) and grows again."""
+    """The series behind eifel-cwnd-halved-after-undo (lossless spike, seed 1). The paper's
+    sender (kernels 3.10-4.x) restores cwnd, cuts it once when the Loss state's high_seq is
+    reached (tcp_moderate_cwnd: the flight + 3 segments, the flight held small by TCP Small
+    Queues), within 10 ms of the undo, and regrows to the value before the timeout within
+    0.5 s. Without the moderation (today's kernels) it keeps the restored cwnd to the end. The
+    RFC sender, without TCP Small Queues, puts the restored window into its own 100-packet
+    queue at once, is refused, halves cwnd within 3 s of the undo and grows again."""
     scenario = STUDIES / "kato-lte-handover" / "scenario.toml"
     lossless = ("path.fwd.delay.profile=[[0, 50, 0.0], [10000, 50, 0.0], [10000, 1500, 0.0], "
                 "[11460, 50, 0.0], [11460, 50, 0.0], [20000, 50, 0.0]]")
@@ -184,17 +188,26 @@ def test_kato_cwnd_after_eifels_undo_over_the_time_series(tmp_path):
         ts = r.timeseries.to_pandas()
         undo = ts[ts["var"] == "undo"].t_ns.min()
         cw = ts[ts["var"] == "cwnd"].set_index("t_ns")["value"]
+        before = cw[cw.index < 10e9].iloc[-1]  # the spike begins at 10 s
         restored = cw[cw.index <= undo].iloc[-1]
         soon = cw[(cw.index > undo) & (cw.index <= undo + 3e9)]
         low_at = soon.idxmin()
-        return restored, cw[cw.index > undo].min() / restored, soon.min() / restored, \
-            cw[cw.index > low_at].max() / soon.min()
+        back = cw[(cw.index > low_at) & (cw >= before)].index.min()
+        return {"before": before, "restored": restored, "low": soon.min() / restored,
+                "low_after_s": (low_at - undo) / 1e9, "back_after_s": (back - low_at) / 1e9,
+                "min_after": cw[cw.index > undo].min() / restored,
+                "regrowth": cw[cw.index > low_at].max() / soon.min(),
+                "cuts": r.runs.column("moderate_cwnd_cuts")[0].as_py()}
 
-    restored, low, _, _ = after_undo([])
-    assert restored > 80 * 1448 and low > 0.95, (restored, low)
+    paper = after_undo([])
+    assert paper["restored"] >= paper["before"] > 80 * 1448, paper
+    assert paper["low"] < 0.5 and paper["low_after_s"] < 0.01 and paper["back_after_s"] < 0.5, paper
+    assert paper["cuts"] == 1, paper
+    today = after_undo(["flow.tcp.moderate_cwnd=false"])
+    assert today["restored"] > 80 * 1448 and today["min_after"] > 0.95 and today["cuts"] == 0, today
     rfc = KATO_RFC_SENDER.replace("spurious = []", 'spurious = ["eifel"]')
-    restored, _, soon, regrowth = after_undo([rfc])
-    assert 0.4 < soon < 0.6 and regrowth > 1.5, (restored, soon, regrowth)
+    r = after_undo([rfc])
+    assert 0.4 < r["low"] < 0.6 and r["regrowth"] > 1.5, r
 
 
 def test_fu_claims_as_paper_002_states_them(study_claims):

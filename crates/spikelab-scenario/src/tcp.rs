@@ -208,6 +208,9 @@ pub struct TcpSpec {
     /// TCP Small Queues on a sender's own queue (a `backpressure` stage): at most this many of
     /// the flow's packets in it (0: no limit).
     pub small_queue: i64,
+    /// Linux 3.10-4.x: a sender without SACK clamps cwnd to the flight + 3 segments when an
+    /// ACK reaches exactly the Loss state's `high_seq` (`tcp_moderate_cwnd`).
+    pub moderate_cwnd: bool,
 }
 
 impl Default for TcpSpec {
@@ -254,6 +257,7 @@ impl Default for TcpSpec {
             tlp: c.tlp,
             prr: c.prr,
             small_queue: 0,
+            moderate_cwnd: c.moderate_cwnd,
         }
     }
 }
@@ -559,7 +563,7 @@ impl FlowSpec {
             return Ok(());
         }
         let d = TcpSpec::default();
-        let unmodelled: [(&str, bool, &str); 15] = [
+        let unmodelled: [(&str, bool, &str); 16] = [
             ("rack", t.rack, "it has no RACK"),
             ("tlp", t.tlp, "it has no tail loss probe"),
             ("prr", t.prr, "it has no PRR"),
@@ -605,6 +609,11 @@ impl FlowSpec {
                 "small_queue",
                 t.small_queue != d.small_queue,
                 "it has no sender queue",
+            ),
+            (
+                "moderate_cwnd",
+                t.moderate_cwnd,
+                "its Reno and NewReno agents keep cwnd when recovery ends",
             ),
             (
                 "delack_timeout",
@@ -748,6 +757,7 @@ impl FlowSpec {
                 SsthreshBasisSpec::Cwnd => SsthreshBasis::Cwnd,
             },
             cwnd_limited_check: t.cwnd_limited_check,
+            moderate_cwnd: t.moderate_cwnd,
             handshake: t.handshake,
             spurious: self.spurious_config(),
             cc: self.cc_config(),

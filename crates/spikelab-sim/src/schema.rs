@@ -182,6 +182,9 @@ pub static RUNS: &[ColumnSpec] = &[
     col("local_cwr_count", I64, "reductions", Minus1,
         "window reductions because the sender's own interface queue refused a segment; null \
          for SCTP"),
+    col("moderate_cwnd_cuts", I64, "reductions", Minus1,
+        "cwnd cuts to the flight + 3 segments when an ACK reaches the Loss state's high_seq \
+         (moderate_cwnd, Linux 3.10-4.x); null for SCTP"),
     col("timeout_time_s", F64, "s", NaN,
         "time in timeout recovery (RTO to the ACK or undo that ends the episode); null for SCTP"),
     col("rto_wait_s", F64, "s", NaN,

@@ -208,6 +208,12 @@ pub struct TcpConfig {
     /// Proportional rate reduction (RFC 6937, PRR-SSRB as Linux `tcp_cwnd_reduction`) during
     /// SACK fast recovery, instead of `cwnd = ssthresh` at entry. Needs the SACK variant.
     pub prr: bool,
+    /// Linux 3.10-4.x's `tcp_moderate_cwnd` in `tcp_try_undo_recovery`: a sender without SACK
+    /// whose cumulative ACK reaches exactly the `high_seq` of a timeout's Loss state (also
+    /// after a timestamp undo, which keeps that state without SACK) clamps cwnd to the
+    /// packets in flight plus 3 (`tcp_max_burst`). Later kernels dropped the call (4.18 has it
+    /// no more); docs/models.md, "Linux of the paper's time".
+    pub moderate_cwnd: bool,
     /// Run ns-2.35's one-way agent and sink ([`crate::ns2`]) instead of this crate's RFC and
     /// Linux sender and receiver (the `ns2` profile). They read `variant`, `mss`, `rwnd`,
     /// `initial_window`, `initial_ssthresh`, `dupthresh`, `limited_transmit`,
@@ -277,6 +283,7 @@ impl Default for TcpConfig {
             rack: false,
             tlp: false,
             prr: false,
+            moderate_cwnd: false,
             ns2: false,
         }
     }

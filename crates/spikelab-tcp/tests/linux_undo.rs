@@ -305,3 +305,49 @@ fn a_partial_ack_from_a_delayed_original_opens_racks_reordering_window() {
         "without the linux rules only RACK's own test applies"
     );
 }
+
+/// `spurious_timeout` with `moderate_cwnd` and only the four segments to send (nothing new
+/// after the undo): ACKs of 2000 (the timestamp undo, echoing 10), 3000 and 4000 (`high_seq`).
+fn moderated(variant: Variant, moderate: bool) -> Snd {
+    let mut c = cfg(variant, 4, true, Response::Undo);
+    c.moderate_cwnd = moderate;
+    let mut s = Snd::new(c, Some(4000));
+    assert_eq!(kinds(&s.send(ms(10))), new_segments(0, 4));
+    assert_eq!(kinds(&s.timer(ms(1010))), vec![(0, TxKind::RtoRetransmit)]);
+    s.ack(ms(1100), ts(ack(2000), 10));
+    assert_eq!(linux_verdicts(&s), vec![LinuxRule::Loss]);
+    assert_eq!(s.cwnd(), 4000, "restored");
+    s.ack(ms(1101), ts(ack(3000), 10));
+    assert!(s.cwnd() >= 4000, "below high_seq no clamp: {}", s.cwnd());
+    s.ack(ms(1102), ts(ack(4000), 10));
+    s
+}
+
+#[test]
+fn moderate_cwnd_clamps_to_the_flight_plus_three_at_high_seq_after_a_timestamp_undo() {
+    // Linux 3.10-4.x `tcp_try_undo_recovery`: a connection without SACK, still in the Loss
+    // state after the timestamp undo, reaches `high_seq` (4000) with nothing in flight:
+    // `tcp_moderate_cwnd` sets cwnd = 0 + `tcp_max_burst` (3) segments, and this ACK's
+    // congestion avoidance (after `tcp_fastretrans_alert`) adds at most MSS²/cwnd.
+    let s = moderated(Variant::NewReno, true);
+    assert!((3000..3000 + MSS / 2).contains(&s.cwnd()), "{}", s.cwnd());
+    assert_eq!(s.stats().moderate_cwnd_cuts, 1);
+    // Today's kernels (and the knob off): the restored cwnd stays and grows.
+    let s = moderated(Variant::NewReno, false);
+    assert!(
+        s.cwnd() > 4000 && s.stats().moderate_cwnd_cuts == 0,
+        "{}",
+        s.cwnd()
+    );
+    // With SACK the undo opened the state: nothing to moderate.
+    let mut c = cfg(Variant::Sack, 4, true, Response::Undo);
+    c.moderate_cwnd = true;
+    let mut s = Snd::new(c, Some(4000));
+    s.send(ms(10));
+    s.timer(ms(1010));
+    for (t, a) in [(1100, 2000), (1101, 3000), (1102, 4000)] {
+        s.ack(ms(t), ts(ack(a), 10));
+    }
+    assert_eq!(s.stats().moderate_cwnd_cuts, 0);
+    assert!(s.cwnd() >= 4000, "{}", s.cwnd());
+}

@@ -314,7 +314,8 @@ _KERNEL_FIXED = (
                                  "sent before the first unacknowledged segment's last "
                                  "transmission"),
     ("kernel_rtt_samples", False, "the kernel takes its RTT samples from send times, ACKs that "
-                                  "only SACK included"),
+                                  "only SACK included"),    ("moderate_cwnd", True, "this kernel no longer moderates cwnd when a connection without "
+                            "SACK reaches the Loss state's high_seq (kernels 3.10-4.x did)"),
 )
 
 

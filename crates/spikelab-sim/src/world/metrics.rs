@@ -377,6 +377,7 @@ impl RunsBuilder {
         col!(i64 tlp_recoveries in tcp);
         col!(i64 rack_loss_count in tcp);
         col!(i64 local_cwr_count in tcp);
+        col!(i64 moderate_cwnd_cuts in tcp);
         col!(f64 timeout_time_s in tcp);
         col!(f64 rto_wait_s in tcp);
         t.push(

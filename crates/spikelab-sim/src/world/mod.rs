@@ -378,6 +378,7 @@ struct TcpColumns {
     tlp_recoveries: i64,
     rack_loss_count: i64,
     local_cwr_count: i64,
+    moderate_cwnd_cuts: i64,
     /// Time in timeout recovery, s.
     timeout_time_s: f64,
     /// The expired RTOs summed, s.

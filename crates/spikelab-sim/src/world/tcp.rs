@@ -535,6 +535,7 @@ impl World {
                     tlp_recoveries: st.tlp_recoveries as i64,
                     rack_loss_count: st.rack_loss_count as i64,
                     local_cwr_count: st.local_cwr_count as i64,
+                    moderate_cwnd_cuts: st.moderate_cwnd_cuts as i64,
                     timeout_time_s: f.snd.timeout_time(stop).as_secs_f64(),
                     rto_wait_s: st.rto_wait_ns as f64 * 1e-9,
                     // A detector that is off has no score (null in the table).

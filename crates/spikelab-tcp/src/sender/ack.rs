@@ -24,6 +24,7 @@ impl TcpSender {
             return;
         }
         let prior_snd_una = self.snd_una;
+        let prior_undos = self.stats.undo_count;
         let frto_recover = self.frto.as_ref().and_then(|f| f.recover());
         let mut newly_sacked = 0;
         let mut dsack = false;
@@ -235,6 +236,7 @@ impl TcpSender {
             acked > 0 || newly_sacked > 0,
         );
         if acked > 0 {
+            self.moderate_at_loss_high(self.stats.undo_count != prior_undos);
             self.on_new_ack(now, acked);
         } else if is_dupack {
             self.stats.dupacks_rcvd += 1;
@@ -330,6 +332,28 @@ impl TcpSender {
             t: now,
         });
         v.is_spurious().then_some(d)
+    }
+
+    /// Linux 3.10-4.x `tcp_try_undo_recovery` for a sender without SACK (`cfg.moderate_cwnd`):
+    /// the ACK that brings SND.UNA exactly to the Loss state's `high_seq` keeps the state one
+    /// ACK longer and clamps cwnd to the packets in flight plus `tcp_max_burst` (3 segments;
+    /// `tcp_moderate_cwnd`), before this ACK's growth (`tcp_fastretrans_alert` runs before
+    /// `tcp_cong_control`). An ACK that undid the timeout (`tcp_try_undo_loss`) returns before
+    /// the check. No SACK: nothing is SACKed or marked lost once the segments below `high_seq`
+    /// are acknowledged, so the flight is SND.MAX − SND.UNA.
+    fn moderate_at_loss_high(&mut self, undone_now: bool) {
+        let Some(high) = self.loss_high else {
+            return;
+        };
+        if self.snd_una > high {
+            self.loss_high = None;
+        } else if self.snd_una == high && !undone_now && self.cfg.moderate_cwnd && !self.cfg.sack {
+            let clamp = self.snd_max - self.snd_una + 3 * self.mss;
+            if clamp < self.cwnd {
+                self.cwnd = clamp;
+                self.stats.moderate_cwnd_cuts += 1;
+            }
+        }
     }
 
     pub(super) fn on_new_ack(&mut self, now: SimTime, acked: u64) {

@@ -153,6 +153,9 @@ pub struct SenderStats {
     pub rtt_sumsq_s: f64,
     /// Responses applied (Eifel response or undo).
     pub undo_count: u64,
+    /// cwnd clamps at the Loss state's `high_seq` that lowered cwnd (`cfg.moderate_cwnd`,
+    /// Linux 3.10-4.x `tcp_moderate_cwnd`).
+    pub moderate_cwnd_cuts: u64,
     /// Tail loss probes sent (RFC 8985 §7.3; Linux `LINUX_MIB_TCPLOSSPROBES`).
     pub tlp_count: u64,
     /// Probes that repaired a loss (§7.4; Linux `LINUX_MIB_TCPLOSSPROBERECOVERY`).
@@ -292,6 +295,9 @@ pub struct TcpSender {
     dupacks: u32,
     /// RFC 6582 `recover` / RFC 6675 `RecoveryPoint`, as one past the byte (exclusive).
     recover: Option<u64>,
+    /// The Loss state's `high_seq` (snd_max at the timeout) while a sender without SACK may
+    /// still be in the kernel's Loss state (`cfg.moderate_cwnd`).
+    loss_high: Option<u64>,
     /// The CWR state's `high_seq` (snd_max when it began) and the rate-halving counter (Linux
     /// `snd_cwnd_cnt` in `tcp_cwnd_down`).
     cwr_high: u64,
@@ -425,6 +431,7 @@ impl TcpSender {
             rto_slow_start: false,
             dupacks: 0,
             recover: None,
+            loss_high: None,
             cwr_high: 0,
             cwr_cnt: 0,
             partial_acks: 0,

@@ -5,6 +5,7 @@ use super::*;
 impl TcpSender {
     pub(super) fn enter_recovery(&mut self, now: SimTime) {
         self.start_episode(now, EpisodeKind::FastRetransmit);
+        self.loss_high = None;
         if let Some(f) = &mut self.frto {
             f.on_fast_retransmit(self.snd_max);
         }

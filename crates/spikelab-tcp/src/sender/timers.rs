@@ -112,6 +112,7 @@ impl TcpSender {
         self.cwnd = self.mss;
         self.rto_slow_start = true;
         self.recover = Some(self.snd_max);
+        self.loss_high = Some(self.snd_max);
         self.set_ca_state(now, CaState::Loss);
         self.cc_event(now, crate::cc::CaEvent::Loss);
         self.dupacks = 0;

@@ -97,10 +97,11 @@ impl TcpSender {
     /// segment lost below `high_seq` waits for the next timeout.
     pub fn undo_by_linux(&mut self, now: SimTime, acked: u64, rule: LinuxRule) {
         let keep_block = rule == LinuxRule::Loss && !self.cfg.sack;
-        let recover = self.recover;
+        let (recover, loss_high) = (self.recover, self.loss_high);
         self.respond(now, DetectorKind::Linux, false, acked);
         if keep_block && self.cfg.spurious.response == Response::Undo {
             self.recover = recover;
+            self.loss_high = loss_high;
         }
     }
 
@@ -177,6 +178,7 @@ impl TcpSender {
         }
         self.rto_slow_start = false; // the timeout's slow start (RFC 3465 §2.3) is reversed
         self.ledger.undo_marker = None;
+        self.loss_high = None; // the kernel opens the Loss state (kept without SACK: undo_by_linux)
         self.stats.undo_count += 1;
         self.events.push(SpuriousEvent::Undo {
             episode: ep.id,

@@ -311,6 +311,7 @@ _TCP_FIXED = (
     ("ssthresh_basis", "flight", "ns-2 halves min(cwnd, window) (slowdown, windowd())"),
     ("cwnd_limited_check", False, "ns-2 grows cwnd on every ACK"),
     ("small_queue", 0, "ns-2 has no TCP Small Queues"),
+    ("moderate_cwnd", False, "ns-2's Reno and NewReno agents keep cwnd when recovery ends"),
     ("spurious", [], ("ns-2's Reno, NewReno and Sack1 agents run no "
                       "spurious-retransmission detector")),
     ("delack_segments", 2, "ns-2's DelAck sinks ACK every second segment"),
