@@ -34,6 +34,25 @@ impl EstimatorSpec {
             EstimatorSpec::Ns2 => "ns2",
         }
     }
+
+    /// The RTO's floor and ceiling when the file sets neither: RFC 6298 (2.4), (2.5) and
+    /// Linux's `TCP_RTO_MIN`, `TCP_RTO_MAX` as spikelab-tcp's `RtoConfig` states them;
+    /// ns-2.35's `minrto_` 0.2 s and `maxrto_` 60 s (`tcl/lib/ns-default.tcl`). The one place
+    /// these defaults live for the scenario: validation fills them, `tcp_config` falls back
+    /// on them.
+    pub fn default_bounds(self) -> (SimDuration, SimDuration) {
+        match self {
+            EstimatorSpec::Rfc6298 => {
+                let c = RtoConfig::rfc6298();
+                (c.min, c.max)
+            }
+            EstimatorSpec::Linux => {
+                let c = RtoConfig::linux();
+                (c.min, c.max)
+            }
+            EstimatorSpec::Ns2 => (SimDuration::from_millis(200), SimDuration::from_secs(60)),
+        }
+    }
 }
 
 /// Which F-RTO algorithm `spurious = ["frto"]` runs.
@@ -453,13 +472,9 @@ impl TcpSpec {
         )?;
         let r = &mut t.rto;
         let at = format!("{at}.rto");
-        let (min, max) = match r.estimator {
-            EstimatorSpec::Rfc6298 => (d_ms(1000), d_ms(60_000)),
-            EstimatorSpec::Linux => (d_ms(200), d_ms(120_000)),
-            EstimatorSpec::Ns2 => (d_ms(200), d_ms(60_000)),
-        };
-        let min = *r.min.get_or_insert(min);
-        let max = *r.max.get_or_insert(max);
+        let (min, max) = r.estimator.default_bounds();
+        let min = *r.min.get_or_insert(Duration(min));
+        let max = *r.max.get_or_insert(Duration(max));
         check(
             min.0 > SimDuration::ZERO,
             format!("{at}.min"),
@@ -726,8 +741,8 @@ impl FlowSpec {
             block_fr_after_rto: t.block_fr_after_rto.unwrap_or(true),
             rto: RtoConfig {
                 algorithm,
-                min: r.min.map(|d| d.0).unwrap_or(SimDuration::from_secs(1)),
-                max: r.max.map(|d| d.0).unwrap_or(SimDuration::from_secs(60)),
+                min: r.min.map_or(r.estimator.default_bounds().0, |d| d.0),
+                max: r.max.map_or(r.estimator.default_bounds().1, |d| d.0),
                 initial: r.initial.0,
             },
             timestamps: t.timestamps,
