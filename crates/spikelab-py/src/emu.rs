@@ -88,13 +88,13 @@ fn emu_analyze<'py>(
     Ok(out)
 }
 
-/// The numbers of a scenario that the kernel side of an emulation needs (ns, bytes), as JSON.
+/// The kernel view of a scenario (`spikelab_emu::view::KernelView`: ns, bytes), as JSON.
 #[pyfunction]
 #[pyo3(signature = (text, overrides=Vec::new(), base_dir=".".to_string()))]
 fn emu_scenario(text: &str, overrides: Vec<String>, base_dir: String) -> PyResult<String> {
     let sc = spikelab_sim::parse(text, &overrides, std::path::Path::new(&base_dir))
         .map_err(super::scenario_err)?;
-    Ok(spikelab_emu::view::scenario_view(&sc).to_string())
+    Ok(spikelab_emu::view::scenario_view(&sc).to_json())
 }
 
 /// The scenario for an emulation: (resolved scenario JSON, the emulator's view JSON, each
@@ -113,7 +113,7 @@ fn emu_resolve(
         serde_json::to_string(&sc).map_err(|e| PyRuntimeError::new_err(e.to_string()))?;
     Ok((
         resolved,
-        spikelab_emu::view::scenario_view(&sc).to_string(),
+        spikelab_emu::view::scenario_view(&sc).to_json(),
         kernel_only,
     ))
 }
