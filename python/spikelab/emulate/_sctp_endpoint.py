@@ -26,6 +26,7 @@ from typing import Any
 
 from . import usrsctp as u
 from ._endpoint import SetupError, _read_t0, _ready, _sleep_until, serve
+from .view import SctpView
 
 MS = 1_000_000
 SAMPLE_FIELDS = ("t_ns", "state", "cwnd", "srtt_ms", "rto_ms", "unackdata", "penddata",
@@ -36,7 +37,7 @@ def _ms(ns: int) -> int:
     return max(1, round(ns / MS))
 
 
-def _stack(s: dict[str, Any], *, sndbuf: int) -> ctypes.CDLL:
+def _stack(s: SctpView, *, sndbuf: int) -> ctypes.CDLL:
     """usrsctp started with the flow's settings as its defaults (docs/emulation.md, "SCTP
     flows" lists what maps and what does not)."""
     try:
@@ -79,7 +80,7 @@ def _stack(s: dict[str, Any], *, sndbuf: int) -> ctypes.CDLL:
     return lib
 
 
-def _socket(lib: ctypes.CDLL, s: dict[str, Any]) -> int:
+def _socket(lib: ctypes.CDLL, s: SctpView) -> int:
     so = lib.usrsctp_socket(u.AF_INET, u.SOCK_STREAM, u.IPPROTO_SCTP, None, None, 0, None)
     if not so:
         raise SetupError(f"usrsctp_socket: {u.errno_name(ctypes.get_errno())} (SCTP over raw "

@@ -35,6 +35,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .view import FlowView, KernelView, OwnQueueView, TcpView
+
 MS = 1_000_000
 SYSCTL_DIR = Path("/proc/sys/net/ipv4")
 CAP_NET_ADMIN, CAP_SYS_ADMIN = 12, 21
@@ -107,7 +109,7 @@ def _sysctl_exists(name: str) -> bool:
 MAX_SCTP_DESTINATIONS = 8  # the receiver's addresses 10.201.0.2 ... 10.201.7.2
 
 
-def plan_sctp(view: dict[str, Any], protocols: list[str],
+def plan_sctp(view: KernelView, protocols: list[str],
               extra_sysctls: dict[str, str] | None = None, base_port: int = 5000
               ) -> KernelPlan:
     """The plan of a scenario whose flows are SCTP associations: usrsctp endpoints
@@ -197,7 +199,7 @@ class KernelPlan:
         }
 
 
-def host_queues(backpressure: list[dict[str, Any]], flows: list[dict[str, Any]],
+def host_queues(backpressure: list[OwnQueueView], flows: list[FlowView],
                 packet: int) -> tuple[list[dict[str, Any]], list[str]]:
     """Which paths' first stage (``backpressure``: the sender's own queue) can be a qdisc on
     the sending host's interface, and notes on those that cannot. The sender's interface
@@ -331,7 +333,7 @@ def kernel_hz() -> int | None:
     return None
 
 
-def _map_timer_hz(tcps: list[dict[str, Any]], u: list[str]) -> None:
+def _map_timer_hz(tcps: list[TcpView], u: list[str]) -> None:
     """The kernel's timers tick at its ``CONFIG_HZ``; a scenario modelling another rate (or
     exact timers) says so."""
     hz = tcps[0].get("timer_hz") if tcps else None
@@ -366,9 +368,9 @@ def _map_linux_options(raw_tcps: list[dict[str, Any]], u: list[str]) -> None:
                  "receive gap longer than the receiver's RTO (\"rto\")")
 
 
-def plan(view: dict[str, Any], resolved: dict[str, Any], ccs: list[str],
+def plan(view: KernelView, resolved: dict[str, Any], ccs: list[str],
          extra_sysctls: dict[str, str] | None = None, base_port: int = 5000) -> KernelPlan:
-    """Map a scenario (``view``: the numbers from ``_core.emu_scenario``; ``resolved``: the
+    """Map a scenario (``view``: its kernel view, :mod:`.view`; ``resolved``: the
     resolved scenario, which may carry fields such as ``spurious``) to kernel settings.
     ``ccs`` are the congestion controls asked for, per flow."""
     protocols = [f.get("protocol", "tcp") for f in resolved.get("flow", [])]

@@ -21,7 +21,7 @@ import threading
 import time
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from .. import _core, figures
 from .._interrupts import Latch, interrupts_deferred
@@ -35,6 +35,7 @@ from . import kernel, tables, usrsctp
 from .kernel import EmulationError
 from .probe import Probe
 from .topology import Topology, TopologyError, in_ns
+from .view import KernelView
 
 log = logging.getLogger(__name__)
 
@@ -45,9 +46,9 @@ DEFAULT_SAMPLE_MS = 1.0
 
 
 def resolve(text: str, overrides: list[str], base_dir: str
-            ) -> tuple[dict[str, Any], dict[str, Any], list[str], list[str]]:
-    """Validate a scenario for emulation. Returns (resolved scenario, kernel view, overrides
-    for the emulator, congestion control per flow).
+            ) -> tuple[dict[str, Any], KernelView, list[str], list[str]]:
+    """Validate a scenario for emulation. Returns (resolved scenario, kernel view (typed by
+    :mod:`.view`), overrides for the emulator, congestion control per flow).
 
     The simulator knows fewer congestion controls than the kernel; a TCP flow asking for one
     the simulator lacks (``bbr``, ``vegas``) is validated as ``reno`` and runs with the
@@ -55,7 +56,8 @@ def resolve(text: str, overrides: list[str], base_dir: str
     scenario with ``flow[i].cc="reno"`` for those flows).
     """
     resolved_json, view_json, kernel_only = _core.emu_resolve(text, overrides, base_dir)
-    resolved, view = json.loads(resolved_json), json.loads(view_json)
+    resolved = json.loads(resolved_json)
+    view = cast(KernelView, json.loads(view_json))
     extra = [f'flow[{i}].cc="reno"' for i, name in enumerate(kernel_only) if name is not None]
     names = [kernel_only[i] if i < len(kernel_only) and kernel_only[i] is not None
              else f["cc"] for i, f in enumerate(view["flows"])]

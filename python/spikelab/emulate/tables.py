@@ -31,6 +31,7 @@ from ..store.arrow import to_arrow
 from ..store.run import RunResult
 from . import tcpinfo
 from .kernel import KernelPlan
+from .view import KernelView
 
 SERIES_VARS = ("cwnd", "ssthresh", "srtt", "rttvar", "rto", "snd_una", "snd_nxt", "inflight",
                "ca_state")
@@ -316,7 +317,7 @@ def _label(events: list[tuple], retx: list[dict[str, Any]]
     return out
 
 
-def build(raw: dict[str, Any], resolved: dict[str, Any], view: dict[str, Any],
+def build(raw: dict[str, Any], resolved: dict[str, Any], view: KernelView,
           plan: KernelPlan, seed: int, duration_ns: int, keep_capture: bool,
           template: pa.Table) -> RunResult:
     """The RunResult of an emulated run from what its processes left (see run._run).
@@ -515,7 +516,7 @@ def _add_markers(markers: dict[str, list], flow: int, rtos: list[tuple],
             markers["tx"].append(tx)
 
 
-def _common_row(i: int, rcv_f: dict[str, Any], cf: dict[str, Any], view: dict[str, Any],
+def _common_row(i: int, rcv_f: dict[str, Any], cf: dict[str, Any], view: KernelView,
                 t0: int, duration_ns: int, stages: list[tuple[str, str]], delivered: int
                 ) -> tuple[dict[str, Any], int]:
     """The runs columns a flow of either protocol fills the same way, from the receiving
@@ -544,7 +545,7 @@ def _common_row(i: int, rcv_f: dict[str, Any], cf: dict[str, Any], view: dict[st
 
 
 def _sctp_flow(i: int, fl: dict[str, Any], part: dict[str, Any], rcv_f: dict[str, Any],
-               cf: dict[str, Any], fields: list[str], t0: int, view: dict[str, Any],
+               cf: dict[str, Any], fields: list[str], t0: int, view: KernelView,
                duration_ns: int, stages: list[tuple[str, str]]
                ) -> tuple[dict[str, list], dict[str, list], dict[str, Any], dict[str, Any]]:
     """One SCTP flow's series, markers, runs row and kernel-side summary, from the usrsctp
