@@ -73,8 +73,8 @@ def _stack(s: SctpView, *, sndbuf: int) -> ctypes.CDLL:
         "recvspace": s["recv_buffer"],
         "sendspace": sndbuf,
     }
-    if s.get("pf_max_retrans") is not None:
-        settings["path_pf_threshold"] = s["pf_max_retrans"]
+    if (pf := s.get("pf_max_retrans")) is not None:
+        settings["path_pf_threshold"] = pf
     for name, value in settings.items():
         u.sysctl(lib, name, value)
     return lib

@@ -125,6 +125,7 @@ def plan_sctp(view: KernelView, protocols: list[str],
     u = p.unmapped
     for i, f in enumerate(view["flows"]):
         s = f["sctp"]
+        assert s is not None  # an SCTP flow has its settings
         if s["destinations"] > MAX_SCTP_DESTINATIONS:
             raise ValueError(
                 f"flow[{i}].paths: emulation gives an SCTP peer at most "

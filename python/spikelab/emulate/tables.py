@@ -580,6 +580,8 @@ def _sctp_flow(i: int, fl: dict[str, Any], part: dict[str, Any], rcv_f: dict[str
     established = int(fl.get("established_ns") or 0)
     row, _ = _common_row(i, rcv_f, cf, view, t0, duration_ns, stages,
                          int(rcv_f.get("bytes") or 0))
+    sctp = view["flows"][i]["sctp"]
+    assert sctp is not None  # an SCTP flow has its settings
     row.update({
         "rto_count": after["timodata"] - before["timodata"],
         "rto_spurious_true": sum(r[1] for r in rtos),
@@ -587,7 +589,7 @@ def _sctp_flow(i: int, fl: dict[str, Any], part: dict[str, Any], rcv_f: dict[str
         "fast_retx_spurious_true": sum(r[1] for r in recs),
         "dupacks_rcvd": None,  # TCP only
         "dsacks_rcvd": None,
-        "mss": int(view["flows"][i]["sctp"]["message_size"]),
+        "mss": int(sctp["message_size"]),
         "cc": "sctp",
         "transport": "sctp",
         "heartbeats_sent": cf["heartbeats_sent"],
@@ -595,7 +597,7 @@ def _sctp_flow(i: int, fl: dict[str, Any], part: dict[str, Any], rcv_f: dict[str
         "assoc_failed": int(bool(fl.get("assoc_failed"))),
         "failovers": cf["failovers"],
     })
-    primary = int(view["flows"][i]["sctp"]["primary"])
+    primary = int(sctp["primary"])
     by_dest = cf["bytes_by_dest"]
     row["data_primary_bytes"] = by_dest[primary] if primary < len(by_dest) else 0
     row["data_other_bytes"] = sum(b for k, b in enumerate(by_dest) if k != primary)
