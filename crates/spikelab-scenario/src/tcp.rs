@@ -711,6 +711,7 @@ impl FlowSpec {
     pub fn tcp_config(&self) -> TcpConfig {
         let t = &self.tcp;
         let r = &t.rto;
+        let (default_min, default_max) = r.estimator.default_bounds();
         let algorithm = match r.estimator {
             EstimatorSpec::Rfc6298 => RtoAlgorithm::Rfc6298 {
                 alpha: r.alpha,
@@ -741,8 +742,8 @@ impl FlowSpec {
             block_fr_after_rto: t.block_fr_after_rto.unwrap_or(true),
             rto: RtoConfig {
                 algorithm,
-                min: r.min.map_or(r.estimator.default_bounds().0, |d| d.0),
-                max: r.max.map_or(r.estimator.default_bounds().1, |d| d.0),
+                min: r.min.map_or(default_min, |d| d.0),
+                max: r.max.map_or(default_max, |d| d.0),
                 initial: r.initial.0,
             },
             timestamps: t.timestamps,

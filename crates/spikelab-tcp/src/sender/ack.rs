@@ -347,7 +347,7 @@ impl TcpSender {
         };
         if self.snd_una > high {
             self.loss_high = None;
-        } else if self.snd_una == high && !undone_now && self.cfg.moderate_cwnd && !self.cfg.sack {
+        } else if self.snd_una == high && !undone_now {
             let clamp = self.snd_max - self.snd_una + 3 * self.mss;
             if clamp < self.cwnd {
                 self.cwnd = clamp;

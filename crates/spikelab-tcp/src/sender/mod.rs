@@ -296,7 +296,7 @@ pub struct TcpSender {
     /// RFC 6582 `recover` / RFC 6675 `RecoveryPoint`, as one past the byte (exclusive).
     recover: Option<u64>,
     /// The Loss state's `high_seq` (snd_max at the timeout) while a sender without SACK may
-    /// still be in the kernel's Loss state (`cfg.moderate_cwnd`).
+    /// still be in the kernel's Loss state; kept only with `cfg.moderate_cwnd` and no SACK.
     loss_high: Option<u64>,
     /// The CWR state's `high_seq` (snd_max when it began) and the rate-halving counter (Linux
     /// `snd_cwnd_cnt` in `tcp_cwnd_down`).

@@ -112,7 +112,8 @@ impl TcpSender {
         self.cwnd = self.mss;
         self.rto_slow_start = true;
         self.recover = Some(self.snd_max);
-        self.loss_high = Some(self.snd_max);
+        // Only a sender the kernel's moderation applies to keeps the mark (no SACK).
+        self.loss_high = (self.cfg.moderate_cwnd && !self.cfg.sack).then_some(self.snd_max);
         self.set_ca_state(now, CaState::Loss);
         self.cc_event(now, crate::cc::CaEvent::Loss);
         self.dupacks = 0;
