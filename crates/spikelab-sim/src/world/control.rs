@@ -243,7 +243,7 @@ impl World {
                 }
             }
             match ev {
-                Ev::Start(f) => self.tcp_start(f),
+                Ev::Start(c) => self.conn_start(c),
                 Ev::AssocStart(a) => self.assoc_start(a),
                 Ev::AssocTimer(a, b) => self.assoc_timer(a, b),
                 Ev::Hop {
@@ -255,9 +255,7 @@ impl World {
                 Ev::DropAt { pkt, stage, cause } => self.drop_pkt(pkt, stage as usize, cause),
                 Ev::Held(path) => self.release_held(path),
                 Ev::PathHead(path) => self.path_head(path),
-                Ev::SndTimer(f) => self.flow_timer(f, false),
-                Ev::SmallQueue(f) => self.small_queue_wake(f),
-                Ev::RcvTimer(f) => self.flow_timer(f, true),
+                Ev::Timer(c, timer) => self.conn_timer(c, timer),
             }
             if work_at_instant > MAX_WORK_PER_INSTANT {
                 return Err((

@@ -5,6 +5,7 @@ use spikelab_core::{ArenaId, EventQueue, SimTime};
 use spikelab_net::DropCause;
 
 pub(super) enum Ev {
+    /// A TCP flow starts.
     Start(u32),
     /// An SCTP association's client sends its INIT.
     AssocStart(u32),
@@ -29,10 +30,8 @@ pub(super) enum Ev {
     Held(u16),
     /// The packet at the head of the path's exit queue leaves the path.
     PathHead(u16),
-    SndTimer(u32),
-    RcvTimer(u32),
-    /// A TCP flow held back by TCP Small Queues may have room in its interface's queue.
-    SmallQueue(u32),
+    /// A timer of a TCP flow.
+    Timer(u32, super::endpoint::Timer),
 }
 
 // An event is 8 bytes, so a heap entry (time, key, event) stays 32: the heap's sift moves

@@ -12,15 +12,15 @@ impl World {
         let mut runs = RunsBuilder::default();
         // The run's span: from the first flow's start to the end, or to the last completion
         // when every flow is a finished transfer.
-        let starts = self.flows.iter().map(|f| f.progress().start());
+        let starts = self.conns.iter().map(|c| c.progress().start());
         let first = starts
             .chain(self.assocs.iter().map(|a| a.progress().start()))
             .min()
             .unwrap_or(end);
         let completions: Vec<Option<SimTime>> = self
-            .flows
+            .conns
             .iter()
-            .map(|f| f.progress().completed())
+            .map(|c| c.progress().completed())
             .chain(self.assocs.iter().map(|a| a.progress().completed()))
             .collect();
         let last = if completions.iter().all(|c| c.is_some()) {
@@ -45,7 +45,9 @@ impl World {
             })
             .fold(f64::NAN, f64::max);
         let mut markers = Markers::default();
-        self.tcp_rows(&mut runs, &mut markers, end);
+        for c in &mut self.conns {
+            c.rows(end, &mut runs, &mut markers);
+        }
         self.assoc_rows(&mut runs, &mut markers, end);
         runs.rows.sort_by_key(|r| r.flow);
         runs.finish_run(span, utilisation);

@@ -51,13 +51,14 @@ impl Pkt {
         (self.flow & SCTP_FLOW != 0).then_some(ArenaId(self.seg.window as u32))
     }
 
-    /// Its flow's index among the TCP flows or among the associations.
-    fn local_flow(&self) -> usize {
-        (self.flow & !SCTP_FLOW) as usize
+    /// Its connection's index: among the TCP flows, or among the associations.
+    fn conn(&self) -> u32 {
+        self.flow & !SCTP_FLOW
     }
 }
 
 mod control;
+mod endpoint;
 mod events;
 mod metrics;
 mod packets;
@@ -69,6 +70,7 @@ mod tcp;
 pub use control::{
     Chunk, RunControl, RunError, RunResult, MAX_PENDING_CHUNKS, MAX_WORK_PER_INSTANT,
 };
+use endpoint::*;
 use events::*;
 use metrics::*;
 use paths::*;
@@ -86,7 +88,10 @@ pub struct World {
     stage_names: Vec<String>,
     /// (path name, stage name) of every stage, in flat order.
     global_stages: Vec<(String, String)>,
-    flows: Vec<FlowRt>,
+    /// The TCP flows.
+    conns: Vec<Conn>,
+    /// Each connection's earliest queued timer event of each side ([`arm_timer`]).
+    timers: Vec<[Option<SimTime>; 2]>,
     /// SCTP flows.
     assocs: Vec<sctp::AssocRt>,
     /// The chunks of SCTP packets in flight.
@@ -207,7 +212,7 @@ impl World {
                 i as u32, f, start, dests, seed, n_global,
             ));
         }
-        let flows = sc
+        let conns: Vec<Conn> = sc
             .flow
             .iter()
             .enumerate()
@@ -222,7 +227,16 @@ impl World {
                 );
                 let (fwd, rev) = (idx(&f.fwd), idx(&f.rev));
                 let own_queue = paths[fwd as usize].backpressure;
-                FlowRt::new(i as u32, f, start, (fwd, rev), own_queue, n_global)
+                let fl = FlowRt::new(
+                    i as u32,
+                    local as u32,
+                    f,
+                    start,
+                    (fwd, rev),
+                    own_queue,
+                    n_global,
+                );
+                Conn::Tcp(fl)
             })
             .collect();
         World {
@@ -235,7 +249,8 @@ impl World {
             path_names,
             stage_names,
             global_stages,
-            flows,
+            timers: vec![[None; 2]; conns.len()],
+            conns,
             assocs,
             sctp_pkts: Arena::with_capacity(64),
             packets: Arena::with_capacity(4096),

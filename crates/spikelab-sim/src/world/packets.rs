@@ -55,7 +55,7 @@ impl World {
             Some(s) => {
                 let sp = self.sctp_pkts.get(s);
                 (
-                    self.assocs[p.local_flow()].id,
+                    self.assocs[p.conn() as usize].id,
                     sp.dest as i32,
                     sp.first_tsn.map_or(-1, |t| t as i64),
                     sp.pkt.sack().map_or(-1, |s| s.cum_tsn_ack as i64),
@@ -64,7 +64,7 @@ impl World {
             None => {
                 let data = p.dir == Dir::Data;
                 (
-                    self.flows[p.local_flow()].id,
+                    self.conns[p.conn() as usize].id(),
                     -1,
                     if data { p.seg.seq as i64 } else { -1 },
                     if data { -1 } else { p.seg.ack as i64 },
@@ -116,7 +116,7 @@ impl World {
                 w.observe_sctp(
                     self.now.as_nanos(),
                     seen,
-                    (p.local_flow(), sp.dest as usize),
+                    (p.conn() as usize, sp.dest as usize),
                     p.dir == Dir::Data,
                     p.id,
                     &sp.pkt,
@@ -125,7 +125,7 @@ impl World {
             None => w.observe(
                 self.now.as_nanos(),
                 seen,
-                p.local_flow(),
+                p.conn() as usize,
                 p.dir == Dir::Data,
                 p.id,
                 &p.seg,

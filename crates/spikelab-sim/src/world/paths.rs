@@ -63,7 +63,10 @@ impl World {
             return;
         }
         p.held.push_back(id);
-        self.own_queue_refused(id);
+        let pkt = self.packets.get(id);
+        if pkt.sctp().is_none() {
+            self.conns[pkt.conn() as usize].own_queue_refused(pkt, now);
+        }
         self.arm_held(path);
     }
 
@@ -72,7 +75,14 @@ impl World {
     /// will have left that queue.
     fn enter_own_queue(&mut self, id: ArenaId, path: u16, was_held: bool) {
         self.enter_path(id, path);
-        self.own_queue_entered(id, path, was_held);
+        let leave = self.paths[path as usize].own_queue().busy_until();
+        let pkt = self.packets.get(id);
+        if pkt.sctp().is_some() {
+            return;
+        }
+        let (c, dir) = (pkt.conn(), pkt.dir);
+        let mut cx = cx!(self, c);
+        self.conns[c as usize].own_queue_entered(dir, leave, was_held, &mut cx);
     }
 
     fn arm_held(&mut self, path: u16) {
@@ -297,19 +307,19 @@ impl World {
         let g = self.paths[p.path as usize].first_global + stage;
         if let Some(s) = p.sctp() {
             self.sctp_pkts.remove(s);
-            self.assocs[p.local_flow()].drops[g] += 1;
+            self.assocs[p.conn() as usize].drops[g] += 1;
             return;
         }
-        self.tcp_dropped(&p, g);
+        self.conns[p.conn() as usize].dropped(&p, g);
     }
 
     fn deliver(&mut self, id: ArenaId) {
         self.trace_pkt(id, EV_DELIVER, -1, -1);
         let p = self.packets.remove(id);
         if let Some(s) = p.sctp() {
-            self.deliver_sctp(p.local_flow() as u32, p.dir == Dir::Data, s);
+            self.deliver_sctp(p.conn(), p.dir == Dir::Data, s);
             return;
         }
-        self.deliver_tcp(&p);
+        self.conn_deliver(&p);
     }
 }
