@@ -244,8 +244,6 @@ impl World {
             }
             match ev {
                 Ev::Start(c) => self.conn_start(c),
-                Ev::AssocStart(a) => self.assoc_start(a),
-                Ev::AssocTimer(a, b) => self.assoc_timer(a, b),
                 Ev::Hop {
                     pkt,
                     from,

@@ -54,7 +54,7 @@ pub(super) enum Timer {
 
 impl Timer {
     /// The side it wakes.
-    fn side(self) -> Side {
+    pub(super) fn side(self) -> Side {
         match self {
             Timer::Rcv => Side::Rcv,
             Timer::Snd | Timer::Wake => Side::Snd,
@@ -185,6 +185,7 @@ pub(super) trait Endpoint {
 /// (the order their markers have always been written in).
 pub(super) enum Conn {
     Tcp(FlowRt),
+    Sctp(sctp::AssocRt),
 }
 
 /// An endpoint type among [`Conn`]'s: the connection's endpoint once its type is known.
@@ -194,9 +195,16 @@ trait Variant: Endpoint {
 
 impl Variant for FlowRt {
     #[inline(always)]
-    #[allow(irrefutable_let_patterns)]
     fn of(conn: &mut Conn) -> &mut FlowRt {
         let Conn::Tcp(e) = conn else { unreachable!() };
+        e
+    }
+}
+
+impl Variant for sctp::AssocRt {
+    #[inline(always)]
+    fn of(conn: &mut Conn) -> &mut sctp::AssocRt {
+        let Conn::Sctp(e) = conn else { unreachable!() };
         e
     }
 }
@@ -206,6 +214,7 @@ macro_rules! each {
     ($conn:expr, $e:ident => $body:expr) => {
         match $conn {
             Conn::Tcp($e) => $body,
+            Conn::Sctp($e) => $body,
         }
     };
 }
@@ -320,6 +329,8 @@ impl World {
         match (&self.conns[c as usize], side) {
             (Conn::Tcp(_), Side::Snd) => self.pump_as::<FlowRt>(c, Side::Snd),
             (Conn::Tcp(_), Side::Rcv) => self.pump_as::<FlowRt>(c, Side::Rcv),
+            (Conn::Sctp(_), Side::Snd) => self.pump_as::<sctp::AssocRt>(c, Side::Snd),
+            (Conn::Sctp(_), Side::Rcv) => self.pump_as::<sctp::AssocRt>(c, Side::Rcv),
         }
     }
 

@@ -13,15 +13,11 @@ impl World {
         // The run's span: from the first flow's start to the end, or to the last completion
         // when every flow is a finished transfer.
         let starts = self.conns.iter().map(|c| c.progress().start());
-        let first = starts
-            .chain(self.assocs.iter().map(|a| a.progress().start()))
-            .min()
-            .unwrap_or(end);
+        let first = starts.min().unwrap_or(end);
         let completions: Vec<Option<SimTime>> = self
             .conns
             .iter()
             .map(|c| c.progress().completed())
-            .chain(self.assocs.iter().map(|a| a.progress().completed()))
             .collect();
         let last = if completions.iter().all(|c| c.is_some()) {
             completions.iter().flatten().copied().max().unwrap_or(end)
@@ -48,7 +44,6 @@ impl World {
         for c in &mut self.conns {
             c.rows(end, &mut runs, &mut markers);
         }
-        self.assoc_rows(&mut runs, &mut markers, end);
         runs.rows.sort_by_key(|r| r.flow);
         runs.finish_run(span, utilisation);
         let runs = runs.build(&self.global_stages, self.seed);

@@ -38,8 +38,7 @@ struct Pkt {
     size: u32,
 }
 
-/// Set in `Pkt::flow` for an SCTP packet: `flow` then indexes the associations, and
-/// `seg.window` holds the packet's slot in `World::sctp_pkts` (its chunks). Kept inside the
+/// Set in `Pkt::flow` (its connection's index) for an SCTP packet: `seg.window` then holds the packet's slot in `World::sctp_pkts` (its chunks). Kept inside the
 /// existing fields so that a packet stays 152 bytes: one more field made the arena's moves
 /// calls to memcpy and cost the TCP dumbbell 10 % of its core time.
 const SCTP_FLOW: u32 = 1 << 31;
@@ -51,7 +50,7 @@ impl Pkt {
         (self.flow & SCTP_FLOW != 0).then_some(ArenaId(self.seg.window as u32))
     }
 
-    /// Its connection's index: among the TCP flows, or among the associations.
+    /// Its connection's index in `World::conns`.
     fn conn(&self) -> u32 {
         self.flow & !SCTP_FLOW
     }
@@ -88,12 +87,12 @@ pub struct World {
     stage_names: Vec<String>,
     /// (path name, stage name) of every stage, in flat order.
     global_stages: Vec<(String, String)>,
-    /// The TCP flows.
+    /// The TCP flows and SCTP associations ([`Conn`]).
     conns: Vec<Conn>,
+    /// The first association's index in `conns` (the TCP flows come first).
+    first_assoc: u32,
     /// Each connection's earliest queued timer event of each side ([`arm_timer`]).
     timers: Vec<[Option<SimTime>; 2]>,
-    /// SCTP flows.
-    assocs: Vec<sctp::AssocRt>,
     /// The chunks of SCTP packets in flight.
     sctp_pkts: Arena<sctp::SctpPkt>,
     packets: Arena<Pkt>,
@@ -192,53 +191,44 @@ impl World {
         let n_global = global_stages.len();
         let mut queue = EventQueue::with_capacity(4096);
         let idx = |p: &str| path_names.iter().position(|n| n == p).expect("resolved") as u16;
-        let mut assocs = Vec::new();
-        for (i, f) in sc.flow.iter().enumerate() {
-            if f.protocol != Protocol::Sctp {
-                continue;
-            }
-            let start = SimTime(f.start.0.as_nanos() + start_jitter(seed, i, f));
-            queue.push_keyed(
-                start,
-                tie_key(KEY_START, i as u32, 0, 0),
-                Ev::AssocStart(assocs.len() as u32),
-            );
-            let dests = f
-                .destinations()
-                .iter()
-                .map(|d| (idx(&d.fwd), idx(&d.rev)))
-                .collect();
-            assocs.push(sctp::AssocRt::new(
-                i as u32, f, start, dests, seed, n_global,
-            ));
-        }
-        let conns: Vec<Conn> = sc
+        // TCP flows first, then associations (see `Conn`), each starting at its own time.
+        let tcp = sc
             .flow
             .iter()
             .enumerate()
-            .filter(|(_, f)| f.protocol == Protocol::Tcp)
+            .filter(|(_, f)| f.protocol == Protocol::Tcp);
+        let sctp = sc
+            .flow
+            .iter()
             .enumerate()
-            .map(|(local, (i, f))| {
-                let start = SimTime(f.start.0.as_nanos() + start_jitter(seed, i, f));
-                queue.push_keyed(
-                    start,
-                    tie_key(KEY_START, i as u32, 0, 0),
-                    Ev::Start(local as u32),
-                );
-                let (fwd, rev) = (idx(&f.fwd), idx(&f.rev));
-                let own_queue = paths[fwd as usize].backpressure;
-                let fl = FlowRt::new(
-                    i as u32,
-                    local as u32,
-                    f,
-                    start,
-                    (fwd, rev),
-                    own_queue,
-                    n_global,
-                );
-                Conn::Tcp(fl)
-            })
-            .collect();
+            .filter(|(_, f)| f.protocol == Protocol::Sctp);
+        let mut conns = Vec::new();
+        for (i, f) in tcp.chain(sctp) {
+            let start = SimTime(f.start.0.as_nanos() + start_jitter(seed, i, f));
+            let c = conns.len() as u32;
+            queue.push_keyed(start, tie_key(KEY_START, i as u32, 0, 0), Ev::Start(c));
+            let i = i as u32;
+            conns.push(match f.protocol {
+                Protocol::Tcp => {
+                    let (fwd, rev) = (idx(&f.fwd), idx(&f.rev));
+                    let own_queue = paths[fwd as usize].backpressure;
+                    let paths = (fwd, rev);
+                    Conn::Tcp(FlowRt::new(i, c, f, start, paths, own_queue, n_global))
+                }
+                Protocol::Sctp => {
+                    let dests = f
+                        .destinations()
+                        .iter()
+                        .map(|d| (idx(&d.fwd), idx(&d.rev)))
+                        .collect();
+                    Conn::Sctp(sctp::AssocRt::new(i, f, start, dests, seed, n_global))
+                }
+            });
+        }
+        let first_assoc = conns
+            .iter()
+            .take_while(|c| matches!(c, Conn::Tcp(_)))
+            .count() as u32;
         World {
             seed,
             now: SimTime::ZERO,
@@ -251,7 +241,7 @@ impl World {
             global_stages,
             timers: vec![[None; 2]; conns.len()],
             conns,
-            assocs,
+            first_assoc,
             sctp_pkts: Arena::with_capacity(64),
             packets: Arena::with_capacity(4096),
             next_pkt: 0,

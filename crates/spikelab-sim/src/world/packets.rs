@@ -55,7 +55,7 @@ impl World {
             Some(s) => {
                 let sp = self.sctp_pkts.get(s);
                 (
-                    self.assocs[p.conn() as usize].id,
+                    self.conns[p.conn() as usize].id(),
                     sp.dest as i32,
                     sp.first_tsn.map_or(-1, |t| t as i64),
                     sp.pkt.sack().map_or(-1, |s| s.cum_tsn_ack as i64),
@@ -116,7 +116,7 @@ impl World {
                 w.observe_sctp(
                     self.now.as_nanos(),
                     seen,
-                    (p.conn() as usize, sp.dest as usize),
+                    ((p.conn() - self.first_assoc) as usize, sp.dest as usize),
                     p.dir == Dir::Data,
                     p.id,
                     &sp.pkt,

@@ -64,9 +64,7 @@ impl World {
         }
         p.held.push_back(id);
         let pkt = self.packets.get(id);
-        if pkt.sctp().is_none() {
-            self.conns[pkt.conn() as usize].own_queue_refused(pkt, now);
-        }
+        self.conns[pkt.conn() as usize].own_queue_refused(pkt, now);
         self.arm_held(path);
     }
 
@@ -77,9 +75,6 @@ impl World {
         self.enter_path(id, path);
         let leave = self.paths[path as usize].own_queue().busy_until();
         let pkt = self.packets.get(id);
-        if pkt.sctp().is_some() {
-            return;
-        }
         let (c, dir) = (pkt.conn(), pkt.dir);
         let mut cx = cx!(self, c);
         self.conns[c as usize].own_queue_entered(dir, leave, was_held, &mut cx);
@@ -307,8 +302,6 @@ impl World {
         let g = self.paths[p.path as usize].first_global + stage;
         if let Some(s) = p.sctp() {
             self.sctp_pkts.remove(s);
-            self.assocs[p.conn() as usize].drops[g] += 1;
-            return;
         }
         self.conns[p.conn() as usize].dropped(&p, g);
     }
@@ -316,10 +309,6 @@ impl World {
     fn deliver(&mut self, id: ArenaId) {
         self.trace_pkt(id, EV_DELIVER, -1, -1);
         let p = self.packets.remove(id);
-        if let Some(s) = p.sctp() {
-            self.deliver_sctp(p.conn(), p.dir == Dir::Data, s);
-            return;
-        }
         self.conn_deliver(&p);
     }
 }
