@@ -152,6 +152,7 @@ impl Endpoint for FlowRt {
         }
     }
 
+    #[inline]
     fn on_packet(&mut self, _to: Side, p: &Pkt, _chunks: Option<SctpPkt>, cx: &mut Cx) {
         let now = cx.now;
         match p.dir {
@@ -175,7 +176,7 @@ impl Endpoint for FlowRt {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     fn poll_transmit(&mut self, side: Side, cx: &mut Cx) -> Option<Transmit> {
         match side {
             Side::Snd => self.poll_sender(cx),
@@ -396,7 +397,7 @@ impl FlowRt {
 
     /// The sender's next segment, with its ground truth and episode noted; none while TCP
     /// Small Queues hold the flow back.
-    #[inline]
+    #[inline(always)]
     fn poll_sender(&mut self, cx: &mut Cx) -> Option<Transmit> {
         let now = cx.now;
         if self.small_queue_full(now) {
