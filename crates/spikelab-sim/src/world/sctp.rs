@@ -135,18 +135,10 @@ fn trace_event(p: &SctpPacket) -> i32 {
 }
 
 impl Endpoint for AssocRt {
-    fn id(&self) -> u32 {
-        self.id
-    }
-
-    fn progress(&self) -> &Progress {
-        &self.progress
-    }
-
     /// The client (A) sends its INIT.
     fn start(&mut self, cx: &mut Cx) {
-        self.progress.started(cx.now);
         self.a.connect(cx.now);
+        self.progress.started(cx.now);
         self.take_events(Side::Snd, cx);
     }
 
@@ -245,6 +237,14 @@ impl Endpoint for AssocRt {
 
     fn dropped(&mut self, _pkt: &Pkt, g: usize) {
         self.drops[g] += 1;
+    }
+
+    fn id(&self) -> u32 {
+        self.id
+    }
+
+    fn progress(&self) -> &Progress {
+        &self.progress
     }
 
     /// The association's runs-table row, and its markers (T3 expiries with their ground
