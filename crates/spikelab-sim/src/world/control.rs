@@ -219,11 +219,11 @@ impl World {
         let mut instant = SimTime::ZERO;
         let mut work_at_instant: u64 = 0;
         let stream_rows = ctl.map_or(0, |c| c.stream_rows.load(Ordering::Relaxed)) as usize;
-        while let Some(t) = self.queue.peek_time() {
+        while let Some(t) = self.io.queue.peek_time() {
             if t > self.end {
                 break;
             }
-            let (t, ev) = self.queue.pop().expect("peeked");
+            let (t, ev) = self.io.queue.pop().expect("peeked");
             self.now = t;
             self.events += 1;
             if self.test_panic {
@@ -279,11 +279,11 @@ impl World {
     /// Hands full chunks of the trace tables to the consumer.
     fn stream_chunks(&mut self, ctl: Option<&RunControl>, rows: usize) {
         let Some(ctl) = ctl else { return };
-        if self.series.t.len() >= rows {
+        if self.io.series.t.len() >= rows {
             let data = series_table(
-                std::mem::take(&mut self.series),
+                std::mem::take(&mut self.io.series),
                 Markers::default(),
-                std::mem::take(&mut self.dest_series),
+                std::mem::take(&mut self.io.dest_series),
             );
             ctl.give(Chunk {
                 table: "timeseries",

@@ -12,7 +12,7 @@
 use super::sctp::SctpPkt;
 use super::*;
 use crate::scenario::TraceLevel;
-use spikelab_core::{Arena, ArenaId, EventQueue, SimDuration, SimTime};
+use spikelab_core::{ArenaId, SimDuration, SimTime};
 
 /// One end of a connection: the one that sends the application's data (TCP's sender, SCTP's
 /// endpoint A) or the one that receives it (TCP's receiver, SCTP's endpoint B). Data packets
@@ -62,22 +62,17 @@ impl Timer {
     }
 }
 
-/// What the world lends an endpoint while it handles an event.
+/// What the world lends an endpoint while it handles an event: three words, so that building
+/// it for every packet and timer costs next to nothing.
 pub(super) struct Cx<'a> {
     pub(super) now: SimTime,
+    /// The connection's index in the arena (its events carry it).
+    pub(super) conn: u32,
     /// The time series are recorded (`--trace timeseries` or more).
     pub(super) series_on: bool,
-    pub(super) series: &'a mut SeriesTrace,
-    /// Per-destination time series (SCTP).
-    pub(super) dest_series: &'a mut Markers,
-    /// The connection's index in the arena (its events carry it) and the heap, for wake-ups
-    /// of an endpoint's own (TCP Small Queues).
-    pub(super) conn: u32,
-    pub(super) queue: &'a mut EventQueue<Ev>,
-    /// Where [`Cx::send`] puts the packets an endpoint sends, and the next packet's id.
-    pub(super) packets: &'a mut Arena<Pkt>,
-    pub(super) sctp_pkts: &'a mut Arena<SctpPkt>,
-    pub(super) next_pkt: &'a mut u64,
+    /// The heap (for wake-ups of an endpoint's own, TCP Small Queues), the packets
+    /// ([`Cx::send`]) and the time series.
+    pub(super) io: &'a mut Io,
 }
 
 impl Cx<'_> {
@@ -85,7 +80,9 @@ impl Cx<'_> {
     /// its `rcv_nxt` series when it advanced.
     pub(super) fn delivered(&mut self, progress: &mut Progress, flow: u32, bytes: u64) {
         if progress.delivered(self.now, bytes) && self.series_on {
-            self.series.push(self.now, flow, VAR_RCV_NXT, bytes as f64);
+            self.io
+                .series
+                .push(self.now, flow, VAR_RCV_NXT, bytes as f64);
         }
     }
 
@@ -99,7 +96,9 @@ impl Cx<'_> {
     ) {
         progress.rtt_sample(r);
         if self.series_on {
-            self.series.push(at, flow, VAR_RTT_SAMPLE, r.as_secs_f64());
+            self.io
+                .series
+                .push(at, flow, VAR_RTT_SAMPLE, r.as_secs_f64());
         }
     }
 }
@@ -126,11 +125,12 @@ impl Cx<'_> {
         let mut flow = self.conn;
         if let Some(chunks) = chunks {
             // The chunks' slot rides in the unused window field (see `SCTP_FLOW`).
-            seg.window = self.sctp_pkts.insert(chunks).0 as u64;
+            seg.window = self.io.sctp_pkts.insert(chunks).0 as u64;
             flow |= SCTP_FLOW;
         }
-        let id = self.packets.insert(Pkt {
-            id: *self.next_pkt,
+        let io = &mut *self.io;
+        let id = io.packets.insert(Pkt {
+            id: io.next_pkt,
             flow,
             dir: from.sends(),
             path,
@@ -139,7 +139,7 @@ impl Cx<'_> {
             seg,
             tx,
         });
-        *self.next_pkt += 1;
+        io.next_pkt += 1;
         Transmit { id, path, event }
     }
 }
@@ -162,8 +162,8 @@ pub(super) trait Endpoint {
     fn start(&mut self, cx: &mut Cx);
     /// A timer fired (a side's own slot is freed first, [`fired`]).
     fn on_timer(&mut self, timer: Timer, cx: &mut Cx);
-    /// A packet reached side `to`; `chunks` are an SCTP packet's.
-    fn on_packet(&mut self, to: Side, pkt: &Pkt, chunks: Option<SctpPkt>, cx: &mut Cx);
+    /// A packet reached side `to` (an SCTP packet's chunks are still in `cx.io.sctp_pkts`).
+    fn on_packet(&mut self, to: Side, pkt: &Pkt, cx: &mut Cx);
     /// The next packet `side` sends now, if any.
     fn poll_transmit(&mut self, side: Side, cx: &mut Cx) -> Option<Transmit>;
     /// `side` has sent what it could: its records (variables, completion).
@@ -235,8 +235,8 @@ impl Endpoint for Conn {
         each!(self, e => e.on_timer(timer, cx))
     }
     #[inline]
-    fn on_packet(&mut self, to: Side, pkt: &Pkt, chunks: Option<SctpPkt>, cx: &mut Cx) {
-        each!(self, e => e.on_packet(to, pkt, chunks, cx))
+    fn on_packet(&mut self, to: Side, pkt: &Pkt, cx: &mut Cx) {
+        each!(self, e => e.on_packet(to, pkt, cx))
     }
     #[inline]
     fn poll_transmit(&mut self, side: Side, cx: &mut Cx) -> Option<Transmit> {
@@ -274,14 +274,9 @@ macro_rules! cx {
     ($w:expr, $c:expr) => {
         Cx {
             now: $w.now,
-            series_on: $w.level >= TraceLevel::Timeseries,
-            series: &mut $w.series,
-            dest_series: &mut $w.dest_series,
             conn: $c,
-            queue: &mut $w.queue,
-            packets: &mut $w.packets,
-            sctp_pkts: &mut $w.sctp_pkts,
-            next_pkt: &mut $w.next_pkt,
+            series_on: $w.level >= TraceLevel::Timeseries,
+            io: &mut $w.io,
         }
     };
 }
@@ -315,10 +310,9 @@ impl World {
 
     /// A packet (removed from the arena) reached its endpoint.
     pub(super) fn conn_deliver(&mut self, p: &Pkt) {
-        let chunks = p.sctp().map(|s| self.sctp_pkts.remove(s));
         let (c, to) = (p.conn(), p.to());
         let (conn, mut cx) = self.conn_cx(c);
-        conn.on_packet(to, p, chunks, &mut cx);
+        conn.on_packet(to, p, &mut cx);
         self.pump(c, to);
     }
 
@@ -351,6 +345,6 @@ impl World {
         let (at, key) = (e.next_timer(side), e.timer_key(side));
         let slot = &mut self.timers[c as usize][side as usize];
         let ev = Ev::Timer(c, [Timer::Snd, Timer::Rcv][side as usize]);
-        arm_timer(&mut self.queue, slot, at, key, ev);
+        arm_timer(&mut self.io.queue, slot, at, key, ev);
     }
 }

@@ -48,8 +48,8 @@ impl World {
         runs.finish_run(span, utilisation);
         let runs = runs.build(&self.global_stages, self.seed);
         let timeseries = if self.level >= TraceLevel::Timeseries {
-            let dest = std::mem::take(&mut self.dest_series);
-            series_table(std::mem::take(&mut self.series), markers, dest)
+            let dest = std::mem::take(&mut self.io.dest_series);
+            series_table(std::mem::take(&mut self.io.series), markers, dest)
         } else {
             series_table(
                 SeriesTrace::default(),

@@ -38,7 +38,7 @@ struct Pkt {
     size: u32,
 }
 
-/// Set in `Pkt::flow` (its connection's index) for an SCTP packet: `seg.window` then holds the packet's slot in `World::sctp_pkts` (its chunks). Kept inside the
+/// Set in `Pkt::flow` (its connection's index) for an SCTP packet: `seg.window` then holds the packet's slot in `Io::sctp_pkts` (its chunks). Kept inside the
 /// existing fields so that a packet stays 152 bytes: one more field made the arena's moves
 /// calls to memcpy and cost the TCP dumbbell 10 % of its core time.
 const SCTP_FLOW: u32 = 1 << 31;
@@ -81,7 +81,8 @@ pub struct World {
     now: SimTime,
     end: SimTime,
     level: TraceLevel,
-    queue: EventQueue<Ev>,
+    /// The heap, the packets in flight and the time series: what endpoints use ([`Cx`]).
+    io: Io,
     paths: Vec<PathRt>,
     path_names: Vec<String>,
     stage_names: Vec<String>,
@@ -93,18 +94,11 @@ pub struct World {
     first_assoc: u32,
     /// Each connection's earliest queued timer event of each side ([`arm_timer`]).
     timers: Vec<[Option<SimTime>; 2]>,
-    /// The chunks of SCTP packets in flight.
-    sctp_pkts: Arena<sctp::SctpPkt>,
-    packets: Arena<Pkt>,
-    next_pkt: u64,
     events: u64,
     ptrace: PacketRows,
     /// Packets traced: what a HARQ stage did to a packet (its id, the stage index) until the
     /// row of its leaving (or drop) is written: (transmissions, decode delay in µs).
     harq_fates: HashMap<(u64, usize), (i32, i32)>,
-    series: SeriesTrace,
-    /// Per-destination time series of SCTP associations (with their `dest`).
-    dest_series: Markers,
     /// Upper bound on packets-trace rows (`sim.max_packets_rows`).
     max_packets_rows: u64,
     /// Set when a bound was exceeded; ends the run with this error.
@@ -119,6 +113,20 @@ pub struct World {
     /// Test-only: `SPIKELAB_TEST_PANIC` set in the environment makes the first event panic, so
     /// tests can check that a failure inside the core reaches the caller as an error.
     test_panic: bool,
+}
+
+/// What the world lends its endpoints ([`Cx`]) besides the time: the heap, the packets in flight
+/// and the time series. One field of the world, so that lending it costs one pointer.
+pub(super) struct Io {
+    queue: EventQueue<Ev>,
+    packets: Arena<Pkt>,
+    /// The chunks of SCTP packets in flight.
+    sctp_pkts: Arena<sctp::SctpPkt>,
+    /// The next packet's id.
+    next_pkt: u64,
+    series: SeriesTrace,
+    /// Per-destination time series of SCTP associations (with their `dest`).
+    dest_series: Markers,
 }
 
 /// Flow `i`'s random start delay in nanoseconds: uniform in `[0, start_jitter)` from the stream
@@ -234,7 +242,14 @@ impl World {
             now: SimTime::ZERO,
             end: SimTime(sc.sim.duration.0.as_nanos()),
             level,
-            queue,
+            io: Io {
+                queue,
+                packets: Arena::with_capacity(4096),
+                sctp_pkts: Arena::with_capacity(64),
+                next_pkt: 0,
+                series: SeriesTrace::default(),
+                dest_series: Markers::default(),
+            },
             paths,
             path_names,
             stage_names,
@@ -242,14 +257,9 @@ impl World {
             timers: vec![[None; 2]; conns.len()],
             conns,
             first_assoc,
-            sctp_pkts: Arena::with_capacity(64),
-            packets: Arena::with_capacity(4096),
-            next_pkt: 0,
             events: 0,
             ptrace: PacketRows::default(),
             harq_fates: HashMap::new(),
-            series: SeriesTrace::default(),
-            dest_series: Markers::default(),
             max_packets_rows: sc.sim.max_packets_rows,
             failure: None,
             pcap: None,

@@ -27,7 +27,7 @@ impl World {
         if self.level < TraceLevel::Packets {
             return;
         }
-        let p = self.packets.get(id);
+        let p = self.io.packets.get(id);
         let stage_code = if stage >= 0 {
             self.paths[p.path as usize].stage_code[stage as usize]
         } else {
@@ -53,7 +53,7 @@ impl World {
         // ACK, no destination.
         let (flow, dest, seq, ack) = match p.sctp() {
             Some(s) => {
-                let sp = self.sctp_pkts.get(s);
+                let sp = self.io.sctp_pkts.get(s);
                 (
                     self.conns[p.conn() as usize].id(),
                     sp.dest as i32,
@@ -99,7 +99,7 @@ impl World {
     #[cold]
     #[inline(never)]
     fn capture_pkt(&mut self, id: ArenaId, event: i32, stage: i32) {
-        let p = self.packets.get(id);
+        let p = self.io.packets.get(id);
         let seen = match event {
             EV_DELIVER => Seen::Deliver,
             EV_ENTER => Seen::Boundary(p.path, stage as usize),
@@ -112,7 +112,7 @@ impl World {
         let Some(w) = self.pcap.as_mut() else { return };
         match p.sctp() {
             Some(s) => {
-                let sp = self.sctp_pkts.get(s);
+                let sp = self.io.sctp_pkts.get(s);
                 w.observe_sctp(
                     self.now.as_nanos(),
                     seen,

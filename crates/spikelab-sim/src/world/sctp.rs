@@ -152,8 +152,9 @@ impl Endpoint for AssocRt {
     }
 
     /// B records which copy of each TSN reached it first (the ground truth).
-    fn on_packet(&mut self, to: Side, _pkt: &Pkt, chunks: Option<SctpPkt>, cx: &mut Cx) {
-        let sp = chunks.expect("an SCTP packet has its chunks");
+    fn on_packet(&mut self, to: Side, pkt: &Pkt, cx: &mut Cx) {
+        let slot = pkt.sctp().expect("an SCTP packet has its chunks");
+        let sp = cx.io.sctp_pkts.remove(slot);
         let now = cx.now;
         if to == Side::Rcv {
             for d in sp.pkt.data() {
@@ -404,7 +405,7 @@ impl AssocRt {
             ep.in_fast_recovery() as u8 as f64,
         ];
         let id = self.id;
-        let series = &mut *cx.series;
+        let series = &mut cx.io.series;
         each_change(&mut self.last_vars, &vals, |i, v| {
             series.push(now, id, i as i32, v)
         });
@@ -425,7 +426,7 @@ impl AssocRt {
                 p.errors as f64,
                 p.flight as f64,
             ];
-            let dest_series = &mut *cx.dest_series;
+            let dest_series = &mut cx.io.dest_series;
             each_change(&mut self.last_dest_vars[d], &vals, |i, v| {
                 dest_series.mark_dest(now, id, VAR_DEST + i as i32, v, -1, -1, d as i32)
             });

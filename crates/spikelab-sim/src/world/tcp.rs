@@ -1,7 +1,6 @@
 //! TCP flows in the world: a sender and a receiver per flow, pumped after every packet and
 //! timer; ground truth and loss-recovery episodes; TCP Small Queues; the runs-table rows.
 
-use super::sctp::SctpPkt;
 use super::*;
 use crate::packet_event::{ACK as EV_ACK, RETX as EV_RETX, SEND as EV_SEND, TLP as EV_TLP};
 use crate::scenario::AppKind;
@@ -153,7 +152,7 @@ impl Endpoint for FlowRt {
     }
 
     #[inline]
-    fn on_packet(&mut self, _to: Side, p: &Pkt, _chunks: Option<SctpPkt>, cx: &mut Cx) {
+    fn on_packet(&mut self, _to: Side, p: &Pkt, cx: &mut Cx) {
         let now = cx.now;
         match p.dir {
             Dir::Data if p.seg.syn => self.rcv.on_segment(now, &p.seg),
@@ -187,6 +186,7 @@ impl Endpoint for FlowRt {
         }
     }
 
+    #[inline(always)]
     fn pumped(&mut self, side: Side, cx: &mut Cx) {
         if side == Side::Snd && cx.series_on {
             self.record_vars(cx);
@@ -447,11 +447,13 @@ impl FlowRt {
         let at = at.max(cx.now);
         q.wake = Some(at);
         let key = tie_key(KEY_TIMER, self.local, 0, 4);
-        cx.queue
+        cx.io
+            .queue
             .push_keyed(at, key, Ev::Timer(cx.conn, Timer::Wake));
     }
 
     /// Whether TCP Small Queues hold the flow back now (Linux `tcp_small_queue_check`).
+    #[inline(always)]
     fn small_queue_full(&mut self, now: SimTime) -> bool {
         let Some(q) = &mut self.tsq else {
             return false;
@@ -511,7 +513,7 @@ impl FlowRt {
             s.inflight() as f64,
             s.state() as u8 as f64,
         ];
-        let (now, id, series) = (cx.now, self.id, &mut *cx.series);
+        let (now, id, series) = (cx.now, self.id, &mut cx.io.series);
         each_change(&mut self.last_vars, &vals, |i, v| {
             series.push(now, id, i as i32, v)
         });
