@@ -318,14 +318,26 @@ impl World {
 
     /// Sends what side `side` of connection `c` has to send, one packet at a time, then lets
     /// it record and re-arms its timer. One `match` picks the transport and side; the loop is
-    /// compiled for each (as fast as the loops each transport had of its own).
+    /// compiled for each, in a function of its own (as each transport's sender and receiver
+    /// had theirs: one function holding the four loops ran the dumbbell 5 % slower).
+    #[inline]
     fn pump(&mut self, c: u32, side: Side) {
         match (&self.conns[c as usize], side) {
-            (Conn::Tcp(_), Side::Snd) => self.pump_as::<FlowRt>(c, Side::Snd),
-            (Conn::Tcp(_), Side::Rcv) => self.pump_as::<FlowRt>(c, Side::Rcv),
-            (Conn::Sctp(_), Side::Snd) => self.pump_as::<sctp::AssocRt>(c, Side::Snd),
-            (Conn::Sctp(_), Side::Rcv) => self.pump_as::<sctp::AssocRt>(c, Side::Rcv),
+            (Conn::Tcp(_), Side::Snd) => self.pump_snd::<FlowRt>(c),
+            (Conn::Tcp(_), Side::Rcv) => self.pump_rcv::<FlowRt>(c),
+            (Conn::Sctp(_), Side::Snd) => self.pump_snd::<sctp::AssocRt>(c),
+            (Conn::Sctp(_), Side::Rcv) => self.pump_rcv::<sctp::AssocRt>(c),
         }
+    }
+
+    #[inline(never)]
+    fn pump_snd<E: Variant>(&mut self, c: u32) {
+        self.pump_as::<E>(c, Side::Snd)
+    }
+
+    #[inline(never)]
+    fn pump_rcv<E: Variant>(&mut self, c: u32) {
+        self.pump_as::<E>(c, Side::Rcv)
     }
 
     #[inline(always)]
