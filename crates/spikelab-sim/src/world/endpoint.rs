@@ -319,7 +319,7 @@ impl World {
     /// Sends what side `side` of connection `c` has to send, one packet at a time, then lets
     /// it record and re-arms its timer. One `match` picks the transport and side; the loop is
     /// compiled for each, in a function of its own (as each transport's sender and receiver
-    /// had theirs: one function holding the four loops ran the dumbbell 5 % slower).
+    /// had theirs: one function holding the four loops ran the dumbbell 2-3 % slower).
     #[inline]
     fn pump(&mut self, c: u32, side: Side) {
         match (&self.conns[c as usize], side) {
