@@ -219,11 +219,11 @@ impl World {
         let mut instant = SimTime::ZERO;
         let mut work_at_instant: u64 = 0;
         let stream_rows = ctl.map_or(0, |c| c.stream_rows.load(Ordering::Relaxed)) as usize;
-        while let Some(t) = self.queue.peek_time() {
+        while let Some(t) = self.io.queue.peek_time() {
             if t > self.end {
                 break;
             }
-            let (t, ev) = self.queue.pop().expect("peeked");
+            let (t, ev) = self.io.queue.pop().expect("peeked");
             self.now = t;
             self.events += 1;
             if self.test_panic {
@@ -243,9 +243,7 @@ impl World {
                 }
             }
             match ev {
-                Ev::Start(f) => self.tcp_start(f),
-                Ev::AssocStart(a) => self.assoc_start(a),
-                Ev::AssocTimer(a, b) => self.assoc_timer(a, b),
+                Ev::Start(c) => self.conn_start(c),
                 Ev::Hop {
                     pkt,
                     from,
@@ -255,9 +253,7 @@ impl World {
                 Ev::DropAt { pkt, stage, cause } => self.drop_pkt(pkt, stage as usize, cause),
                 Ev::Held(path) => self.release_held(path),
                 Ev::PathHead(path) => self.path_head(path),
-                Ev::SndTimer(f) => self.flow_timer(f, false),
-                Ev::SmallQueue(f) => self.small_queue_wake(f),
-                Ev::RcvTimer(f) => self.flow_timer(f, true),
+                Ev::Timer(c, timer) => self.conn_timer(c, timer),
             }
             if work_at_instant > MAX_WORK_PER_INSTANT {
                 return Err((
@@ -283,11 +279,11 @@ impl World {
     /// Hands full chunks of the trace tables to the consumer.
     fn stream_chunks(&mut self, ctl: Option<&RunControl>, rows: usize) {
         let Some(ctl) = ctl else { return };
-        if self.series.t.len() >= rows {
+        if self.io.series.t.len() >= rows {
             let data = series_table(
-                std::mem::take(&mut self.series),
+                std::mem::take(&mut self.io.series),
                 Markers::default(),
-                std::mem::take(&mut self.dest_series),
+                std::mem::take(&mut self.io.dest_series),
             );
             ctl.give(Chunk {
                 table: "timeseries",

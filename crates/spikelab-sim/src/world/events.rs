@@ -5,11 +5,8 @@ use spikelab_core::{ArenaId, EventQueue, SimTime};
 use spikelab_net::DropCause;
 
 pub(super) enum Ev {
+    /// A connection starts (`World::conns`; an SCTP association's client sends its INIT).
     Start(u32),
-    /// An SCTP association's client sends its INIT.
-    AssocStart(u32),
-    /// A timer of an association's endpoint A (`false`) or B (`true`).
-    AssocTimer(u32, bool),
     /// The packet leaves stages `from..=to` of its path at this instant (their passage was
     /// computed when it entered them): their rows in the packets trace, and, when `cont`, the
     /// packet goes on through the stages after `to` (which does not keep order) from now.
@@ -29,10 +26,8 @@ pub(super) enum Ev {
     Held(u16),
     /// The packet at the head of the path's exit queue leaves the path.
     PathHead(u16),
-    SndTimer(u32),
-    RcvTimer(u32),
-    /// A TCP flow held back by TCP Small Queues may have room in its interface's queue.
-    SmallQueue(u32),
+    /// A timer of a connection.
+    Timer(u32, super::endpoint::Timer),
 }
 
 // An event is 8 bytes, so a heap entry (time, key, event) stays 32: the heap's sift moves

@@ -12,16 +12,12 @@ impl World {
         let mut runs = RunsBuilder::default();
         // The run's span: from the first flow's start to the end, or to the last completion
         // when every flow is a finished transfer.
-        let starts = self.flows.iter().map(|f| f.progress().start());
-        let first = starts
-            .chain(self.assocs.iter().map(|a| a.progress().start()))
-            .min()
-            .unwrap_or(end);
+        let starts = self.conns.iter().map(|c| c.progress().start());
+        let first = starts.min().unwrap_or(end);
         let completions: Vec<Option<SimTime>> = self
-            .flows
+            .conns
             .iter()
-            .map(|f| f.progress().completed())
-            .chain(self.assocs.iter().map(|a| a.progress().completed()))
+            .map(|c| c.progress().completed())
             .collect();
         let last = if completions.iter().all(|c| c.is_some()) {
             completions.iter().flatten().copied().max().unwrap_or(end)
@@ -45,14 +41,15 @@ impl World {
             })
             .fold(f64::NAN, f64::max);
         let mut markers = Markers::default();
-        self.tcp_rows(&mut runs, &mut markers, end);
-        self.assoc_rows(&mut runs, &mut markers, end);
+        for c in &mut self.conns {
+            c.rows(end, &mut runs, &mut markers);
+        }
         runs.rows.sort_by_key(|r| r.flow);
         runs.finish_run(span, utilisation);
         let runs = runs.build(&self.global_stages, self.seed);
         let timeseries = if self.level >= TraceLevel::Timeseries {
-            let dest = std::mem::take(&mut self.dest_series);
-            series_table(std::mem::take(&mut self.series), markers, dest)
+            let dest = std::mem::take(&mut self.io.dest_series);
+            series_table(std::mem::take(&mut self.io.series), markers, dest)
         } else {
             series_table(
                 SeriesTrace::default(),

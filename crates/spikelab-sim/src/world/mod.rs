@@ -38,8 +38,7 @@ struct Pkt {
     size: u32,
 }
 
-/// Set in `Pkt::flow` for an SCTP packet: `flow` then indexes the associations, and
-/// `seg.window` holds the packet's slot in `World::sctp_pkts` (its chunks). Kept inside the
+/// Set in `Pkt::flow` (its connection's index) for an SCTP packet: `seg.window` then holds the packet's slot in `Io::sctp_pkts` (its chunks). Kept inside the
 /// existing fields so that a packet stays 152 bytes: one more field made the arena's moves
 /// calls to memcpy and cost the TCP dumbbell 10 % of its core time.
 const SCTP_FLOW: u32 = 1 << 31;
@@ -51,13 +50,14 @@ impl Pkt {
         (self.flow & SCTP_FLOW != 0).then_some(ArenaId(self.seg.window as u32))
     }
 
-    /// Its flow's index among the TCP flows or among the associations.
-    fn local_flow(&self) -> usize {
-        (self.flow & !SCTP_FLOW) as usize
+    /// Its connection's index in `World::conns`.
+    fn conn(&self) -> u32 {
+        self.flow & !SCTP_FLOW
     }
 }
 
 mod control;
+mod endpoint;
 mod events;
 mod metrics;
 mod packets;
@@ -69,6 +69,7 @@ mod tcp;
 pub use control::{
     Chunk, RunControl, RunError, RunResult, MAX_PENDING_CHUNKS, MAX_WORK_PER_INSTANT,
 };
+use endpoint::*;
 use events::*;
 use metrics::*;
 use paths::*;
@@ -80,27 +81,24 @@ pub struct World {
     now: SimTime,
     end: SimTime,
     level: TraceLevel,
-    queue: EventQueue<Ev>,
+    /// The heap, the packets in flight and the time series: what endpoints use ([`Cx`]).
+    io: Io,
     paths: Vec<PathRt>,
     path_names: Vec<String>,
     stage_names: Vec<String>,
     /// (path name, stage name) of every stage, in flat order.
     global_stages: Vec<(String, String)>,
-    flows: Vec<FlowRt>,
-    /// SCTP flows.
-    assocs: Vec<sctp::AssocRt>,
-    /// The chunks of SCTP packets in flight.
-    sctp_pkts: Arena<sctp::SctpPkt>,
-    packets: Arena<Pkt>,
-    next_pkt: u64,
+    /// The TCP flows and SCTP associations ([`Conn`]).
+    conns: Vec<Conn>,
+    /// The first association's index in `conns` (the TCP flows come first).
+    first_assoc: u32,
+    /// Each connection's earliest queued timer event of each side ([`arm_timer`]).
+    timers: Vec<[Option<SimTime>; 2]>,
     events: u64,
     ptrace: PacketRows,
     /// Packets traced: what a HARQ stage did to a packet (its id, the stage index) until the
     /// row of its leaving (or drop) is written: (transmissions, decode delay in µs).
     harq_fates: HashMap<(u64, usize), (i32, i32)>,
-    series: SeriesTrace,
-    /// Per-destination time series of SCTP associations (with their `dest`).
-    dest_series: Markers,
     /// Upper bound on packets-trace rows (`sim.max_packets_rows`).
     max_packets_rows: u64,
     /// Set when a bound was exceeded; ends the run with this error.
@@ -115,6 +113,20 @@ pub struct World {
     /// Test-only: `SPIKELAB_TEST_PANIC` set in the environment makes the first event panic, so
     /// tests can check that a failure inside the core reaches the caller as an error.
     test_panic: bool,
+}
+
+/// What the world lends its endpoints ([`Cx`]) besides the time: the heap, the packets in flight
+/// and the time series. One field of the world, so that lending it costs one pointer.
+pub(super) struct Io {
+    queue: EventQueue<Ev>,
+    packets: Arena<Pkt>,
+    /// The chunks of SCTP packets in flight.
+    sctp_pkts: Arena<sctp::SctpPkt>,
+    /// The next packet's id.
+    next_pkt: u64,
+    series: SeriesTrace,
+    /// Per-destination time series of SCTP associations (with their `dest`).
+    dest_series: Markers,
 }
 
 /// Flow `i`'s random start delay in nanoseconds: uniform in `[0, start_jitter)` from the stream
@@ -187,64 +199,67 @@ impl World {
         let n_global = global_stages.len();
         let mut queue = EventQueue::with_capacity(4096);
         let idx = |p: &str| path_names.iter().position(|n| n == p).expect("resolved") as u16;
-        let mut assocs = Vec::new();
-        for (i, f) in sc.flow.iter().enumerate() {
-            if f.protocol != Protocol::Sctp {
-                continue;
-            }
-            let start = SimTime(f.start.0.as_nanos() + start_jitter(seed, i, f));
-            queue.push_keyed(
-                start,
-                tie_key(KEY_START, i as u32, 0, 0),
-                Ev::AssocStart(assocs.len() as u32),
-            );
-            let dests = f
-                .destinations()
-                .iter()
-                .map(|d| (idx(&d.fwd), idx(&d.rev)))
-                .collect();
-            assocs.push(sctp::AssocRt::new(
-                i as u32, f, start, dests, seed, n_global,
-            ));
-        }
-        let flows = sc
+        // TCP flows first, then associations (see `Conn`), each starting at its own time.
+        let tcp = sc
             .flow
             .iter()
             .enumerate()
-            .filter(|(_, f)| f.protocol == Protocol::Tcp)
+            .filter(|(_, f)| f.protocol == Protocol::Tcp);
+        let sctp = sc
+            .flow
+            .iter()
             .enumerate()
-            .map(|(local, (i, f))| {
-                let start = SimTime(f.start.0.as_nanos() + start_jitter(seed, i, f));
-                queue.push_keyed(
-                    start,
-                    tie_key(KEY_START, i as u32, 0, 0),
-                    Ev::Start(local as u32),
-                );
-                let (fwd, rev) = (idx(&f.fwd), idx(&f.rev));
-                let own_queue = paths[fwd as usize].backpressure;
-                FlowRt::new(i as u32, f, start, (fwd, rev), own_queue, n_global)
-            })
-            .collect();
+            .filter(|(_, f)| f.protocol == Protocol::Sctp);
+        let mut conns = Vec::new();
+        for (i, f) in tcp.chain(sctp) {
+            let start = SimTime(f.start.0.as_nanos() + start_jitter(seed, i, f));
+            let c = conns.len() as u32;
+            queue.push_keyed(start, tie_key(KEY_START, i as u32, 0, 0), Ev::Start(c));
+            let i = i as u32;
+            conns.push(match f.protocol {
+                Protocol::Tcp => {
+                    let (fwd, rev) = (idx(&f.fwd), idx(&f.rev));
+                    let own_queue = paths[fwd as usize].backpressure;
+                    let paths = (fwd, rev);
+                    Conn::Tcp(FlowRt::new(i, c, f, start, paths, own_queue, n_global))
+                }
+                Protocol::Sctp => {
+                    let dests = f
+                        .destinations()
+                        .iter()
+                        .map(|d| (idx(&d.fwd), idx(&d.rev)))
+                        .collect();
+                    Conn::Sctp(sctp::AssocRt::new(i, f, start, dests, seed, n_global))
+                }
+            });
+        }
+        let first_assoc = conns
+            .iter()
+            .take_while(|c| matches!(c, Conn::Tcp(_)))
+            .count() as u32;
         World {
             seed,
             now: SimTime::ZERO,
             end: SimTime(sc.sim.duration.0.as_nanos()),
             level,
-            queue,
+            io: Io {
+                queue,
+                packets: Arena::with_capacity(4096),
+                sctp_pkts: Arena::with_capacity(64),
+                next_pkt: 0,
+                series: SeriesTrace::default(),
+                dest_series: Markers::default(),
+            },
             paths,
             path_names,
             stage_names,
             global_stages,
-            flows,
-            assocs,
-            sctp_pkts: Arena::with_capacity(64),
-            packets: Arena::with_capacity(4096),
-            next_pkt: 0,
+            timers: vec![[None; 2]; conns.len()],
+            conns,
+            first_assoc,
             events: 0,
             ptrace: PacketRows::default(),
             harq_fates: HashMap::new(),
-            series: SeriesTrace::default(),
-            dest_series: Markers::default(),
             max_packets_rows: sc.sim.max_packets_rows,
             failure: None,
             pcap: None,

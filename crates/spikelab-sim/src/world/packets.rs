@@ -27,7 +27,7 @@ impl World {
         if self.level < TraceLevel::Packets {
             return;
         }
-        let p = self.packets.get(id);
+        let p = self.io.packets.get(id);
         let stage_code = if stage >= 0 {
             self.paths[p.path as usize].stage_code[stage as usize]
         } else {
@@ -53,9 +53,9 @@ impl World {
         // ACK, no destination.
         let (flow, dest, seq, ack) = match p.sctp() {
             Some(s) => {
-                let sp = self.sctp_pkts.get(s);
+                let sp = self.io.sctp_pkts.get(s);
                 (
-                    self.assocs[p.local_flow()].id,
+                    self.conns[p.conn() as usize].id(),
                     sp.dest as i32,
                     sp.first_tsn.map_or(-1, |t| t as i64),
                     sp.pkt.sack().map_or(-1, |s| s.cum_tsn_ack as i64),
@@ -64,7 +64,7 @@ impl World {
             None => {
                 let data = p.dir == Dir::Data;
                 (
-                    self.flows[p.local_flow()].id,
+                    self.conns[p.conn() as usize].id(),
                     -1,
                     if data { p.seg.seq as i64 } else { -1 },
                     if data { -1 } else { p.seg.ack as i64 },
@@ -99,7 +99,7 @@ impl World {
     #[cold]
     #[inline(never)]
     fn capture_pkt(&mut self, id: ArenaId, event: i32, stage: i32) {
-        let p = self.packets.get(id);
+        let p = self.io.packets.get(id);
         let seen = match event {
             EV_DELIVER => Seen::Deliver,
             EV_ENTER => Seen::Boundary(p.path, stage as usize),
@@ -112,11 +112,11 @@ impl World {
         let Some(w) = self.pcap.as_mut() else { return };
         match p.sctp() {
             Some(s) => {
-                let sp = self.sctp_pkts.get(s);
+                let sp = self.io.sctp_pkts.get(s);
                 w.observe_sctp(
                     self.now.as_nanos(),
                     seen,
-                    (p.local_flow(), sp.dest as usize),
+                    ((p.conn() - self.first_assoc) as usize, sp.dest as usize),
                     p.dir == Dir::Data,
                     p.id,
                     &sp.pkt,
@@ -125,7 +125,7 @@ impl World {
             None => w.observe(
                 self.now.as_nanos(),
                 seen,
-                p.local_flow(),
+                p.conn() as usize,
                 p.dir == Dir::Data,
                 p.id,
                 &p.seg,

@@ -56,14 +56,15 @@ impl World {
             self.enter_path(id, path);
             return;
         }
-        let size = self.packets.get(id).size;
+        let size = self.io.packets.get(id).size;
         let refused = !p.held.is_empty() || !p.own_queue().accepts(now, size);
         if !refused {
             self.enter_own_queue(id, path, false);
             return;
         }
         p.held.push_back(id);
-        self.own_queue_refused(id);
+        let pkt = self.io.packets.get(id);
+        self.conns[pkt.conn() as usize].own_queue_refused(pkt, now);
         self.arm_held(path);
     }
 
@@ -72,7 +73,11 @@ impl World {
     /// will have left that queue.
     fn enter_own_queue(&mut self, id: ArenaId, path: u16, was_held: bool) {
         self.enter_path(id, path);
-        self.own_queue_entered(id, path, was_held);
+        let leave = self.paths[path as usize].own_queue().busy_until();
+        let pkt = self.io.packets.get(id);
+        let (c, dir) = (pkt.conn(), pkt.dir);
+        let mut cx = cx!(self, c);
+        self.conns[c as usize].own_queue_entered(dir, leave, was_held, &mut cx);
     }
 
     fn arm_held(&mut self, path: u16) {
@@ -82,7 +87,7 @@ impl World {
         }
         let at = p.own_queue().next_room().max(self.now);
         p.held_armed = true;
-        self.queue.push_keyed(
+        self.io.queue.push_keyed(
             at,
             tie_key(KEY_PKT, path as u32, p.next_pseq, 0),
             Ev::Held(path),
@@ -94,7 +99,7 @@ impl World {
         let now = self.now;
         self.paths[path as usize].held_armed = false;
         while let Some(&id) = self.paths[path as usize].held.front() {
-            let size = self.packets.get(id).size;
+            let size = self.io.packets.get(id).size;
             let p = &mut self.paths[path as usize];
             if !p.own_queue().accepts(now, size) {
                 break;
@@ -115,7 +120,7 @@ impl World {
         let p = &mut self.paths[path as usize];
         let pseq = p.next_pseq;
         p.next_pseq += 1;
-        let pkt = self.packets.get_mut(id);
+        let pkt = self.io.packets.get_mut(id);
         pkt.path = path;
         pkt.pseq = pseq;
         self.fold_from(id, 0);
@@ -130,13 +135,13 @@ impl World {
     /// `Hop` event per distinct time, keyed like the stage's own exit).
     fn fold_from(&mut self, id: ArenaId, from: usize) {
         let traced = self.stage_rows;
-        let p = self.packets.get(id);
+        let p = self.io.packets.get(id);
         let (path, pseq, pkt_id) = (p.path as usize, p.pseq, p.id);
         let info = PacketInfo {
             wire_size: p.size,
             // The deterministic loss model's `seqs`: TCP bytes, SCTP TSNs.
             data_seq: match p.sctp() {
-                Some(s) => self.sctp_pkts.get(s).first_tsn,
+                Some(s) => self.io.sctp_pkts.get(s).first_tsn,
                 None => (p.dir == Dir::Data && !p.seg.syn).then_some(p.seg.seq),
             },
         };
@@ -153,7 +158,7 @@ impl World {
                         return;
                     }
                     Outcome::Drop(at, cause) => {
-                        schedule_drop(&mut self.queue, at, path, pseq, from + k, id, cause);
+                        schedule_drop(&mut self.io.queue, at, path, pseq, from + k, id, cause);
                         return;
                     }
                 }
@@ -205,14 +210,14 @@ impl World {
                         match group {
                             Some((gt, _)) if gt == leave => {}
                             Some((gt, gs)) => {
-                                hop(&mut self.queue, gt, gs, k - 1, false);
+                                hop(&mut self.io.queue, gt, gs, k - 1, false);
                                 group = Some((leave, k));
                             }
                             None => group = Some((leave, k)),
                         }
                         if !keeps_order {
                             let gs = group.map_or(k, |g| g.1);
-                            hop(&mut self.queue, leave, gs, k, true);
+                            hop(&mut self.io.queue, leave, gs, k, true);
                             return;
                         }
                     }
@@ -220,19 +225,19 @@ impl World {
                 }
                 Outcome::Drop(at, cause) => {
                     if let Some((gt, gs)) = group {
-                        hop(&mut self.queue, gt, gs, k - 1, false);
+                        hop(&mut self.io.queue, gt, gs, k - 1, false);
                     }
                     if at == now {
                         self.drop_pkt(id, k, cause);
                     } else {
-                        schedule_drop(&mut self.queue, at, path, pseq, k, id, cause);
+                        schedule_drop(&mut self.io.queue, at, path, pseq, k, id, cause);
                     }
                     return;
                 }
             }
         }
         if let Some((gt, gs)) = group {
-            hop(&mut self.queue, gt, gs, n - 1, false);
+            hop(&mut self.io.queue, gt, gs, n - 1, false);
         }
         self.exit_at(path, t, id);
     }
@@ -242,7 +247,9 @@ impl World {
     #[inline(never)]
     pub(super) fn on_hop(&mut self, id: ArenaId, from: usize, to: usize, cont: bool) {
         if self.stage_rows {
-            let n = self.paths[self.packets.get(id).path as usize].stages.len();
+            let n = self.paths[self.io.packets.get(id).path as usize]
+                .stages
+                .len();
             for k in from..=to {
                 self.trace_pkt(id, EV_EXIT, k as i32, -1);
                 if k + 1 < n && (k < to || !cont) {
@@ -263,7 +270,7 @@ impl World {
         debug_assert_eq!(at, self.now);
         // Re-arm before delivering: the delivery may add to this very path.
         if let Some(&(next, pseq, _)) = exits.front() {
-            self.queue.push_keyed(
+            self.io.queue.push_keyed(
                 next,
                 tie_key(KEY_PKT, path as u32, pseq, KEY_PATH_EXIT),
                 Ev::PathHead(path),
@@ -277,12 +284,12 @@ impl World {
 
     /// Queues the packet's leaving of its path at `t` (>= every exit already queued).
     fn exit_at(&mut self, path: usize, t: SimTime, id: ArenaId) {
-        let pseq = self.packets.get(id).pseq;
+        let pseq = self.io.packets.get(id).pseq;
         let exits = &mut self.paths[path].exits;
         debug_assert!(exits.back().is_none_or(|b| b.0 <= t));
         exits.push_back((t, pseq, id));
         if exits.len() == 1 {
-            self.queue.push_keyed(
+            self.io.queue.push_keyed(
                 t,
                 tie_key(KEY_PKT, path as u32, pseq, KEY_PATH_EXIT),
                 Ev::PathHead(path as u16),
@@ -293,23 +300,17 @@ impl World {
     pub(super) fn drop_pkt(&mut self, id: ArenaId, stage: usize, cause: DropCause) {
         let code = DropCause::ALL.iter().position(|c| *c == cause).unwrap_or(0) as i32;
         self.trace_pkt(id, EV_DROP, stage as i32, code);
-        let p = self.packets.remove(id);
+        let p = self.io.packets.remove(id);
         let g = self.paths[p.path as usize].first_global + stage;
         if let Some(s) = p.sctp() {
-            self.sctp_pkts.remove(s);
-            self.assocs[p.local_flow()].drops[g] += 1;
-            return;
+            self.io.sctp_pkts.remove(s);
         }
-        self.tcp_dropped(&p, g);
+        self.conns[p.conn() as usize].dropped(&p, g);
     }
 
     fn deliver(&mut self, id: ArenaId) {
         self.trace_pkt(id, EV_DELIVER, -1, -1);
-        let p = self.packets.remove(id);
-        if let Some(s) = p.sctp() {
-            self.deliver_sctp(p.local_flow() as u32, p.dir == Dir::Data, s);
-            return;
-        }
-        self.deliver_tcp(&p);
+        let p = self.io.packets.remove(id);
+        self.conn_deliver(&p);
     }
 }

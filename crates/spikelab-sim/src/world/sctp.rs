@@ -11,10 +11,11 @@
 
 use super::*;
 use crate::packet_event::{ACK as EV_ACK, RETX as EV_RETX, SEND as EV_SEND};
-use crate::scenario::{AppKind, TraceLevel};
-use spikelab_core::{ArenaId, Rng, SimDuration, SimTime};
+use crate::scenario::AppKind;
+use spikelab_core::{Rng, SimDuration, SimTime};
 use spikelab_sctp::{
-    Chunk, DataSource, Endpoint, Packet as SctpPacket, PathState, Role, SctpEvent, T3Record,
+    Chunk, DataSource, Endpoint as SctpEndpoint, Packet as SctpPacket, PathState, Role, SctpEvent,
+    T3Record,
 };
 
 /// An SCTP packet in flight, with the destination index its path pair belongs to.
@@ -34,10 +35,8 @@ pub(super) struct AssocRt {
     pub(super) id: u32,
     /// (forward, reverse) path of each destination.
     dests: Vec<(u16, u16)>,
-    a: Endpoint,
-    b: Endpoint,
-    /// Earliest queued timer event of A and of B.
-    timers: [Option<SimTime>; 2],
+    a: SctpEndpoint,
+    b: SctpEndpoint,
     /// Per TSN (from 1): the smallest `tx_id` of a copy that reached B (`u64::MAX`: none).
     reached: Vec<u64>,
     t3: Vec<T3Record>,
@@ -80,14 +79,13 @@ impl AssocRt {
         AssocRt {
             id,
             dests,
-            a: Endpoint::new(
+            a: SctpEndpoint::new(
                 cfg.clone(),
                 Role::Client,
                 DataSource::Bulk(total),
                 stream("a"),
             ),
-            b: Endpoint::new(cfg, Role::Server, DataSource::None, stream("b")),
-            timers: [None, None],
+            b: SctpEndpoint::new(cfg, Role::Server, DataSource::None, stream("b")),
             reached: Vec::new(),
             t3: Vec::new(),
             pending_fr: Vec::new(),
@@ -100,18 +98,6 @@ impl AssocRt {
             drops: vec![0; n_global],
             last_dest_vars: vec![[u64::MAX; N_DEST_VARS]; n],
             last_vars: [u64::MAX; N_VARS],
-        }
-    }
-
-    pub(super) fn progress(&self) -> &Progress {
-        &self.progress
-    }
-
-    fn ep(&mut self, b: bool) -> &mut Endpoint {
-        if b {
-            &mut self.b
-        } else {
-            &mut self.a
         }
     }
 
@@ -148,104 +134,59 @@ fn trace_event(p: &SctpPacket) -> i32 {
     }
 }
 
-impl World {
-    #[inline(never)]
-    pub(super) fn assoc_start(&mut self, ai: u32) {
-        let now = self.now;
-        let a = &mut self.assocs[ai as usize];
-        a.progress.started(now);
-        a.a.connect(now);
-        self.pump_assoc(ai, false);
+impl Endpoint for AssocRt {
+    /// The client (A) sends its INIT.
+    fn start(&mut self, cx: &mut Cx) {
+        self.a.connect(cx.now);
+        self.progress.started(cx.now);
+        self.take_events(Side::Snd, cx);
     }
 
-    #[inline(never)]
-    pub(super) fn assoc_timer(&mut self, ai: u32, b: bool) {
-        let now = self.now;
-        let a = &mut self.assocs[ai as usize];
-        let side = b as usize;
-        fired(&mut a.timers[side], now);
-        if a.ep(b).next_timer().is_some_and(|t| t <= now) {
-            a.ep(b).on_timer(now);
+    fn on_timer(&mut self, timer: Timer, cx: &mut Cx) {
+        let side = timer.side();
+        let ep = self.ep(side);
+        if ep.next_timer().is_some_and(|t| t <= cx.now) {
+            ep.on_timer(cx.now);
         }
-        self.pump_assoc(ai, b);
+        self.take_events(side, cx);
     }
 
-    /// Sends what endpoint A (`b` false) or B has to send, takes its events, records its
-    /// variables and re-arms its timer.
-    #[inline(never)]
-    fn pump_assoc(&mut self, ai: u32, b: bool) {
-        let now = self.now;
-        // The events of what the endpoint just received come first: a fast retransmit's TSNs
-        // must be known when its retransmission leaves (in this loop), or the ground truth
-        // would pin the fast retransmit on a later copy of the TSN.
-        self.take_assoc_events(ai, b);
-        while let Some((dest, pkt)) = self.assocs[ai as usize].ep(b).poll_transmit(now) {
-            self.launch_sctp(ai, b, dest, pkt);
-        }
-        self.take_assoc_events(ai, b);
-        if !b {
-            let a = &mut self.assocs[ai as usize];
-            a.progress.done(now, a.a.is_done());
-            if self.level >= TraceLevel::Timeseries {
-                self.record_assoc_vars(ai);
-            }
-        }
-        let a = &mut self.assocs[ai as usize];
-        let next = a.ep(b).next_timer();
-        let key = tie_key(KEY_TIMER, a.id, 0, 2 + b as u32);
-        arm_timer(
-            &mut self.queue,
-            &mut a.timers[b as usize],
-            next,
-            key,
-            Ev::AssocTimer(ai, b),
-        );
-    }
-
-    /// Takes endpoint A's (`b` false) events into the association's records; B's are
-    /// dropped.
-    fn take_assoc_events(&mut self, ai: u32, b: bool) {
-        let events = self.assocs[ai as usize].ep(b).drain_events();
-        if b {
-            return;
-        }
-        let level = self.level;
-        let a = &mut self.assocs[ai as usize];
-        for ev in events {
-            match ev {
-                SctpEvent::T3Expiry(r) => a.t3.push(r),
-                // One fast retransmit, judged by its first (lowest) TSN, as a T3 expiry is.
-                SctpEvent::FastRetransmit { tsns, .. } => a.pending_fr.extend(tsns.first()),
-                SctpEvent::RttSample { at, rtt, .. } => {
-                    a.progress.rtt_sample(rtt);
-                    let s = rtt.as_secs_f64();
-                    a.rtt_n += 1;
-                    a.rtt_sum += s;
-                    a.rtt_sumsq += s * s;
-                    if level >= TraceLevel::Timeseries {
-                        self.series.push(at, a.id, VAR_RTT_SAMPLE, s);
-                    }
+    /// B records which copy of each TSN reached it first (the ground truth).
+    fn on_packet(&mut self, to: Side, pkt: &Pkt, cx: &mut Cx) {
+        let slot = pkt.sctp().expect("an SCTP packet has its chunks");
+        let sp = cx.io.sctp_pkts.remove(slot);
+        let now = cx.now;
+        if to == Side::Rcv {
+            for d in sp.pkt.data() {
+                let i = d.tsn as usize - 1;
+                if self.reached.len() <= i {
+                    self.reached.resize(i + 1, u64::MAX);
                 }
-                _ => {}
+                self.reached[i] = self.reached[i].min(d.tx_id);
             }
+            self.b.on_packet(now, sp.dest as usize, &sp.pkt);
+            cx.delivered(&mut self.progress, self.id, self.b.delivered_bytes());
+        } else {
+            self.a.on_packet(now, sp.dest as usize, &sp.pkt);
         }
+        self.take_events(to, cx);
     }
 
-    #[inline(never)]
-    fn launch_sctp(&mut self, ai: u32, b: bool, dest: usize, pkt: SctpPacket) {
-        let now = self.now;
-        let a = &mut self.assocs[ai as usize];
-        let (fwd, rev) = a.dests[dest];
-        let path = if b { rev } else { fwd };
+    /// The next packet of A (on a destination's forward path) or B (on its reverse path); A's
+    /// retransmitted chunks are noted for the ground truth.
+    fn poll_transmit(&mut self, side: Side, cx: &mut Cx) -> Option<Transmit> {
+        let now = cx.now;
+        let (dest, pkt) = self.ep(side).poll_transmit(now)?;
+        let (fwd, rev) = self.dests[dest];
         let mut tx = -1;
-        if !b {
+        if side == Side::Snd {
             for d in pkt.data() {
                 tx = tx.max(d.retransmission as i32);
                 if d.retransmission > 0 {
-                    a.retx.push((d.tsn, d.tx_id));
-                    if let Some(k) = a.pending_fr.iter().position(|&t| t == d.tsn) {
-                        a.pending_fr.swap_remove(k);
-                        a.fr.push((now, d.tsn, d.tx_id));
+                    self.retx.push((d.tsn, d.tx_id));
+                    if let Some(k) = self.pending_fr.iter().position(|&t| t == d.tsn) {
+                        self.pending_fr.swap_remove(k);
+                        self.fr.push((now, d.tsn, d.tx_id));
                     }
                 }
             }
@@ -266,63 +207,187 @@ impl World {
             len: pkt.data().map(|d| d.payload_len).sum(),
             ..Segment::default()
         };
-        let sid = self.sctp_pkts.insert(SctpPkt {
+        let chunks = SctpPkt {
             pkt,
             dest: dest as u16,
             first_tsn,
-        });
-        // The chunks' slot rides in the unused window field (see `SCTP_FLOW`).
-        let seg = Segment {
-            window: sid.0 as u64,
-            ..seg
         };
-        let id = self.packets.insert(Pkt {
-            id: self.next_pkt,
-            flow: ai | SCTP_FLOW,
-            dir: if b { Dir::Ack } else { Dir::Data },
-            path,
-            pseq: 0,
-            size,
-            seg,
-            tx,
-        });
-        self.next_pkt += 1;
-        self.trace_pkt(id, event, -1, -1);
-        self.offer(id, path);
+        let path = [fwd, rev][side as usize];
+        Some(cx.send(side, path, seg, tx, size, event, Some(chunks)))
     }
 
-    /// An SCTP packet reached its endpoint.
-    #[inline(never)]
-    pub(super) fn deliver_sctp(&mut self, ai: u32, to_b: bool, sid: ArenaId) {
-        let now = self.now;
-        let sp = self.sctp_pkts.remove(sid);
-        let a = &mut self.assocs[ai as usize];
-        if to_b {
-            for d in sp.pkt.data() {
-                let i = d.tsn as usize - 1;
-                if a.reached.len() <= i {
-                    a.reached.resize(i + 1, u64::MAX);
-                }
-                a.reached[i] = a.reached[i].min(d.tx_id);
+    /// Takes the endpoint's events; A's completion and variables.
+    fn pumped(&mut self, side: Side, cx: &mut Cx) {
+        self.take_events(side, cx);
+        if side == Side::Snd {
+            self.progress.done(cx.now, self.a.is_done());
+            if cx.series_on {
+                self.record_vars(cx);
             }
-            a.b.on_packet(now, sp.dest as usize, &sp.pkt);
-            let delivered = a.b.delivered_bytes();
-            if a.progress.delivered(now, delivered) && self.level >= TraceLevel::Timeseries {
-                self.series.push(now, a.id, VAR_RCV_NXT, delivered as f64);
-            }
-        } else {
-            a.a.on_packet(now, sp.dest as usize, &sp.pkt);
         }
-        self.pump_assoc(ai, to_b);
+    }
+
+    fn next_timer(&self, side: Side) -> Option<SimTime> {
+        [&self.a, &self.b][side as usize].next_timer()
+    }
+
+    /// After the TCP flows' timers of the same owner, A's before B's.
+    fn timer_key(&self, side: Side) -> u128 {
+        tie_key(KEY_TIMER, self.id, 0, 2 + side as u32)
+    }
+
+    fn dropped(&mut self, _pkt: &Pkt, g: usize) {
+        self.drops[g] += 1;
+    }
+
+    fn id(&self) -> u32 {
+        self.id
+    }
+
+    fn progress(&self) -> &Progress {
+        &self.progress
+    }
+
+    /// The association's runs-table row, and its markers (T3 expiries with their ground
+    /// truth, fast retransmits, failovers).
+    fn rows(&mut self, end: SimTime, runs: &mut RunsBuilder, markers: &mut Markers) {
+        let stop = self.progress.close(end);
+        let st = self.a.stats().clone();
+        let spurious_t3: Vec<bool> = self
+            .t3
+            .iter()
+            .map(|r| {
+                r.tsns
+                    .first()
+                    .is_some_and(|m| self.reached_by(m.tsn, m.tx_id))
+            })
+            .collect();
+        let spurious_fr: Vec<bool> = self
+            .fr
+            .iter()
+            .map(|&(_, tsn, tx)| self.reached_by(tsn, tx - 1))
+            .collect();
+        let spurious_retx = self
+            .retx
+            .iter()
+            .filter(|&&(tsn, tx)| self.reached_by(tsn, tx - 1))
+            .count();
+        let mut ev: Vec<(SimTime, i32, f64, i64, i32, i32)> = Vec::new();
+        for (r, &s) in self.t3.iter().zip(&spurious_t3) {
+            let tsn = r.tsns.first().map_or(-1, |m| m.tsn as i64);
+            ev.push((r.at, VAR_RTO_EXPIRY, s as u8 as f64, tsn, -1, r.dest as i32));
+        }
+        for (&(t, tsn, _), &s) in self.fr.iter().zip(&spurious_fr) {
+            ev.push((t, VAR_FAST_RETX, s as u8 as f64, tsn as i64, -1, -1));
+        }
+        for f in &st.failovers {
+            ev.push((f.at, VAR_FAILOVER, f.to as f64, -1, -1, f.from as i32));
+        }
+        ev.sort_by_key(|e| (e.0, e.1));
+        for (t, var, value, seq, tx, dest) in ev {
+            markers.mark_dest(t, self.id, var, value, seq, tx, dest);
+        }
+        let sent = st.data_chunks_sent;
+        let per_pkt = |k: u64| ratio(k, sent);
+        let t3_count = self.t3.len() as u64;
+        let primary = self.a.config().primary;
+        let data_primary = st.per_dest.get(primary).map_or(0, |d| d.bytes_sent);
+        let data_total: u64 = st.per_dest.iter().map(|d| d.bytes_sent).sum();
+        // Time to failover: from the start of the first timer of the run of consecutive
+        // T3 expiries on the destination that failed to the failover itself.
+        let time_to_failover = st.failovers.first().map_or(f64::NAN, |fo| {
+            let first = self
+                .t3
+                .iter()
+                .filter(|r| r.dest == fo.from && r.at <= fo.at && r.errors == 1)
+                .map(|r| r.armed_at)
+                .next_back();
+            first.map_or(f64::NAN, |t| fo.at.since(t).as_secs_f64())
+        });
+        // When the first failover happened (paper 004 §5 conditions on when the RTO
+        // inflation, so the episode, began: `failover_at_s - time_to_failover_s`).
+        let failover_at = st
+            .failovers
+            .first()
+            .map_or(f64::NAN, |fo| fo.at.as_secs_f64());
+        let rtt = (self.rtt_n, self.rtt_sum, self.rtt_sumsq);
+        let t3_spurious = spurious_t3.iter().filter(|s| **s).count() as i64;
+        let fr_spurious = spurious_fr.iter().filter(|s| **s).count() as i64;
+        runs.row(RunRow {
+            flow: self.id as i32,
+            protocol: "sctp",
+            cc: "sctp",
+            mss: self.a.config().chunk_payload() as i64,
+            delivery: self.progress.columns(stop, self.b.delivered_bytes(), rtt),
+            rto_count: t3_count as i64,
+            rto_spurious_true: t3_spurious,
+            fast_retx_count: st.fast_retransmits as i64,
+            fast_retx_spurious_true: fr_spurious,
+            retx_segments: st.retransmitted_chunks as i64,
+            spurious_retx_true: spurious_retx as i64,
+            segments_sent: sent as i64,
+            rto_per_pkt: per_pkt(t3_count),
+            spurious_retx_per_pkt: per_pkt(spurious_retx as u64),
+            retx_per_pkt: per_pkt(st.retransmitted_chunks),
+            rto_episodes: t3_count as i64,
+            rto_episodes_spurious_true: t3_spurious,
+            fr_episodes: st.fast_retransmits as i64,
+            fr_episodes_spurious_true: fr_spurious,
+            drops: self.drops.clone(),
+            tcp: None,
+            sctp: Some(SctpColumns {
+                failovers: st.failovers.len() as i64,
+                time_to_failover_s: time_to_failover,
+                failover_at_s: failover_at,
+                data_primary_bytes: data_primary as i64,
+                data_other_bytes: (data_total - data_primary) as i64,
+                heartbeats_sent: st.heartbeats_sent as i64,
+                setup_time_s: st.setup_time.map_or(f64::NAN, |d| d.as_secs_f64()),
+                assoc_failed: st.failed_at.is_some() as i64,
+            }),
+        });
+    }
+}
+
+impl AssocRt {
+    fn ep(&mut self, side: Side) -> &mut SctpEndpoint {
+        match side {
+            Side::Snd => &mut self.a,
+            Side::Rcv => &mut self.b,
+        }
+    }
+
+    /// Takes endpoint A's events into the association's records; B's are dropped. The events
+    /// of what an endpoint just received are taken before it sends: a fast retransmit's TSNs
+    /// must be known when its retransmission leaves, or the ground truth would pin the fast
+    /// retransmit on a later copy of the TSN.
+    fn take_events(&mut self, side: Side, cx: &mut Cx) {
+        let events = self.ep(side).drain_events();
+        if side == Side::Rcv {
+            return;
+        }
+        for ev in events {
+            match ev {
+                SctpEvent::T3Expiry(r) => self.t3.push(r),
+                // One fast retransmit, judged by its first (lowest) TSN, as a T3 expiry is.
+                SctpEvent::FastRetransmit { tsns, .. } => self.pending_fr.extend(tsns.first()),
+                SctpEvent::RttSample { at, rtt, .. } => {
+                    cx.rtt_sample(&mut self.progress, self.id, at, rtt);
+                    let s = rtt.as_secs_f64();
+                    self.rtt_n += 1;
+                    self.rtt_sum += s;
+                    self.rtt_sumsq += s * s;
+                }
+                _ => {}
+            }
+        }
     }
 
     /// The flow-level variables (those of the destination new data goes to) and each
     /// destination's own.
-    #[inline(never)]
-    fn record_assoc_vars(&mut self, ai: u32) {
-        let now = self.now;
-        let a = &mut self.assocs[ai as usize];
-        let ep = &a.a;
+    fn record_vars(&mut self, cx: &mut Cx) {
+        let now = cx.now;
+        let ep = &self.a;
         let cur = ep.path(ep.data_destination());
         let secs = |d: Option<SimDuration>| d.map_or(f64::NAN, |d| d.as_secs_f64());
         let acked = ep.stats().bytes_acked as f64;
@@ -339,9 +404,9 @@ impl World {
                 .sum::<u64>() as f64,
             ep.in_fast_recovery() as u8 as f64,
         ];
-        let id = a.id;
-        let series = &mut self.series;
-        each_change(&mut a.last_vars, &vals, |i, v| {
+        let id = self.id;
+        let series = &mut cx.io.series;
+        each_change(&mut self.last_vars, &vals, |i, v| {
             series.push(now, id, i as i32, v)
         });
         for d in 0..ep.n_destinations() {
@@ -361,109 +426,9 @@ impl World {
                 p.errors as f64,
                 p.flight as f64,
             ];
-            let dest_series = &mut self.dest_series;
-            each_change(&mut a.last_dest_vars[d], &vals, |i, v| {
+            let dest_series = &mut cx.io.dest_series;
+            each_change(&mut self.last_dest_vars[d], &vals, |i, v| {
                 dest_series.mark_dest(now, id, VAR_DEST + i as i32, v, -1, -1, d as i32)
-            });
-        }
-    }
-
-    /// The runs-table row of each association, and its markers (T3 expiries with their
-    /// ground truth, fast retransmits, failovers).
-    pub(super) fn assoc_rows(
-        &mut self,
-        runs: &mut RunsBuilder,
-        markers: &mut Markers,
-        end: SimTime,
-    ) {
-        for a in &mut self.assocs {
-            let stop = a.progress.close(end);
-            let st = a.a.stats().clone();
-            let spurious_t3: Vec<bool> =
-                a.t3.iter()
-                    .map(|r| r.tsns.first().is_some_and(|m| a.reached_by(m.tsn, m.tx_id)))
-                    .collect();
-            let spurious_fr: Vec<bool> =
-                a.fr.iter()
-                    .map(|&(_, tsn, tx)| a.reached_by(tsn, tx - 1))
-                    .collect();
-            let spurious_retx = a
-                .retx
-                .iter()
-                .filter(|&&(tsn, tx)| a.reached_by(tsn, tx - 1))
-                .count();
-            let mut ev: Vec<(SimTime, i32, f64, i64, i32, i32)> = Vec::new();
-            for (r, &s) in a.t3.iter().zip(&spurious_t3) {
-                let tsn = r.tsns.first().map_or(-1, |m| m.tsn as i64);
-                ev.push((r.at, VAR_RTO_EXPIRY, s as u8 as f64, tsn, -1, r.dest as i32));
-            }
-            for (&(t, tsn, _), &s) in a.fr.iter().zip(&spurious_fr) {
-                ev.push((t, VAR_FAST_RETX, s as u8 as f64, tsn as i64, -1, -1));
-            }
-            for f in &st.failovers {
-                ev.push((f.at, VAR_FAILOVER, f.to as f64, -1, -1, f.from as i32));
-            }
-            ev.sort_by_key(|e| (e.0, e.1));
-            for (t, var, value, seq, tx, dest) in ev {
-                markers.mark_dest(t, a.id, var, value, seq, tx, dest);
-            }
-            let sent = st.data_chunks_sent;
-            let per_pkt = |k: u64| ratio(k, sent);
-            let t3_count = a.t3.len() as u64;
-            let primary = a.a.config().primary;
-            let data_primary = st.per_dest.get(primary).map_or(0, |d| d.bytes_sent);
-            let data_total: u64 = st.per_dest.iter().map(|d| d.bytes_sent).sum();
-            // Time to failover: from the start of the first timer of the run of consecutive
-            // T3 expiries on the destination that failed to the failover itself.
-            let time_to_failover = st.failovers.first().map_or(f64::NAN, |fo| {
-                let first =
-                    a.t3.iter()
-                        .filter(|r| r.dest == fo.from && r.at <= fo.at && r.errors == 1)
-                        .map(|r| r.armed_at)
-                        .next_back();
-                first.map_or(f64::NAN, |t| fo.at.since(t).as_secs_f64())
-            });
-            // When the first failover happened (paper 004 §5 conditions on when the RTO
-            // inflation, so the episode, began: `failover_at_s - time_to_failover_s`).
-            let failover_at = st
-                .failovers
-                .first()
-                .map_or(f64::NAN, |fo| fo.at.as_secs_f64());
-            let rtt = (a.rtt_n, a.rtt_sum, a.rtt_sumsq);
-            let t3_spurious = spurious_t3.iter().filter(|s| **s).count() as i64;
-            let fr_spurious = spurious_fr.iter().filter(|s| **s).count() as i64;
-            runs.row(RunRow {
-                flow: a.id as i32,
-                protocol: "sctp",
-                cc: "sctp",
-                mss: a.a.config().chunk_payload() as i64,
-                delivery: a.progress.columns(stop, a.b.delivered_bytes(), rtt),
-                rto_count: t3_count as i64,
-                rto_spurious_true: t3_spurious,
-                fast_retx_count: st.fast_retransmits as i64,
-                fast_retx_spurious_true: fr_spurious,
-                retx_segments: st.retransmitted_chunks as i64,
-                spurious_retx_true: spurious_retx as i64,
-                segments_sent: sent as i64,
-                rto_per_pkt: per_pkt(t3_count),
-                spurious_retx_per_pkt: per_pkt(spurious_retx as u64),
-                retx_per_pkt: per_pkt(st.retransmitted_chunks),
-                rto_episodes: t3_count as i64,
-                rto_episodes_spurious_true: t3_spurious,
-                fr_episodes: st.fast_retransmits as i64,
-                fr_episodes_spurious_true: fr_spurious,
-                drops: a.drops.clone(),
-                tcp: None,
-                sctp: Some(SctpColumns {
-                    failovers: st.failovers.len() as i64,
-                    time_to_failover_s: time_to_failover,
-                    failover_at_s: failover_at,
-                    data_primary_bytes: data_primary as i64,
-                    data_other_bytes: (data_total - data_primary) as i64,
-                    heartbeats_sent: st.heartbeats_sent as i64,
-                    setup_time_s: st.setup_time.map_or(f64::NAN, |d| d.as_secs_f64()),
-                    assoc_failed: st.failed_at.is_some() as i64,
-                }),
             });
         }
     }

@@ -3,9 +3,9 @@
 
 use super::*;
 use crate::packet_event::{ACK as EV_ACK, RETX as EV_RETX, SEND as EV_SEND, TLP as EV_TLP};
-use crate::scenario::{AppKind, TraceLevel};
+use crate::scenario::AppKind;
 use crate::truth::Truth;
-use spikelab_core::{ArenaId, SimTime};
+use spikelab_core::SimTime;
 use spikelab_tcp::spurious::{DetectorKind, EpisodeKind};
 use spikelab_tcp::{CaState, Receiver, Segment, Sender, SpuriousEvent, TxKind};
 use std::collections::VecDeque;
@@ -30,6 +30,8 @@ struct EpisodeRec {
 pub(super) struct FlowRt {
     /// The flow's index in the scenario.
     pub(super) id: u32,
+    /// Its index among the TCP flows: the owner in its timers' tie keys.
+    local: u32,
     fwd: u16,
     rev: u16,
     mss: u64,
@@ -37,8 +39,6 @@ pub(super) struct FlowRt {
     rcv: Receiver,
     /// The flow runs ns-2.35's agent and sink (`profile = "ns2"`): ns-2's packet sizes.
     ns2: bool,
-    snd_timer: Option<SimTime>,
-    rcv_timer: Option<SimTime>,
     truth: Truth,
     rto_events: Vec<(SimTime, usize, u16)>,
     fr_events: Vec<(SimTime, usize, u16)>,
@@ -70,10 +70,11 @@ struct SmallQueue {
 }
 
 impl FlowRt {
-    /// Flow `id` of the scenario, `f`, starting at `start` over paths `fwd` and `rev`;
-    /// `own_queue`: its first path starts with a sender's own queue (`backpressure`).
+    /// Flow `id` of the scenario (TCP flow `local`), `f`, starting at `start` over paths `fwd`
+    /// and `rev`; `own_queue`: its first path starts with a sender's own queue (`backpressure`).
     pub(super) fn new(
         id: u32,
+        local: u32,
         f: &crate::scenario::FlowSpec,
         start: SimTime,
         (fwd, rev): (u16, u16),
@@ -87,14 +88,13 @@ impl FlowRt {
         };
         FlowRt {
             id,
+            local,
             fwd,
             rev,
             mss: cfg.mss as u64,
             ns2: cfg.ns2,
             snd: Sender::new(cfg.clone(), total),
             rcv: Receiver::new(cfg),
-            snd_timer: None,
-            rcv_timer: None,
             truth: Truth::default(),
             rto_events: Vec::new(),
             fr_events: Vec::new(),
@@ -104,10 +104,6 @@ impl FlowRt {
             drops: vec![0; n_global],
             tsq: SmallQueue::new(f, own_queue),
         }
-    }
-
-    pub(super) fn progress(&self) -> &Progress {
-        &self.progress
     }
 }
 
@@ -125,161 +121,341 @@ impl SmallQueue {
     }
 }
 
-impl World {
+impl Endpoint for FlowRt {
+    fn id(&self) -> u32 {
+        self.id
+    }
+
+    fn progress(&self) -> &Progress {
+        &self.progress
+    }
+
     /// The flow starts: its sender sends what it may.
-    pub(super) fn tcp_start(&mut self, f: u32) {
-        self.flows[f as usize].progress.started(self.now);
-        self.pump_sender(f);
+    fn start(&mut self, cx: &mut Cx) {
+        self.progress.started(cx.now);
     }
 
-    /// A timer of flow `f`'s sender, or of its receiver (`receiver`).
-    pub(super) fn flow_timer(&mut self, f: u32, receiver: bool) {
-        let t = self.now;
-        let fl = &mut self.flows[f as usize];
-        if receiver {
-            fired(&mut fl.rcv_timer, t);
-            fl.rcv.on_timer(t);
-            self.pump_receiver(f);
-        } else {
-            fired(&mut fl.snd_timer, t);
-            fl.snd.on_timer(t);
-            fl.take_spurious_events();
-            self.pump_sender(f);
-        }
-    }
-
-    /// A flow held back by TCP Small Queues may have room in its interface's queue.
-    pub(super) fn small_queue_wake(&mut self, f: u32) {
-        let t = self.now;
-        let fl = &mut self.flows[f as usize];
-        if let Some(q) = &mut fl.tsq {
-            fired(&mut q.wake, t);
-        }
-        self.pump_sender(f);
-    }
-
-    /// A TCP packet reached its endpoint.
-    pub(super) fn deliver_tcp(&mut self, p: &Pkt) {
-        let now = self.now;
-        let fi = p.flow;
-        let f = &mut self.flows[fi as usize];
-        match p.dir {
-            Dir::Data if p.seg.syn => {
-                f.rcv.on_segment(now, &p.seg);
-                self.pump_receiver(fi);
+    fn on_timer(&mut self, timer: Timer, cx: &mut Cx) {
+        match timer {
+            Timer::Snd => {
+                self.snd.on_timer(cx.now);
+                self.take_spurious_events();
             }
-            Dir::Data => {
-                let idx = (p.seg.seq / f.mss) as usize;
-                f.truth.on_delivered(idx, p.tx as u16);
-                f.retire_truth();
-                f.rcv.on_segment(now, &p.seg);
-                let rcv_nxt = f.rcv.rcv_nxt();
-                if f.progress.delivered(now, rcv_nxt) && self.level >= TraceLevel::Timeseries {
-                    self.series.push(now, f.id, VAR_RCV_NXT, rcv_nxt as f64);
+            Timer::Rcv => self.rcv.on_timer(cx.now),
+            // TCP Small Queues: the flow may have room in its interface's queue.
+            Timer::Wake => {
+                if let Some(q) = &mut self.tsq {
+                    fired(&mut q.wake, cx.now);
                 }
-                self.pump_receiver(fi);
+            }
+        }
+    }
+
+    #[inline]
+    fn on_packet(&mut self, _to: Side, p: &Pkt, cx: &mut Cx) {
+        let now = cx.now;
+        match p.dir {
+            Dir::Data if p.seg.syn => self.rcv.on_segment(now, &p.seg),
+            Dir::Data => {
+                let idx = (p.seg.seq / self.mss) as usize;
+                self.truth.on_delivered(idx, p.tx as u16);
+                self.retire_truth();
+                self.rcv.on_segment(now, &p.seg);
+                cx.delivered(&mut self.progress, self.id, self.rcv.rcv_nxt());
             }
             Dir::Ack => {
-                f.snd.on_ack(now, &p.seg);
-                f.retire_truth();
-                f.take_spurious_events();
-                f.progress.done(now, f.snd.is_done());
-                if let Some(r) = f.snd.last_rtt_sample() {
-                    f.progress.rtt_sample(r);
-                    if self.level >= TraceLevel::Timeseries {
-                        self.series.push(now, f.id, VAR_RTT_SAMPLE, r.as_secs_f64());
-                    }
+                self.snd.on_ack(now, &p.seg);
+                self.retire_truth();
+                self.take_spurious_events();
+                self.progress.done(now, self.snd.is_done());
+                if let Some(r) = self.snd.last_rtt_sample() {
+                    cx.rtt_sample(&mut self.progress, self.id, now, r);
                 }
-                self.pump_sender(fi);
             }
         }
     }
 
-    /// A TCP packet was dropped at stage `g` (of the flat list): counted, and its data's
-    /// ground truth told.
-    pub(super) fn tcp_dropped(&mut self, p: &Pkt, g: usize) {
-        let f = &mut self.flows[p.flow as usize];
-        f.drops[g] += 1;
-        if p.dir == Dir::Data && !p.seg.syn {
-            f.truth.on_dropped((p.seg.seq / f.mss) as usize);
-            f.retire_truth();
+    #[inline(always)]
+    fn poll_transmit(&mut self, side: Side, cx: &mut Cx) -> Option<Transmit> {
+        match side {
+            Side::Snd => self.poll_sender(cx),
+            Side::Rcv => {
+                let seg = self.rcv.poll_transmit(cx.now)?;
+                Some(self.send(cx, Side::Rcv, seg, -1, EV_ACK))
+            }
         }
     }
 
-    /// A sender's own queue refused the packet (it waits): a TCP data sender counts it
-    /// against TCP Small Queues and reduces its window.
-    pub(super) fn own_queue_refused(&mut self, id: ArenaId) {
-        let now = self.now;
-        let pkt = self.packets.get(id);
-        if pkt.sctp().is_none() && pkt.dir == Dir::Data {
-            let f = &mut self.flows[pkt.flow as usize];
-            if let Some(q) = &mut f.tsq {
+    #[inline(always)]
+    fn pumped(&mut self, side: Side, cx: &mut Cx) {
+        if side == Side::Snd && cx.series_on {
+            self.record_vars(cx);
+        }
+    }
+
+    fn next_timer(&self, side: Side) -> Option<SimTime> {
+        match side {
+            Side::Snd => self.snd.next_timer(),
+            Side::Rcv => self.rcv.next_timer(),
+        }
+    }
+
+    /// The sender's timer before the receiver's, by the flow's index among the TCP flows.
+    fn timer_key(&self, side: Side) -> u128 {
+        tie_key(KEY_TIMER, self.local, 0, side as u32)
+    }
+
+    /// Counted, and its data's ground truth told.
+    fn dropped(&mut self, p: &Pkt, g: usize) {
+        self.drops[g] += 1;
+        if p.dir == Dir::Data && !p.seg.syn {
+            self.truth.on_dropped((p.seg.seq / self.mss) as usize);
+            self.retire_truth();
+        }
+    }
+
+    /// A data segment waits: it counts against TCP Small Queues, and the sender reduces its
+    /// window.
+    fn own_queue_refused(&mut self, p: &Pkt, now: SimTime) {
+        if p.dir == Dir::Data {
+            if let Some(q) = &mut self.tsq {
                 q.held += 1;
             }
-            if !pkt.seg.syn {
-                f.snd.local_congestion(now);
+            if !p.seg.syn {
+                self.snd.local_congestion(now);
             }
         }
     }
 
-    /// The packet entered `path`, whose first stage is a sender's own queue, after waiting for
-    /// it if `was_held`: a TCP flow under TCP Small Queues notes when it will have left that
-    /// queue.
-    pub(super) fn own_queue_entered(&mut self, id: ArenaId, path: u16, was_held: bool) {
-        let pkt = self.packets.get(id);
-        if pkt.sctp().is_some() || pkt.dir != Dir::Data {
+    /// Under TCP Small Queues, notes when the data segment will have left the queue.
+    fn own_queue_entered(&mut self, dir: Dir, leave: SimTime, was_held: bool, cx: &mut Cx) {
+        if dir != Dir::Data {
             return;
         }
-        let fi = pkt.flow;
-        let leave = self.paths[path as usize].own_queue().busy_until();
-        let Some(q) = &mut self.flows[fi as usize].tsq else {
+        let Some(q) = &mut self.tsq else {
             return;
         };
         q.held -= was_held as u32;
         q.leaving.push_back(leave);
         if q.throttled {
-            self.arm_small_queue(fi);
+            self.arm_small_queue(cx);
         }
     }
 
-    fn launch(&mut self, flow: u32, dir: Dir, seg: Segment, tx: i32, event: i32) {
-        let f = &self.flows[flow as usize];
-        let path = if dir == Dir::Data { f.fwd } else { f.rev };
-        let id = self.packets.insert(Pkt {
-            id: self.next_pkt,
-            flow,
-            dir,
-            path,
-            pseq: 0, // taken on entering the path
-            size: spikelab_tcp::segment_wire_size(f.ns2, &seg),
-            seg,
-            tx,
+    /// The flow's runs-table row, and its markers (timeouts and fast retransmits with their
+    /// ground truth, detector verdicts, undos).
+    fn rows(&mut self, end: SimTime, runs: &mut RunsBuilder, markers: &mut Markers) {
+        let stop = self.progress.close(end);
+        let spurious = |&(_, idx, tn): &(SimTime, usize, u16)| self.truth.spurious(idx, tn);
+        let rto_spurious = self.rto_events.iter().filter(|e| spurious(e)).count();
+        let fr_spurious = self.fr_events.iter().filter(|e| spurious(e)).count();
+        let spurious_retx = self.truth.spurious_retx();
+        // Retransmission markers carry their segment and transmission number.
+        let mss = self.mss;
+        let mark = |var: i32| {
+            move |e: &(SimTime, usize, u16)| {
+                let (t, idx, tn) = *e;
+                (
+                    t,
+                    var,
+                    spurious(e) as u8 as f64,
+                    (idx as u64 * mss) as i64,
+                    tn as i32,
+                )
+            }
+        };
+        let mut ev: Vec<(SimTime, i32, f64, i64, i32)> = self
+            .rto_events
+            .iter()
+            .map(mark(VAR_RTO_EXPIRY))
+            .chain(self.fr_events.iter().map(mark(VAR_FAST_RETX)))
+            .collect();
+        // Episodes: one verdict marker per enabled detector that judges the episode's kind
+        // (value 1 spurious, 0 genuine, -1 undecided), and one marker per response.
+        let enabled = self.snd.config().spurious.detectors;
+        let mut scores = [DetScore::default(); N_DETECTORS];
+        let (mut rto_eps, mut fr_eps, mut rto_eps_true, mut fr_eps_true) = (0, 0, 0, 0);
+        let (mut rto_detected, mut fr_detected) = (0, 0);
+        for ep in &self.episodes {
+            let Some((idx, tn)) = ep.trigger else {
+                continue;
+            };
+            let truth = self.truth.spurious(idx, tn);
+            let (seq, tx) = ((idx as u64 * mss) as i64, tn as i32);
+            let timeout = ep.kind == EpisodeKind::Timeout;
+            if timeout {
+                rto_eps += 1;
+                rto_eps_true += truth as i64;
+            } else {
+                fr_eps += 1;
+                fr_eps_true += truth as i64;
+            }
+            let mut detected = false;
+            for d in enabled.iter().filter(|d| d.judges(ep.kind)) {
+                let sc = &mut scores[d as usize];
+                let (t, value) = match ep.verdicts[d as usize] {
+                    Some((t, true)) => {
+                        detected = true;
+                        sc.delay_sum_s += t.since(ep.start).as_secs_f64();
+                        if truth {
+                            sc.tp += 1;
+                        } else {
+                            sc.fp += 1;
+                        }
+                        (t, 1.0)
+                    }
+                    v => {
+                        if v.is_none() {
+                            sc.undecided += 1;
+                        }
+                        if truth {
+                            sc.fn_ += 1;
+                        } else {
+                            sc.tn += 1;
+                        }
+                        match v {
+                            Some((t, _)) => (t, 0.0),
+                            None => (ep.end.unwrap_or(stop).min(end), -1.0),
+                        }
+                    }
+                };
+                ev.push((t, VAR_VERDICT + d as i32, value, seq, tx));
+            }
+            if detected {
+                if timeout {
+                    rto_detected += 1;
+                } else {
+                    fr_detected += 1;
+                }
+            }
+            if let Some((t, cwnd)) = ep.undo {
+                ev.push((t, VAR_UNDO, cwnd as f64, seq, tx));
+            }
+        }
+        ev.sort_by_key(|e| (e.0, e.1));
+        for (t, var, value, seq, tx) in ev {
+            markers.mark(t, self.id, var, value, seq, tx);
+        }
+        let st = self.snd.stats();
+        let per_pkt = |n: u64| ratio(n, st.segments_sent);
+        let rtt = (st.rtt_samples, st.rtt_sum_s, st.rtt_sumsq_s);
+        runs.row(RunRow {
+            flow: self.id as i32,
+            protocol: "tcp",
+            cc: self.snd.cc_name(),
+            mss: self.mss as i64,
+            delivery: self.progress.columns(stop, self.rcv.rcv_nxt(), rtt),
+            rto_count: st.rto_count as i64,
+            rto_spurious_true: rto_spurious as i64,
+            fast_retx_count: st.fast_retx_count as i64,
+            fast_retx_spurious_true: fr_spurious as i64,
+            retx_segments: st.retx_segments as i64,
+            spurious_retx_true: spurious_retx as i64,
+            segments_sent: st.segments_sent as i64,
+            rto_per_pkt: per_pkt(st.rto_count),
+            spurious_retx_per_pkt: per_pkt(spurious_retx),
+            retx_per_pkt: per_pkt(st.retx_segments),
+            rto_episodes: rto_eps,
+            rto_episodes_spurious_true: rto_eps_true,
+            fr_episodes: fr_eps,
+            fr_episodes_spurious_true: fr_eps_true,
+            drops: self.drops.clone(),
+            tcp: Some(TcpColumns {
+                dupacks_rcvd: st.dupacks_rcvd as i64,
+                dsacks_rcvd: st.dsacks_rcvd as i64,
+                dupacks_per_pkt: per_pkt(st.dupacks_rcvd),
+                spurious: enabled.label(),
+                response: self.snd.config().spurious.response.name(),
+                rto_spurious_detected: rto_detected,
+                fr_spurious_detected: fr_detected,
+                undo_count: st.undo_count as i64,
+                tlp_count: st.tlp_count as i64,
+                tlp_recoveries: st.tlp_recoveries as i64,
+                rack_loss_count: st.rack_loss_count as i64,
+                local_cwr_count: st.local_cwr_count as i64,
+                moderate_cwnd_cuts: st.moderate_cwnd_cuts as i64,
+                timeout_time_s: self.snd.timeout_time(stop).as_secs_f64(),
+                rto_wait_s: st.rto_wait_ns as f64 * 1e-9,
+                // A detector that is off has no score (null in the table).
+                det: std::array::from_fn(|k| {
+                    enabled.contains(DetectorKind::ALL[k]).then_some(scores[k])
+                }),
+            }),
+            sctp: None,
         });
-        self.next_pkt += 1;
-        self.trace_pkt(id, event, -1, -1);
-        self.offer(id, path);
+    }
+}
+
+impl FlowRt {
+    /// Sends a segment from `side` (data on the forward path, ACKs on the reverse one).
+    #[inline(always)]
+    fn send(&self, cx: &mut Cx, side: Side, seg: Segment, tx: i32, event: i32) -> Transmit {
+        let path = [self.fwd, self.rev][side as usize];
+        let size = spikelab_tcp::segment_wire_size(self.ns2, &seg);
+        cx.send(side, path, seg, tx, size, event, None)
+    }
+
+    /// The sender's next segment, with its ground truth and episode noted; none while TCP
+    /// Small Queues hold the flow back.
+    #[inline(always)]
+    fn poll_sender(&mut self, cx: &mut Cx) -> Option<Transmit> {
+        let now = cx.now;
+        if self.small_queue_full(now) {
+            self.snd.pause(now);
+            self.arm_small_queue(cx);
+            return None;
+        }
+        let tx = self.snd.poll_transmit(now)?;
+        if tx.kind == TxKind::Syn {
+            // Not a data segment: no ground truth, no episode.
+            return Some(self.send(cx, Side::Snd, tx.seg, 0, EV_SEND));
+        }
+        let idx = (tx.seg.seq / self.mss) as usize;
+        let tn = self.truth.on_send(idx);
+        if matches!(tx.kind, TxKind::RtoRetransmit | TxKind::FastRetransmit) {
+            self.truth.refer(idx);
+        }
+        match tx.kind {
+            TxKind::RtoRetransmit => self.rto_events.push((now, idx, tn)),
+            TxKind::FastRetransmit => self.fr_events.push((now, idx, tn)),
+            _ => {}
+        }
+        if matches!(tx.kind, TxKind::RtoRetransmit | TxKind::FastRetransmit) {
+            if let Some(ep) = self.episodes.last_mut() {
+                if ep.trigger.is_none() && ep.seq == tx.seg.seq {
+                    ep.trigger = Some((idx, tn));
+                }
+            }
+        }
+        let ev = match tx.kind {
+            TxKind::New => EV_SEND,
+            TxKind::Tlp => EV_TLP,
+            _ => EV_RETX,
+        };
+        Some(self.send(cx, Side::Snd, tx.seg, tn as i32, ev))
     }
 
     /// Wakes a flow held back by TCP Small Queues when its first packet leaves the queue
     /// (unless a wake is queued already).
-    fn arm_small_queue(&mut self, fi: u32) {
-        let Some(q) = &mut self.flows[fi as usize].tsq else {
+    fn arm_small_queue(&mut self, cx: &mut Cx) {
+        let Some(q) = &mut self.tsq else {
             return;
         };
         let (None, Some(&at)) = (q.wake, q.leaving.front()) else {
             return;
         };
-        let at = at.max(self.now);
+        let at = at.max(cx.now);
         q.wake = Some(at);
-        self.queue
-            .push_keyed(at, tie_key(KEY_TIMER, fi, 0, 4), Ev::SmallQueue(fi));
+        let key = tie_key(KEY_TIMER, self.local, 0, 4);
+        cx.io
+            .queue
+            .push_keyed(at, key, Ev::Timer(cx.conn, Timer::Wake));
     }
 
     /// Whether TCP Small Queues hold the flow back now (Linux `tcp_small_queue_check`).
-    fn small_queue_full(&mut self, fi: u32) -> bool {
-        let now = self.now;
-        let f = &mut self.flows[fi as usize];
-        let Some(q) = &mut f.tsq else {
+    #[inline(always)]
+    fn small_queue_full(&mut self, now: SimTime) -> bool {
+        let Some(q) = &mut self.tsq else {
             return false;
         };
         while q.leaving.front().is_some_and(|&t| t <= now) {
@@ -287,7 +463,7 @@ impl World {
         }
         // About 1 ms at the pacing rate (`sk_pacing_rate >> 10`): mss · max(cwnd, packets
         // out) / srtt, 200 % of it in slow start below ssthresh / 2, else 120 %.
-        let snd = &f.snd;
+        let snd = &self.snd;
         let outstanding = snd.snd_max() - snd.snd_una();
         let paced = snd.srtt().map_or(0, |srtt| {
             let pct = if snd.cwnd() < snd.ssthresh() / 2 {
@@ -298,7 +474,7 @@ impl World {
             let bps = snd.cwnd().max(outstanding) as u128 * 1_000_000_000 * pct
                 / 100
                 / srtt.as_nanos().max(1) as u128;
-            (bps >> 10) / f.mss as u128
+            (bps >> 10) / self.mss as u128
         });
         // The retransmission timer's segment and a loss probe go out unchecked
         // (`tcp_retransmit_timer`, `tcp_send_loss_probe`); the retransmission queue's segments
@@ -314,73 +490,13 @@ impl World {
         };
         let limit = (q.limit as u128).max(paced) << shift;
         // Always send when at most one segment is outstanding (`tcp_rtx_queue_empty_or_single_skb`).
-        let full = (q.leaving.len() as u128 + q.held as u128) >= limit && outstanding > f.mss;
+        let full = (q.leaving.len() as u128 + q.held as u128) >= limit && outstanding > self.mss;
         q.throttled = full;
         full
     }
 
-    fn pump_sender(&mut self, fi: u32) {
-        let now = self.now;
-        loop {
-            if self.small_queue_full(fi) {
-                self.flows[fi as usize].snd.pause(now);
-                self.arm_small_queue(fi);
-                break;
-            }
-            let f = &mut self.flows[fi as usize];
-            let Some(tx) = f.snd.poll_transmit(now) else {
-                break;
-            };
-            if tx.kind == TxKind::Syn {
-                // Not a data segment: no ground truth, no episode.
-                self.launch(fi, Dir::Data, tx.seg, 0, EV_SEND);
-                continue;
-            }
-            let idx = (tx.seg.seq / f.mss) as usize;
-            let tn = f.truth.on_send(idx);
-            if matches!(tx.kind, TxKind::RtoRetransmit | TxKind::FastRetransmit) {
-                f.truth.refer(idx);
-            }
-            match tx.kind {
-                TxKind::RtoRetransmit => f.rto_events.push((now, idx, tn)),
-                TxKind::FastRetransmit => f.fr_events.push((now, idx, tn)),
-                _ => {}
-            }
-            if matches!(tx.kind, TxKind::RtoRetransmit | TxKind::FastRetransmit) {
-                if let Some(ep) = f.episodes.last_mut() {
-                    if ep.trigger.is_none() && ep.seq == tx.seg.seq {
-                        ep.trigger = Some((idx, tn));
-                    }
-                }
-            }
-            let ev = match tx.kind {
-                TxKind::New => EV_SEND,
-                TxKind::Tlp => EV_TLP,
-                _ => EV_RETX,
-            };
-            self.launch(fi, Dir::Data, tx.seg, tn as i32, ev);
-        }
-        if self.level >= TraceLevel::Timeseries {
-            self.record_vars(fi);
-        }
-        let f = &mut self.flows[fi as usize];
-        let (at, key) = (f.snd.next_timer(), tie_key(KEY_TIMER, fi, 0, 0));
-        arm_timer(&mut self.queue, &mut f.snd_timer, at, key, Ev::SndTimer(fi));
-    }
-
-    fn pump_receiver(&mut self, fi: u32) {
-        let now = self.now;
-        while let Some(seg) = self.flows[fi as usize].rcv.poll_transmit(now) {
-            self.launch(fi, Dir::Ack, seg, -1, EV_ACK);
-        }
-        let f = &mut self.flows[fi as usize];
-        let (at, key) = (f.rcv.next_timer(), tie_key(KEY_TIMER, fi, 0, 1));
-        arm_timer(&mut self.queue, &mut f.rcv_timer, at, key, Ev::RcvTimer(fi));
-    }
-
-    fn record_vars(&mut self, fi: u32) {
-        let f = &mut self.flows[fi as usize];
-        let s = &f.snd;
+    fn record_vars(&mut self, cx: &mut Cx) {
+        let s = &self.snd;
         let ssthresh = if s.ssthresh() == u64::MAX {
             f64::INFINITY
         } else {
@@ -397,155 +513,10 @@ impl World {
             s.inflight() as f64,
             s.state() as u8 as f64,
         ];
-        let (now, id) = (self.now, f.id);
-        each_change(&mut f.last_vars, &vals, |i, v| {
-            self.series.push(now, id, i as i32, v)
+        let (now, id, series) = (cx.now, self.id, &mut cx.io.series);
+        each_change(&mut self.last_vars, &vals, |i, v| {
+            series.push(now, id, i as i32, v)
         });
-    }
-
-    /// The runs-table row of each flow, and its markers (timeouts and fast retransmits with
-    /// their ground truth, detector verdicts, undos).
-    pub(super) fn tcp_rows(&mut self, runs: &mut RunsBuilder, markers: &mut Markers, end: SimTime) {
-        for f in self.flows.iter_mut() {
-            let stop = f.progress.close(end);
-            let spurious = |&(_, idx, tn): &(SimTime, usize, u16)| f.truth.spurious(idx, tn);
-            let rto_spurious = f.rto_events.iter().filter(|e| spurious(e)).count();
-            let fr_spurious = f.fr_events.iter().filter(|e| spurious(e)).count();
-            let spurious_retx = f.truth.spurious_retx();
-            // Retransmission markers carry their segment and transmission number.
-            let mss = f.mss;
-            let mark = |var: i32| {
-                move |e: &(SimTime, usize, u16)| {
-                    let (t, idx, tn) = *e;
-                    (
-                        t,
-                        var,
-                        spurious(e) as u8 as f64,
-                        (idx as u64 * mss) as i64,
-                        tn as i32,
-                    )
-                }
-            };
-            let mut ev: Vec<(SimTime, i32, f64, i64, i32)> = f
-                .rto_events
-                .iter()
-                .map(mark(VAR_RTO_EXPIRY))
-                .chain(f.fr_events.iter().map(mark(VAR_FAST_RETX)))
-                .collect();
-            // Episodes: one verdict marker per enabled detector that judges the episode's kind
-            // (value 1 spurious, 0 genuine, -1 undecided), and one marker per response.
-            let enabled = f.snd.config().spurious.detectors;
-            let mut scores = [DetScore::default(); N_DETECTORS];
-            let (mut rto_eps, mut fr_eps, mut rto_eps_true, mut fr_eps_true) = (0, 0, 0, 0);
-            let (mut rto_detected, mut fr_detected) = (0, 0);
-            for ep in &f.episodes {
-                let Some((idx, tn)) = ep.trigger else {
-                    continue;
-                };
-                let truth = f.truth.spurious(idx, tn);
-                let (seq, tx) = ((idx as u64 * mss) as i64, tn as i32);
-                let timeout = ep.kind == EpisodeKind::Timeout;
-                if timeout {
-                    rto_eps += 1;
-                    rto_eps_true += truth as i64;
-                } else {
-                    fr_eps += 1;
-                    fr_eps_true += truth as i64;
-                }
-                let mut detected = false;
-                for d in enabled.iter().filter(|d| d.judges(ep.kind)) {
-                    let sc = &mut scores[d as usize];
-                    let (t, value) = match ep.verdicts[d as usize] {
-                        Some((t, true)) => {
-                            detected = true;
-                            sc.delay_sum_s += t.since(ep.start).as_secs_f64();
-                            if truth {
-                                sc.tp += 1;
-                            } else {
-                                sc.fp += 1;
-                            }
-                            (t, 1.0)
-                        }
-                        v => {
-                            if v.is_none() {
-                                sc.undecided += 1;
-                            }
-                            if truth {
-                                sc.fn_ += 1;
-                            } else {
-                                sc.tn += 1;
-                            }
-                            match v {
-                                Some((t, _)) => (t, 0.0),
-                                None => (ep.end.unwrap_or(stop).min(end), -1.0),
-                            }
-                        }
-                    };
-                    ev.push((t, VAR_VERDICT + d as i32, value, seq, tx));
-                }
-                if detected {
-                    if timeout {
-                        rto_detected += 1;
-                    } else {
-                        fr_detected += 1;
-                    }
-                }
-                if let Some((t, cwnd)) = ep.undo {
-                    ev.push((t, VAR_UNDO, cwnd as f64, seq, tx));
-                }
-            }
-            ev.sort_by_key(|e| (e.0, e.1));
-            for (t, var, value, seq, tx) in ev {
-                markers.mark(t, f.id, var, value, seq, tx);
-            }
-            let st = f.snd.stats();
-            let per_pkt = |n: u64| ratio(n, st.segments_sent);
-            let rtt = (st.rtt_samples, st.rtt_sum_s, st.rtt_sumsq_s);
-            runs.row(RunRow {
-                flow: f.id as i32,
-                protocol: "tcp",
-                cc: f.snd.cc_name(),
-                mss: f.mss as i64,
-                delivery: f.progress.columns(stop, f.rcv.rcv_nxt(), rtt),
-                rto_count: st.rto_count as i64,
-                rto_spurious_true: rto_spurious as i64,
-                fast_retx_count: st.fast_retx_count as i64,
-                fast_retx_spurious_true: fr_spurious as i64,
-                retx_segments: st.retx_segments as i64,
-                spurious_retx_true: spurious_retx as i64,
-                segments_sent: st.segments_sent as i64,
-                rto_per_pkt: per_pkt(st.rto_count),
-                spurious_retx_per_pkt: per_pkt(spurious_retx),
-                retx_per_pkt: per_pkt(st.retx_segments),
-                rto_episodes: rto_eps,
-                rto_episodes_spurious_true: rto_eps_true,
-                fr_episodes: fr_eps,
-                fr_episodes_spurious_true: fr_eps_true,
-                drops: f.drops.clone(),
-                tcp: Some(TcpColumns {
-                    dupacks_rcvd: st.dupacks_rcvd as i64,
-                    dsacks_rcvd: st.dsacks_rcvd as i64,
-                    dupacks_per_pkt: per_pkt(st.dupacks_rcvd),
-                    spurious: enabled.label(),
-                    response: f.snd.config().spurious.response.name(),
-                    rto_spurious_detected: rto_detected,
-                    fr_spurious_detected: fr_detected,
-                    undo_count: st.undo_count as i64,
-                    tlp_count: st.tlp_count as i64,
-                    tlp_recoveries: st.tlp_recoveries as i64,
-                    rack_loss_count: st.rack_loss_count as i64,
-                    local_cwr_count: st.local_cwr_count as i64,
-                    moderate_cwnd_cuts: st.moderate_cwnd_cuts as i64,
-                    timeout_time_s: f.snd.timeout_time(stop).as_secs_f64(),
-                    rto_wait_s: st.rto_wait_ns as f64 * 1e-9,
-                    // A detector that is off has no score (null in the table).
-                    det: std::array::from_fn(|k| {
-                        enabled.contains(DetectorKind::ALL[k]).then_some(scores[k])
-                    }),
-                }),
-                sctp: None,
-            });
-        }
     }
 }
 
