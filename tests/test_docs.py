@@ -287,21 +287,21 @@ def _shell(cmd: str, expected: list[str], scratch: Path, inline: bool = False) -
         if part in cmd:
             args += extra
             rewritten = True
-    if args[1] == "emulate" or (args[1] == "compare" and "out/emu" in cmd):
-        if not _can_emulate():
-            pytest.skip("emulation needs root and network namespaces")
-        from spikelab.emulate import usrsctp
-        if "sctp" in cmd and not usrsctp.available():
-            pytest.skip("SCTP emulation needs libusrsctp (apt install libusrsctp2)")
+    # What a command needs from the machine: root and namespaces (emulation, the kernel and
+    # usrsctp suites), libusrsctp (SCTP emulation), ns-2.35 (the ns-2 suite).
+    real = args[1] == "emulate" or (args[1] == "compare" and "out/emu" in cmd)
+    sctp = real and "sctp" in cmd
     if args[1] == "fidelity" and "--list" not in args:
         against = args[args.index("--against") + 1] if "--against" in args[:-1] else "kernel"
         if against == "ns2" and shutil.which("ns") is None:
             pytest.skip("the ns-2 suite needs ns-2.35 (apt install ns2)")
-        if against != "ns2" and not _can_emulate():
-            pytest.skip("the kernel and usrsctp suites need root and network namespaces")
+        real, sctp = against != "ns2", against == "usrsctp"
+    if real and not _can_emulate():
+        pytest.skip("emulation needs root and network namespaces")
+    if sctp:
         from spikelab.emulate import usrsctp
-        if against == "usrsctp" and not usrsctp.available():
-            pytest.skip("the usrsctp suite needs libusrsctp (apt install libusrsctp2)")
+        if not usrsctp.available():
+            pytest.skip("SCTP emulation needs libusrsctp (apt install libusrsctp2)")
     proc = _run([sys.executable, "-m", "spikelab", *args[1:]], scratch)
     assert "Traceback" not in proc.stderr, proc.stderr
     error = bool(expected) and expected[0].startswith("spikelab: error:")
