@@ -194,6 +194,11 @@ pub struct TcpSpec {
     pub comp_sack_delay: Duration,
     /// The compressed-ACK timer's slack (Linux `tcp_comp_sack_slack_ns`).
     pub comp_sack_slack: Duration,
+    /// PAWS at the receiver (RFC 7323 §5.3): with timestamps, a segment with a TSval older than
+    /// TS.Recent is discarded.
+    pub paws: bool,
+    /// Ticks of the sender's timestamp clock a TSval may lag TS.Recent and pass (Linux: 1).
+    pub paws_window: i64,
     /// The receiver's window grows as Linux's receive-buffer autotuning grows it.
     pub rcv_autotune: bool,
     /// Resending the first unacknowledged segment restarts the retransmission timer (Linux).
@@ -260,6 +265,8 @@ impl Default for TcpSpec {
             comp_sack: c.comp_sack as i64,
             comp_sack_delay: Duration(c.comp_sack_delay),
             comp_sack_slack: Duration(c.comp_sack_slack),
+            paws: c.paws,
+            paws_window: c.paws_window as i64,
             rcv_autotune: c.rcv_autotune,
             rearm_rto_on_retransmit: c.rearm_rto_on_retransmit,
             rearm_rto_on_sack: c.rearm_rto_on_sack,
@@ -318,6 +325,14 @@ impl TcpSpec {
             format!(
                 "must be an integer from 0 (off) to 255 (Linux tcp_comp_sack_nr), got {}",
                 t.comp_sack
+            ),
+        )?;
+        check(
+            (0..=1000).contains(&t.paws_window),
+            format!("{at}.paws_window"),
+            format!(
+                "must be an integer from 0 (RFC 7323) to 1000 timestamp ticks (Linux: 1), got {}",
+                t.paws_window
             ),
         )?;
         check(
@@ -578,7 +593,7 @@ impl FlowSpec {
             return Ok(());
         }
         let d = TcpSpec::default();
-        let unmodelled: [(&str, bool, &str); 16] = [
+        let unmodelled: [(&str, bool, &str); 17] = [
             ("rack", t.rack, "it has no RACK"),
             ("tlp", t.tlp, "it has no tail loss probe"),
             ("prr", t.prr, "it has no PRR"),
@@ -595,6 +610,7 @@ impl FlowSpec {
                 t.comp_sack != 0,
                 "its sinks do not compress ACKs",
             ),
+            ("paws", t.paws, "its sinks have no PAWS check"),
             (
                 "quickack",
                 t.quickack != 0,
@@ -763,6 +779,8 @@ impl FlowSpec {
             comp_sack: t.comp_sack as u32,
             comp_sack_delay: t.comp_sack_delay.0,
             comp_sack_slack: t.comp_sack_slack.0,
+            paws: t.paws,
+            paws_window: t.paws_window as u32,
             rcv_autotune: t.rcv_autotune,
             rearm_rto_on_retransmit: t.rearm_rto_on_retransmit,
             rearm_rto_on_sack: t.rearm_rto_on_sack,

@@ -127,6 +127,8 @@ pub static RUNS: &[ColumnSpec] = &[
         "retransmissions whose bytes an earlier copy had already brought (ground truth)"),
     col("dupacks_rcvd", I64, "ACKs", Minus1, "duplicate ACKs received by the sender; null for SCTP"),
     col("dsacks_rcvd", I64, "ACKs", Minus1, "ACKs carrying a DSACK block; null for SCTP"),
+    col("paws_rejected", I64, "segments", Minus1,
+        "data segments the receiver discarded by PAWS (RFC 7323 §5.3); null for SCTP"),
     col("segments_sent", I64, "segments", Never,
         "data segments sent, retransmissions included (SCTP: DATA chunks)"),
     col("rtt_mean_s", F64, "s", NaN, "mean of the RTT samples; null without samples"),

@@ -165,6 +165,15 @@ pub struct TcpConfig {
     /// The timer's slack (Linux `tcp_comp_sack_slack_ns`, 100 us; the kernel's timer fires at
     /// its end when nothing else wakes the CPU).
     pub comp_sack_slack: SimDuration,
+    /// PAWS at the receiver (RFC 7323 §5.3 R1): with timestamps, a data segment whose TSval is
+    /// older than TS.Recent by more than `paws_window` ticks of the sender's clock is discarded
+    /// and answered with an immediate duplicate ACK (Linux `tcp_validate_incoming`,
+    /// `tcp_paws_discard`, `tcp_send_dupack`). It bites when a retransmission fills the left
+    /// edge, and so moves TS.Recent, while an older copy of later data is still in flight.
+    pub paws: bool,
+    /// How many ticks older than TS.Recent a TSval may be and still pass PAWS: 0 as RFC 7323
+    /// writes it (`SEG.TSval < TS.Recent` fails), 1 in Linux (`TCP_PAWS_WINDOW`).
+    pub paws_window: u32,
     /// The receiver's advertised window grows as Linux grows it (receive-buffer autotuning:
     /// `tcp_grow_window`, `tcp_rcv_space_adjust`), and a segment that grows it is ACKed at once;
     /// `rwnd` is then its upper bound. Off: the window is `rwnd` throughout.
@@ -272,6 +281,8 @@ impl Default for TcpConfig {
             comp_sack: 0,
             comp_sack_delay: SimDuration::from_millis(1),
             comp_sack_slack: SimDuration::from_micros(100),
+            paws: true,
+            paws_window: 0,
             rcv_autotune: false,
             rearm_rto_on_retransmit: false,
             rearm_rto_on_sack: false,

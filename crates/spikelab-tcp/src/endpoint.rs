@@ -167,11 +167,26 @@ impl Receiver {
             Receiver::Tcp(TcpReceiver::new(cfg))
         }
     }
-    pub fn on_segment(&mut self, now: SimTime, seg: &Segment) {
-        either_rcv!(self, r => r.on_segment(now, seg))
+    /// A data segment arrives; false when the receiver discarded it unread (PAWS: ns-2's sinks
+    /// accept every segment).
+    pub fn on_segment(&mut self, now: SimTime, seg: &Segment) -> bool {
+        match self {
+            Self::Tcp(r) => r.on_segment(now, seg),
+            Self::Ns2(r) => {
+                r.on_segment(now, seg);
+                true
+            }
+        }
     }
     pub fn on_timer(&mut self, now: SimTime) {
         either_rcv!(self, r => r.on_timer(now))
+    }
+    /// Data segments PAWS discarded (RFC 7323 §5.3; ns-2's sinks: none).
+    pub fn paws_rejected(&self) -> u64 {
+        match self {
+            Self::Tcp(r) => r.stats().paws_rejected,
+            Self::Ns2(_) => 0,
+        }
     }
     pub fn poll_transmit(&mut self, now: SimTime) -> Option<Segment> {
         either_rcv!(self, r => r.poll_transmit(now))

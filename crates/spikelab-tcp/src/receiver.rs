@@ -12,6 +12,13 @@
 //! * Timestamps (RFC 7323 §4.3): `TS.Recent = SEG.TSval` when `SEG.TSval >= TS.Recent` and
 //!   `SEG.SEQ <= Last.ACK.sent`, so a delayed ACK echoes the earliest unacknowledged segment and
 //!   an out-of-order segment does not move TS.Recent; every ACK echoes TS.Recent.
+//! * PAWS (RFC 7323 §5.3 R1, optional, `paws`): before TS.Recent is updated, a data segment
+//!   whose TSval lags TS.Recent by more than `paws_window` ticks is discarded and answered at
+//!   once with a duplicate ACK, a DSACK for any part below `rcv_nxt` and quick-ACK mode, as
+//!   Linux's `tcp_validate_incoming` and `tcp_send_dupack` do (Linux: a lag of 1 tick passes,
+//!   `TCP_PAWS_WINDOW`; a TS.Recent of 0 is not checked). On a reordering path a
+//!   retransmission that fills the left edge carries a fresh TSval, so the originals of later
+//!   data still in flight arrive older than TS.Recent and are lost to the receiver.
 //!
 //! * Adaptive delayed-ACK timeout (optional, `delack_ato`; Linux `icsk_ack.ato`): the timer is
 //!   armed for `ato`, which starts at `delack_timeout` (`TCP_ATO_MIN`) with the first data and
@@ -55,6 +62,8 @@ pub struct ReceiverStats {
     pub segments_rcvd: u64,
     pub duplicate_segments: u64,
     pub acks_sent: u64,
+    /// Data segments discarded by PAWS (Linux `PAWSEstab`).
+    pub paws_rejected: u64,
 }
 
 pub struct TcpReceiver {
@@ -257,8 +266,9 @@ impl TcpReceiver {
         }
     }
 
-    /// Processes a data segment arriving at `now`.
-    pub fn on_segment(&mut self, now: SimTime, seg: &Segment) {
+    /// Processes a data segment arriving at `now`; false when PAWS discarded it (the data did
+    /// not reach the receiver).
+    pub fn on_segment(&mut self, now: SimTime, seg: &Segment) -> bool {
         self.stats.segments_rcvd += 1;
         if seg.syn {
             // The handshake's SYN (again, if the SYN-ACK was lost): answer with a SYN-ACK.
@@ -266,7 +276,17 @@ impl TcpReceiver {
                 self.ts_recent = ts.val;
             }
             self.syn_ack = true;
-            return;
+            return true;
+        }
+        if self.paws_rejects(seg) {
+            self.stats.paws_rejected += 1;
+            if seg.seq < self.rcv_nxt {
+                // tcp_send_dupack: the old part is reported as a DSACK, in quick-ACK mode.
+                self.enter_quickack();
+                self.dsack = Some((seg.seq, seg.end().min(self.rcv_nxt)));
+            }
+            self.ack_now = true;
+            return false;
         }
         if let Some(ts) = seg.ts {
             if ts.val.wrapping_sub(self.ts_recent) as i32 >= 0 && seg.seq <= self.last_ack_sent {
@@ -286,7 +306,7 @@ impl TcpReceiver {
         }
         let (mut start, end) = (seg.seq, seg.end());
         if seg.len == 0 {
-            return;
+            return true;
         }
         if (self.cfg.quickack > 0 || self.cfg.delack_ato)
             && start <= self.rcv_nxt
@@ -304,14 +324,11 @@ impl TcpReceiver {
         }
         if end <= self.rcv_nxt {
             // A duplicate: Linux enters quick-ACK mode (`tcp_data_queue`), which resets `ato`.
-            self.quick = self.quick.max(self.cfg.quickack);
-            if self.cfg.delack_ato {
-                self.ato = ticks_of(self.cfg.delack_timeout, self.cfg.timer_hz);
-            }
+            self.enter_quickack();
             self.stats.duplicate_segments += 1;
             self.dsack = Some((start, end));
             self.ack_now = true;
-            return;
+            return true;
         }
         if start < self.rcv_nxt {
             self.dsack = Some((start, self.rcv_nxt));
@@ -374,6 +391,27 @@ impl TcpReceiver {
             } else {
                 self.ack_ooo(now);
             }
+        }
+        true
+    }
+
+    /// RFC 7323 §5.3 R1 (Linux `tcp_paws_discard` for data): the segment carries a TSval more
+    /// than `paws_window` ticks older than a TS.Recent that is set.
+    fn paws_rejects(&self, seg: &Segment) -> bool {
+        match seg.ts {
+            Some(ts) if self.cfg.paws && seg.len > 0 && self.ts_recent != 0 => {
+                self.ts_recent.wrapping_sub(ts.val) as i32 > self.cfg.paws_window as i32
+            }
+            _ => false,
+        }
+    }
+
+    /// Linux `tcp_enter_quickack_mode`: the next `quickack` segments are ACKed at once, and the
+    /// adaptive timeout returns to its minimum.
+    fn enter_quickack(&mut self) {
+        self.quick = self.quick.max(self.cfg.quickack);
+        if self.cfg.delack_ato {
+            self.ato = ticks_of(self.cfg.delack_timeout, self.cfg.timer_hz);
         }
     }
 

@@ -317,7 +317,10 @@ _KERNEL_FIXED = (
                                  "sent before the first unacknowledged segment's last "
                                  "transmission"),
     ("kernel_rtt_samples", False, "the kernel takes its RTT samples from send times, ACKs that "
-                                  "only SACK included"),    ("moderate_cwnd", True, "this kernel no longer moderates cwnd when a connection without "
+                                  "only SACK included"),
+    ("paws", False, "the kernel's receiver always checks PAWS when timestamps are on "
+                    "(RFC 7323 §5.3)"),
+    ("moderate_cwnd", True, "this kernel no longer moderates cwnd when a connection without "
                             "SACK reaches the Loss state's high_seq (kernels 3.10-4.x did)"),
 )
 
@@ -363,6 +366,9 @@ def _map_linux_options(raw_tcps: list[dict[str, Any]], u: list[str]) -> None:
     if t.get("quickack", 16) != 16:
         u.append("tcp.quickack: the kernel ACKs up to 16 segments at once at the start and "
                  "after a duplicate")
+    if t.get("paws", True) and t.get("paws_window", 1) != 1:
+        u.append(f"tcp.paws_window = {t['paws_window']}: the kernel passes a TSval one tick "
+                 "older than TS.Recent (TCP_PAWS_WINDOW)")
     idle = t.get("quickack_idle", "rto")
     if t.get("quickack", 16) and idle != "rto":
         u.append(f"tcp.quickack_idle = {idle}: the kernel re-enters quick-ACK mode after a "

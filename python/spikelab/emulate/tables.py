@@ -45,7 +45,7 @@ COUNTERS = (
     "TcpExtTCPDSACKOfoSent", "TcpExtTCPDSACKOfoRecv", "TcpExtTCPSACKReorder",
     "TcpExtTCPTSReorder", "TcpExtTCPRenoReorder", "TcpExtTCPLossProbes",
     "TcpExtTCPLossProbeRecovery", "TcpExtTCPSpuriousRtxHostQueues", "TcpExtTCPLossFailures",
-    "TcpExtTCPDelivered", "TcpRetransSegs", "TcpOutSegs", "TcpInSegs",
+    "TcpExtTCPDelivered", "TcpRetransSegs", "TcpOutSegs", "TcpInSegs", "TcpExtPAWSEstab",
 )
 UNDO_COUNTERS = ("TcpExtTCPLossUndo", "TcpExtTCPFullUndo", "TcpExtTCPPartialUndo",
                  "TcpExtTCPDSACKUndo")
@@ -62,6 +62,11 @@ SOURCES = {
                             "counters (every entry into fast recovery); several flows: "
                             "TCP_INFO samples entering the Recovery state (episodes shorter "
                             "than the sample period may merge)",
+    "runs.paws_rejected": "one flow: the receiver's PAWSEstab counter (data it discarded by "
+                          "PAWS, RFC 7323 §5.3); several flows: null (the counter is per host)",
+    "runs.spurious_retx_true": "capture ground truth: the original left the emulator to the "
+                               "receiver; a PAWS discard there (paws_rejected) counts as "
+                               "delivered",
     "runs.local_cwr_count": "sender TCP_INFO samples entering the CWR state (the hosts do "
                             "not negotiate ECN: each is a segment the host's own qdisc "
                             "refused, a path's first stage with backpressure)",
@@ -437,6 +442,9 @@ def build(raw: dict[str, Any], resolved: dict[str, Any], view: KernelView,
         run_rows[0]["fr_spurious_detected"] = sum(
             c.get(k, 0) for k in ("TcpExtTCPFullUndo", "TcpExtTCPPartialUndo",
                                   "TcpExtTCPDSACKUndo"))
+        # The receiver's PAWS discards (RFC 7323 §5.3): data that reached the receiving host
+        # and was dropped there, which the capture counts as delivered.
+        run_rows[0]["paws_rejected"] = counters["receiver"].get("TcpExtPAWSEstab")
     runs, missing = _runs_table(run_rows, template)
     timeseries = _timeseries_table(ts_rows, marker_rows, cap_series)
     # The simulator stops at the scenario's end; so do the tables.

@@ -324,6 +324,7 @@ impl RunsBuilder {
         col!(i64 spurious_retx_true);
         col!(i64 dupacks_rcvd in tcp);
         col!(i64 dsacks_rcvd in tcp);
+        col!(i64 paws_rejected in tcp);
         col!(i64 segments_sent);
         col!(f64 rtt_mean_s in delivery);
         col!(f64 rtt_sd_s in delivery);

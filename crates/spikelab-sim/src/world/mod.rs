@@ -382,6 +382,8 @@ struct RunRow {
 struct TcpColumns {
     dupacks_rcvd: i64,
     dsacks_rcvd: i64,
+    /// Data segments the receiver discarded by PAWS.
+    paws_rejected: i64,
     dupacks_per_pkt: f64,
     /// The detectors enabled, and the response.
     spurious: String,

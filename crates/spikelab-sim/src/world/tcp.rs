@@ -155,12 +155,19 @@ impl Endpoint for FlowRt {
     fn on_packet(&mut self, _to: Side, p: &Pkt, cx: &mut Cx) {
         let now = cx.now;
         match p.dir {
-            Dir::Data if p.seg.syn => self.rcv.on_segment(now, &p.seg),
+            Dir::Data if p.seg.syn => {
+                self.rcv.on_segment(now, &p.seg);
+            }
             Dir::Data => {
                 let idx = (p.seg.seq / self.mss) as usize;
-                self.truth.on_delivered(idx, p.tx as u16);
+                // A segment PAWS discards (RFC 7323 §5.3) never reached the receiver's data:
+                // its ground truth is a drop.
+                if self.rcv.on_segment(now, &p.seg) {
+                    self.truth.on_delivered(idx, p.tx as u16);
+                } else {
+                    self.truth.on_dropped(idx);
+                }
                 self.retire_truth();
-                self.rcv.on_segment(now, &p.seg);
                 cx.delivered(&mut self.progress, self.id, self.rcv.rcv_nxt());
             }
             Dir::Ack => {
@@ -363,6 +370,7 @@ impl Endpoint for FlowRt {
             tcp: Some(TcpColumns {
                 dupacks_rcvd: st.dupacks_rcvd as i64,
                 dsacks_rcvd: st.dsacks_rcvd as i64,
+                paws_rejected: self.rcv.paws_rejected() as i64,
                 dupacks_per_pkt: per_pkt(st.dupacks_rcvd),
                 spurious: enabled.label(),
                 response: self.snd.config().spurious.response.name(),
