@@ -10,29 +10,22 @@
 use spikelab_core::SimTime;
 use spikelab_tcp::{Segment, TcpConfig, TcpReceiver, Timestamps};
 
-const MSS: u64 = 1000;
+mod common;
+use common::MSS;
 
 fn cfg(paws: bool, paws_window: u32) -> TcpConfig {
     TcpConfig {
-        mss: MSS as u32,
-        timestamps: true,
-        sack: true,
-        dsack: true,
-        delayed_ack: true,
-        delack_segments: 2,
         paws,
         paws_window,
-        ..TcpConfig::default()
+        ..common::sack_receiver_cfg(MSS)
     }
 }
 
 /// Segment `k` sent with TSval `tsval` (ticks of the sender's clock).
 fn seg(k: u64, tsval: u32) -> Segment {
     Segment {
-        seq: k * MSS,
-        len: MSS as u32,
         ts: Some(Timestamps { val: tsval, ecr: 1 }),
-        ..Segment::default()
+        ..common::data_seg(k, MSS)
     }
 }
 

@@ -18,15 +18,9 @@ const MSS: u64 = 1448;
 
 fn cfg(quickack: u32) -> TcpConfig {
     TcpConfig {
-        mss: MSS as u32,
-        timestamps: true,
-        sack: true,
-        dsack: true,
-        delayed_ack: true,
-        delack_segments: 2,
         quickack,
         comp_sack: 44,
-        ..TcpConfig::default()
+        ..common::sack_receiver_cfg(MSS)
     }
 }
 

@@ -33,6 +33,20 @@ pub fn data_seg(k: u64, mss: u64) -> Segment {
     }
 }
 
+/// The receiver tests' configuration: segments of `mss` bytes, timestamps, SACK with DSACK,
+/// delayed ACK every second segment; each test adds what it is about.
+pub fn sack_receiver_cfg(mss: u64) -> TcpConfig {
+    TcpConfig {
+        mss: mss as u32,
+        timestamps: true,
+        sack: true,
+        dsack: true,
+        delayed_ack: true,
+        delack_segments: 2,
+        ..TcpConfig::default()
+    }
+}
+
 /// A pure ACK.
 pub fn ack(n: u64) -> Segment {
     Segment {
