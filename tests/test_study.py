@@ -181,6 +181,25 @@ def test_a_claim_in_error_makes_study_run_and_report_exit_1(tmp_path, capsys):
     assert (out / "report.html").is_file()
 
 
+def test_a_study_directory_of_another_engine_build_is_not_reused(tmp_path, capsys, monkeypatch):
+    """`study run` into a finished directory reuses its runs only when the same engine
+    build made them; after a rebuild it says so in one line (exit 2) and --fresh reruns."""
+    from spikelab import _core
+
+    root = _tiny_study(tmp_path / "tiny", "")
+    out = tmp_path / "out"
+    assert main(["study", "run", str(root), "-o", str(out), "-j", "1", "-q"]) == 0
+    assert main(["study", "run", str(root), "-o", str(out), "-j", "1", "-q"]) == 0
+    assert json.loads((out / "manifest.json").read_text())["runs_reused"] == 4
+    capsys.readouterr()
+    monkeypatch.setattr(_core, "__build__", _core.__version__ + "+0000000000000000")
+    assert main(["study", "run", str(root), "-o", str(out), "-j", "1", "-q"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "or the spikelab engine changed" in err
+    assert main(["study", "run", str(root), "-o", str(out), "-j", "1", "-q", "--fresh"]) == 0
+    assert json.loads((out / "manifest.json").read_text())["runs_reused"] == 0
+
+
 PAPER = """
 [[claim]]
 id = "reno-delivers"

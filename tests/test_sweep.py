@@ -208,11 +208,32 @@ def test_a_sweep_does_not_resume_over_an_edited_trace_file(tmp_path):
     assert spikelab.sweep(scenario, tmp_path / "out", jobs=1,
                           progress=False).manifest["runs_reused"] == 2
     (tmp_path / "b.csv").write_text("time_ms,delay_ms,loss\n0,90,0\n")
-    with pytest.raises(ValueError, match="a trace file it reads changed"):
+    with pytest.raises(ValueError, match="a trace file it reads, or the spikelab engine"):
         spikelab.sweep(scenario, tmp_path / "out", jobs=1, progress=False)
     again = spikelab.sweep(scenario, tmp_path / "out", jobs=1, progress=False, fresh=True)
     rtt = again.runs.to_pandas().groupby("trace")["rtt_min_s"].min()
     assert rtt["b.csv"] > rtt["a.csv"] + 0.055  # 90 ms against 30 ms one way
+
+
+def test_runs_of_another_engine_build_are_neither_resumed_nor_reused(tmp_path, monkeypatch):
+    """The package version stays 0.1.0 across rebuilds; the engine build (version and a
+    digest of the simulator's sources) tells them apart, so a directory of finished runs
+    from another build is refused, not silently reused, and the manifest names the build."""
+    from spikelab import _core
+
+    scenario = write(tmp_path, SWEEP_2X2X3.replace("replications = 3", "replications = 1"))
+    first = spikelab.sweep(scenario, tmp_path / "out", jobs=1, progress=False)
+    build = _core.__build__
+    assert build.startswith(_core.__version__ + "+") and len(build.split("+")[1]) == 16
+    assert first.manifest["versions"]["spikelab"] == build
+    assert spikelab.sweep(scenario, tmp_path / "out", jobs=1,
+                          progress=False).manifest["runs_reused"] == 4
+    monkeypatch.setattr(_core, "__build__", _core.__version__ + "+0000000000000000")
+    with pytest.raises(ValueError, match="or the spikelab engine changed"):
+        spikelab.sweep(scenario, tmp_path / "out", jobs=1, progress=False)
+    again = spikelab.sweep(scenario, tmp_path / "out", jobs=1, progress=False, fresh=True)
+    assert again.manifest["runs_reused"] == 0
+    assert again.manifest["versions"]["spikelab"].endswith("+0000000000000000")
 
 
 def _children(pid: int) -> list[int]:

@@ -96,8 +96,8 @@ def test_a_sweep_keeps_a_bounded_number_of_runs_in_the_cluster(tmp_path):
 
 
 @pytest.mark.parametrize("patch, named", [
-    ("import spikelab._core\nspikelab._core.__version__ = '0.0.1'\n",
-     "runs spikelab 0.0.1 on Python {py}, this process spikelab {ver} on Python {py}"),
+    ("import spikelab._core\nspikelab._core.__build__ = '0.0.1+0'\n",
+     "runs spikelab 0.0.1+0 on Python {py}, this process spikelab {ver} on Python {py}"),
     ("import platform\nplatform.python_version = lambda: '3.1.4'\n",
      "runs spikelab {ver} on Python 3.1.4, this process spikelab {ver} on Python {py}"),
 ])
@@ -108,7 +108,7 @@ def test_a_worker_of_another_spikelab_or_python_is_refused_before_any_run(
     preload = tmp_path / "other_version.py"
     preload.write_text(patch)
     scenario = write(tmp_path)
-    ver, py = spikelab.__version__, platform.python_version()
+    ver, py = spikelab._core.__build__, platform.python_version()
     seen: list[str] = []
     with cluster(preload=[str(preload)]) as c:
         with pytest.raises(WorkerMismatch) as info:

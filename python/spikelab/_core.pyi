@@ -3,6 +3,7 @@
 from typing import Any, Literal, TypedDict
 
 __version__: str
+__build__: str  # the version and a digest of the engine's sources (build.rs)
 
 TraceLevel = Literal["summary", "timeseries", "packets"]
 

@@ -523,6 +523,15 @@ fn quiet_panics() {
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    // The engine's build identity (build.rs): the package version and a digest of its sources.
+    m.add(
+        "__build__",
+        concat!(
+            env!("CARGO_PKG_VERSION"),
+            "+",
+            env!("SPIKELAB_ENGINE_BUILD")
+        ),
+    )?;
     let py = m.py();
     // Importable names, so the errors pickle (a Dask or process-pool worker's error reaches
     // the parent intact).

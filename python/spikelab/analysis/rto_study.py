@@ -357,7 +357,7 @@ def write_manifest(result: StudyResult, figures: Sequence[str] = ()) -> dict[str
         "kind": KIND,
         "status": results.COMPLETE,
         "created": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
-        "versions": {"spikelab": _core.__version__, "python": platform.python_version(),
+        "versions": {"spikelab": _core.__build__, "python": platform.python_version(),
                      "pyarrow": pa.__version__},
         "platform": platform.platform(),
         "paper": "004 §6.2 (Fallon et al.)",

@@ -575,7 +575,7 @@ def write(outdir: Path, outcomes: Sequence[Outcome], *, wall_s: float, status: s
     tab = table(outcomes, release)
     meta = {
         "kernel_release": release or kernel_release(),
-        "spikelab": _core.__version__,
+        "spikelab": _core.__build__,
         "created": created or datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
         "cpus": os.cpu_count(),
         "wall_s": wall_s,

@@ -476,7 +476,7 @@ def write(outdir: Path, outcomes: Sequence[Outcome], *, wall_s: float, status: s
         "against": AGAINST,
         "usrsctp": version,
         "kernel_release": release or platform.release(),
-        "spikelab": _core.__version__,
+        "spikelab": _core.__build__,
         "created": created or datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
         "cpus": os.cpu_count(),
         "wall_s": wall_s,

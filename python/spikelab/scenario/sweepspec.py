@@ -315,8 +315,11 @@ def fingerprint(text: str, spec: SweepSpec, base_seed: int, overrides: tuple[str
                 files: Mapping[str, str] | None = None) -> str:
     """Identifies a sweep: a results directory only resumes the sweep that started it.
     ``files`` (:func:`trace_files`) are the trace files its runs read, with their contents'
-    digests: a file edited between a sweep's start and its resumption is another sweep."""
-    blob = _compact({"scenario": text, "sweep": spec.describe(), "seed": base_seed,
+    digests: a file edited between a sweep's start and its resumption is another sweep. The
+    engine build (``_core.__build__``: the version and a digest of the simulator's sources)
+    is part of it: runs of another build are never resumed, nor reused by a study."""
+    blob = _compact({"scenario": text, "engine": _core.__build__, "sweep": spec.describe(),
+                     "seed": base_seed,
                      "overrides": list(overrides), **({"files": dict(files)} if files else {})})
     return hashlib.sha256(blob.encode()).hexdigest()
 

@@ -327,7 +327,7 @@ def new_manifest(
         "wall_s": wall_s,
         "events": events,
         "versions": {
-            "spikelab": _core.__version__,
+            "spikelab": _core.__build__,
             "python": platform.python_version(),
             "pyarrow": pa.__version__,
         },

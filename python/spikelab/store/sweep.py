@@ -655,8 +655,8 @@ class Store:
             if old.get("fingerprint") != identity["fingerprint"]:
                 raise ValueError(
                     f"{self.dir} holds results of a different sweep (scenario, sweep, seed, "
-                    f"overrides or a trace file it reads changed); use another directory or "
-                    f"--fresh to start over")
+                    f"overrides, a trace file it reads, or the spikelab engine changed); use "
+                    f"another directory or --fresh to start over")
             return False
         self.clear()
         self.parts.mkdir(exist_ok=True)

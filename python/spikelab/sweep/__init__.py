@@ -329,7 +329,7 @@ def finish(store: Store, p: Plan, ledger: Ledger, *, executor: str, wall_s: floa
         "jobs": workers,
         "wall_s": wall_s,
         "core_wall_s": core_wall_s,
-        "versions": {"spikelab": _core.__version__, "python": platform.python_version(),
+        "versions": {"spikelab": _core.__build__, "python": platform.python_version(),
                      "pyarrow": pa.__version__},
         "platform": platform.platform(),
         # Long arrays (profiles, traces) by digest: the whole scenario is in scenario.toml.

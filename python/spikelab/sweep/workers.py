@@ -267,19 +267,22 @@ class WorkerMismatch(ValueError):
 
 
 def local_versions() -> dict[str, str]:
-    """The spikelab and Python versions of this process, as a sweep's manifest records them."""
-    return {"spikelab": _core.__version__, "python": platform.python_version()}
+    """The spikelab engine build (version + source digest, ``_core.__build__``) and Python
+    version of this process, as a sweep's manifest records them."""
+    return {"spikelab": _core.__build__, "python": platform.python_version()}
 
 
 # What a Dask worker is asked before any run (``client.run(eval, ...)``): builtins only, so
 # that a worker with another spikelab, or none, answers instead of failing to unpickle a
 # function of ours (a function is sent by reference and imported from the worker's spikelab).
 _PROBE_PYTHON = "__import__('platform').python_version()"
-_PROBE_SPIKELAB = "__import__('spikelab._core', fromlist=['_core']).__version__"
+# An engine from before ``__build__`` existed answers with its version.
+_PROBE_SPIKELAB = ("(lambda m: getattr(m, '__build__', m.__version__))"
+                   "(__import__('spikelab._core', fromlist=['_core']))")
 
 
 def _same(theirs: dict[str, str], ours: dict[str, str]) -> bool:
-    """Same spikelab, and the same Python feature release (3.11.x: what pickles the jobs and
+    """Same spikelab engine build, and the same Python feature release (3.11.x: what pickles the jobs and
     outcomes; a patch release changes no result)."""
     return (theirs.get("spikelab") == ours["spikelab"]
             and str(theirs.get("python", "")).split(".")[:2] == ours["python"].split(".")[:2])

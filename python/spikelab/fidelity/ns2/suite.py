@@ -347,7 +347,7 @@ def write(outdir: Path, outcomes: Sequence[Outcome], *, wall_s: float, status: s
     meta = {
         "against": AGAINST,
         "ns2": ns2_version(),
-        "spikelab": _core.__version__,
+        "spikelab": _core.__build__,
         "created": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
         "wall_s": wall_s,
         "status": status,
