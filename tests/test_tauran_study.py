@@ -27,7 +27,7 @@ MODEL = {"hybla-10ms-tick-rho-1", "byte-counting-removes-delack-cost", "window-c
 BEYOND = {"linux-ceiling-gone", "linux-delack-conclusions", "linux-hybla-best"}
 CLAIMS = PAPER | MODEL | BEYOND
 CONFIGS = {"ns2/NewReno", "ns2/CUBIC", "ns2/Hybla", "ns2/Hybla-10ms", "ns2/NewReno-ABC",
-           "linux/NewReno", "linux/CUBIC", "linux/Hybla"}
+           "ns2/Newreno-agent", "linux/NewReno", "linux/CUBIC", "linux/Hybla"}
 
 
 def test_study_parses():
@@ -49,30 +49,36 @@ def test_study_parses():
     assert set(params["flow[0]"]["labels"]) == CONFIGS
 
 
-def test_cubic_and_hybla_of_the_papers_setup_are_agent_tcp_linux_with_a_1_ms_tick():
-    """ns2/CUBIC and ns2/Hybla resolve to cc = cubic / hybla under the ns2 profile (spikelab-tcp's
-    Agent/TCP/Linux) with the SACK sink and tcpTick_ 1 ms (what select_ca installs); the ablation
-    ns2/Hybla-10ms sets 10 ms after it."""
+def test_the_papers_setup_is_agent_tcp_linux_with_a_1_ms_tick():
+    """ns2/NewReno, ns2/CUBIC and ns2/Hybla resolve to cc = reno / cubic / hybla under the ns2
+    profile in spikelab-tcp's Agent/TCP/Linux (NewReno: ns2_agent = "linux", select_ca reno)
+    with the SACK sink and tcpTick_ 1 ms (what select_ca installs); the ablation ns2/Hybla-10ms
+    sets 10 ms after it, and ns2/Newreno-agent is Agent/TCP/Newreno on ns-2's 10 ms tick."""
     from spikelab import _core
 
     study = tomllib.loads((STUDY / "study.toml").read_text(encoding="utf-8"))
     p = study["sweep"]["params"]["flow[0]"]
     text = (STUDY / "scenario.toml").read_text(encoding="utf-8")
-    want = {"ns2/CUBIC": ("cubic", "1ms"), "ns2/Hybla": ("hybla", "1ms"),
-            "ns2/Hybla-10ms": ("hybla", "10ms")}
+    want = {"ns2/NewReno": ("reno", "1ms"), "ns2/CUBIC": ("cubic", "1ms"),
+            "ns2/Hybla": ("hybla", "1ms"), "ns2/Hybla-10ms": ("hybla", "10ms")}
     seen = set()
     for label, value in zip(p["labels"], p["values"], strict=True):
-        if label not in want:
-            continue
-        seen.add(label)
         sc = json.loads(_core.resolve(text, [f"flow[0]={_inline(value)}"], str(STUDY)))
         fl = sc["flow"][0]
         cc = fl["cc"]["algo"] if isinstance(fl["cc"], dict) else fl["cc"]
         tcp = fl["tcp"]
+        if label == "ns2/Newreno-agent":
+            assert (cc, tcp["variant"], tcp.get("ns2_agent"), tcp["rto"]["granularity"]) == (
+                "reno", "newreno", None, "10ms")
+            seen.add(label)
+        if label not in want:
+            continue
+        seen.add(label)
+        assert tcp.get("ns2_agent") == ("linux" if label == "ns2/NewReno" else None), label
         assert (cc, tcp["rto"]["granularity"]) == want[label], label
         assert (tcp["profile"], tcp["variant"], tcp["sack"]) == ("ns2", "sack", True), label
         assert tcp["rwnd"] == 20_000 and tcp["mss"] == 1000, label   # window_ 20 packets
-    assert seen == set(want)
+    assert seen == set(want) | {"ns2/Newreno-agent"}
 
 
 def _inline(v) -> str:
@@ -88,7 +94,7 @@ def _inline(v) -> str:
 
 @pytest.fixture(scope="module")
 def reduced(tmp_path_factory):
-    """The study at 7 and 13 dB, 2 replications, 120 s runs (40 points, 80 runs)."""
+    """The study at 7 and 13 dB, 2 replications, 120 s runs (48 points, 96 runs)."""
     base = tmp_path_factory.mktemp("tauran")
     src = base / "tauran-leo-delack"
     shutil.copytree(STUDY, src)
@@ -129,8 +135,8 @@ def test_reduced_study_writes_its_report(reduced):
     assert n["hybla_10ms_max_kbps"] < 850 and n["min_1ms_over_10ms"] > 3, n
     assert len(list((out / "figures").glob("*.png"))) == 9
     n = query(out, "SELECT count(*) AS n, count(DISTINCT goodput_bps) AS d FROM runs WHERE status = 'ok'")
-    assert n["n"][0] == 80
-    assert n["d"][0] == 80  # replications differ (the HARQ channel follows the run's seed)
+    assert n["n"][0] == 96
+    assert n["d"][0] == 96  # replications differ (the HARQ channel follows the run's seed)
 
 
 def _direct(src: Path, out: Path, where: str) -> list[dict]:

@@ -91,14 +91,19 @@ pub(super) fn apply_profiles(root: &mut toml::Value) -> Result<Vec<ProfileNote>>
         if name == "ns2" {
             ns2_computed_keys(flow, &mut note);
         }
-        // CUBIC and Hybla under ns2 run in Agent/TCP/Linux, whose install_congestion_control
-        // sets tcpTick_ to 1 ms (1/JIFFY_RATIO): the profile's tick for them.
+        // CUBIC and Hybla under ns2 run in Agent/TCP/Linux (Reno with ns2_agent = "linux"),
+        // whose install_congestion_control sets tcpTick_ to 1 ms (1/JIFFY_RATIO): the
+        // profile's tick for them.
         let algo = match flow.get("cc") {
             Some(toml::Value::String(a)) => Some(a.as_str()),
             Some(toml::Value::Table(t)) => t.get("algo").and_then(|a| a.as_str()),
             _ => None,
         };
-        let linux_agent = name == "ns2" && algo.is_some_and(Ns2LinuxAgent::runs);
+        let asks_linux = flow
+            .get("tcp")
+            .and_then(|t| t.get("ns2_agent"))
+            .is_some_and(|a| a.as_str() == Some("linux"));
+        let linux_agent = name == "ns2" && (asks_linux || algo.is_some_and(Ns2LinuxAgent::runs));
         if let Some(tcp) = flow.get_mut("tcp").and_then(|t| t.as_table_mut()) {
             merge_missing(tcp, &tcp_defaults, "tcp.", &mut note);
             if linux_agent {

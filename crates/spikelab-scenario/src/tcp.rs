@@ -17,6 +17,16 @@ pub enum VariantSpec {
     Sack,
 }
 
+/// Which of ns-2.35's one-way senders the `ns2` profile runs (`tcp.ns2_agent`).
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Ns2AgentSpec {
+    /// `Agent/TCP/Reno`, `/Newreno` or `/Sack1`, by `variant` (`cc = "reno"` only).
+    Tcp,
+    /// `Agent/TCP/Linux` with `select_ca` of the flow's `cc` (`reno`, `cubic`, `hybla`).
+    Linux,
+}
+
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum EstimatorSpec {
@@ -164,6 +174,10 @@ pub struct TcpSpec {
     /// A named set of defaults for the keys not given (`linux`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub profile: Option<String>,
+    /// The `ns2` profile's sender: `Agent/TCP/Linux` (`linux`) or the Reno family (`tcp`);
+    /// unset: `linux` for CUBIC and Hybla, which ns-2.35 runs nowhere else, `tcp` for Reno.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ns2_agent: Option<Ns2AgentSpec>,
     pub variant: VariantSpec,
     pub mss: i64,
     pub initial_window: i64,
@@ -242,6 +256,7 @@ impl Default for TcpSpec {
         let c = TcpConfig::default();
         TcpSpec {
             profile: None,
+            ns2_agent: None,
             variant: VariantSpec::NewReno,
             mss: c.mss as i64,
             initial_window: c.initial_window as i64,
@@ -590,7 +605,11 @@ impl FlowSpec {
     pub(super) fn validate_ns2(&self, at: &str) -> Result<()> {
         let t = &self.tcp;
         if t.profile.as_deref() != Some("ns2") {
-            return Ok(());
+            return check(
+                t.ns2_agent.is_none(),
+                format!("{at}.tcp.ns2_agent"),
+                "chooses one of ns-2.35's agents: only with profile = \"ns2\"",
+            );
         }
         let d = TcpSpec::default();
         let unmodelled: [(&str, bool, &str); 17] = [
@@ -671,14 +690,26 @@ impl FlowSpec {
             "ns-2.35's DelAck sink ACKs every second packet; drop the key",
         )?;
         let cc = self.cc_config();
-        match cc {
+        match (&cc, t.ns2_agent) {
+            (_, Some(Ns2AgentSpec::Tcp)) if Ns2LinuxAgent::runs(cc.name()) => {
+                Err(ScenarioError::new(
+                    format!("{at}.tcp.ns2_agent"),
+                    format!(
+                    "ns-2.35 runs {} only in Agent/TCP/Linux (select_ca): ns2_agent = \"linux\" \
+                     or drop the key",
+                    cc.name()
+                ),
+                ))
+            }
             _ if Ns2LinuxAgent::runs(cc.name()) => self.validate_ns2_linux(at),
-            CcConfig::Reno(_) => Ok(()),
+            (CcConfig::Reno(_), Some(Ns2AgentSpec::Linux)) => self.validate_ns2_linux(at),
+            (CcConfig::Reno(_), _) => Ok(()),
             _ => Err(ScenarioError::new(
                 format!("{at}.cc"),
                 format!(
                     "the ns2 profile's agents grow as Reno (Agent/TCP/Reno, /Newreno, /Sack1: \
-                     cc = {:?}) or run ns-2.35's Linux modules (Agent/TCP/Linux: cc = {})",
+                     cc = {:?}) or run ns-2.35's Linux modules (Agent/TCP/Linux: cc = {}, or \
+                     \"reno\" with ns2_agent = \"linux\")",
                     CcConfig::Reno(RenoParams).name(),
                     Ns2LinuxAgent::MODULES
                         .map(|m| format!("{m:?}"))
@@ -799,6 +830,7 @@ impl FlowSpec {
             tlp: t.tlp,
             prr: t.prr,
             ns2: t.profile.as_deref() == Some("ns2"),
+            ns2_linux_agent: t.ns2_agent == Some(Ns2AgentSpec::Linux),
         }
     }
 

@@ -300,7 +300,7 @@ fn ns2_profile_fills_ns2s_defaults_and_refuses_what_its_agents_lack() {
         err("[[flow]]\ncc = { algo = \"bic\" }\n[flow.tcp]\nprofile = \"ns2\"\n"),
         "flow[0].cc: the ns2 profile's agents grow as Reno (Agent/TCP/Reno, /Newreno, /Sack1: \
          cc = \"reno\") or run ns-2.35's Linux modules (Agent/TCP/Linux: cc = \"cubic\" or \
-         \"hybla\")"
+         \"hybla\", or \"reno\" with ns2_agent = \"linux\")"
     );
     // CUBIC and Hybla run in Agent/TCP/Linux: SACK only, the 1 ms tick select_ca installs.
     assert_eq!(
@@ -323,6 +323,49 @@ fn ns2_profile_fills_ns2s_defaults_and_refuses_what_its_agents_lack() {
         }
     );
     assert!(spikelab_tcp::ns2::Ns2LinuxAgent::wanted(&c));
+    // Reno in Agent/TCP/Linux (select_ca reno): ns2_agent = "linux", with the 1 ms tick too.
+    let sc = parse(
+        "[[flow]]\n[flow.tcp]\nprofile = \"ns2\"\nns2_agent = \"linux\"\nvariant = \"sack\"\n",
+        &[],
+        Path::new("."),
+    )
+    .unwrap();
+    let c = sc.flow[0].tcp_config();
+    assert!(c.ns2_linux_agent && spikelab_tcp::ns2::Ns2LinuxAgent::wanted(&c));
+    assert_eq!(c.cc.name(), "reno");
+    assert_eq!(
+        c.rto.algorithm,
+        spikelab_tcp::RtoAlgorithm::Ns2 {
+            tick: SimDuration::from_millis(1),
+            phase: SimDuration::ZERO
+        }
+    );
+    let sc = parse(
+        "[[flow]]\n[flow.tcp]\nprofile = \"ns2\"\nvariant = \"sack\"\n",
+        &[],
+        Path::new("."),
+    )
+    .unwrap();
+    assert!(!spikelab_tcp::ns2::Ns2LinuxAgent::wanted(
+        &sc.flow[0].tcp_config()
+    ));
+    assert_eq!(
+        err("[[flow]]\n[flow.tcp]\nns2_agent = \"linux\"\n"),
+        "flow[0].tcp.ns2_agent: chooses one of ns-2.35's agents: only with profile = \"ns2\""
+    );
+    assert_eq!(
+        err(
+            "[[flow]]\ncc = \"hybla\"\n[flow.tcp]\nprofile = \"ns2\"\nns2_agent = \"tcp\"\n\
+             variant = \"sack\"\n"
+        ),
+        "flow[0].tcp.ns2_agent: ns-2.35 runs hybla only in Agent/TCP/Linux (select_ca): \
+         ns2_agent = \"linux\" or drop the key"
+    );
+    assert_eq!(
+        err("[[flow]]\n[flow.tcp]\nprofile = \"ns2\"\nns2_agent = \"linux\"\n"),
+        "flow[0].tcp.variant: ns-2.35's Agent/TCP/Linux (reno) detects losses from SACK blocks \
+         only (ScoreBoard1): variant = \"sack\" (the TCPSink/Sack1 sink)"
+    );
     assert_eq!(
         err(
             "[[flow]]\ncc = { algo = \"cubic\", beta = 0.7 }\n[flow.tcp]\nprofile = \"ns2\"\n\

@@ -228,6 +228,9 @@ pub struct TcpConfig {
     /// `initial_window`, `initial_ssthresh`, `dupthresh`, `limited_transmit`,
     /// `block_fr_after_rto`, `handshake`, `delayed_ack`, `delack_timeout`, `sack` and `rto`.
     pub ns2: bool,
+    /// With `ns2`: run ns-2.35's `Agent/TCP/Linux` with `select_ca` of `cc` (Reno too), not
+    /// the Reno family of agents. CUBIC and Hybla run there whatever this says.
+    pub ns2_linux_agent: bool,
 }
 
 /// See [`TcpConfig::ssthresh_basis`].
@@ -296,6 +299,7 @@ impl Default for TcpConfig {
             prr: false,
             moderate_cwnd: false,
             ns2: false,
+            ns2_linux_agent: false,
         }
     }
 }

@@ -103,9 +103,10 @@ pub struct Ns2LinuxAgent {
 
 impl Ns2LinuxAgent {
     /// Whether `cfg` asks for this agent: the `ns2` profile with a congestion control that
-    /// ns-2.35 runs through `Agent/TCP/Linux` (CUBIC, Hybla).
+    /// ns-2.35 runs through `Agent/TCP/Linux` only (CUBIC, Hybla), or with Reno and
+    /// `ns2_linux_agent` (`select_ca reno`).
     pub fn wanted(cfg: &TcpConfig) -> bool {
-        cfg.ns2 && Self::runs(cfg.cc.name())
+        cfg.ns2 && (cfg.ns2_linux_agent || Self::runs(cfg.cc.name()))
     }
 
     /// Whether ns-2.35 runs the congestion control `algo` through `Agent/TCP/Linux`
@@ -164,6 +165,7 @@ impl Ns2LinuxAgent {
         };
         let cc = match cfg.cc {
             CcConfig::Hybla(p) => LinuxCc::Hybla(Hybla::new(p.rtt0.as_nanos() / 1_000_000)),
+            CcConfig::Reno(_) => LinuxCc::Reno,
             _ => LinuxCc::Cubic(Bictcp::default()),
         };
         // install_congestion_control: load_to_linux_once (clamp and ssthresh window_, mss),

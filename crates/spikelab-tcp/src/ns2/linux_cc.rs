@@ -105,6 +105,7 @@ fn tcp_reno_ssthresh(tp: &Sock) -> u64 {
 pub enum LinuxCc {
     Cubic(Bictcp),
     Hybla(Hybla),
+    Reno,
 }
 
 impl LinuxCc {
@@ -112,6 +113,7 @@ impl LinuxCc {
         match self {
             LinuxCc::Cubic(_) => CubicParams::NAME,
             LinuxCc::Hybla(_) => HyblaParams::NAME,
+            LinuxCc::Reno => "reno",
         }
     }
     /// `init`, on the first ACK the agent processes.
@@ -119,20 +121,21 @@ impl LinuxCc {
         match self {
             LinuxCc::Cubic(c) => c.reset(),
             LinuxCc::Hybla(h) => h.init(tp),
+            LinuxCc::Reno => {}
         }
     }
     /// `ssthresh`.
     pub fn ssthresh(&mut self, tp: &Sock) -> u64 {
         match self {
             LinuxCc::Cubic(c) => c.recalc_ssthresh(tp),
-            LinuxCc::Hybla(_) => tcp_reno_ssthresh(tp),
+            LinuxCc::Hybla(_) | LinuxCc::Reno => tcp_reno_ssthresh(tp),
         }
     }
     /// `min_cwnd`, when the module has one.
     pub fn min_cwnd(&self, tp: &Sock) -> Option<u64> {
         match self {
             LinuxCc::Cubic(_) => None,
-            LinuxCc::Hybla(_) => Some(tp.snd_ssthresh / 2),
+            LinuxCc::Hybla(_) | LinuxCc::Reno => Some(tp.snd_ssthresh / 2),
         }
     }
     /// `cong_avoid(sk, ack, rtt, in_flight, good)`.
@@ -140,6 +143,7 @@ impl LinuxCc {
         match self {
             LinuxCc::Cubic(c) => c.cong_avoid(tp, in_flight),
             LinuxCc::Hybla(h) => h.cong_avoid(tp, in_flight),
+            LinuxCc::Reno => tcp_reno_cong_avoid(tp, in_flight),
         }
     }
     /// `set_state`, before the agent changes `icsk_ca_state`.
@@ -151,6 +155,7 @@ impl LinuxCc {
                 }
             }
             LinuxCc::Hybla(h) => h.hybla_en = new == CaStateLx::Open,
+            LinuxCc::Reno => {}
         }
     }
     /// `pkts_acked(sk, cnt, last)`: `cnt` packets newly acknowledged.
@@ -467,6 +472,39 @@ mod tests {
             mss_cache: 1000,
             ..Sock::default()
         }
+    }
+
+    #[test]
+    fn reno_module_halves_to_a_quarter_and_counts_bytes_in_congestion_avoidance() {
+        // tcp_cong.c's reno: ssthresh cwnd/2 (at least 2), the agent's recovery cwnd
+        // ssthresh/2 (tcp_reno_min_cwnd), slow start one packet per ACK of at least one MSS,
+        // congestion avoidance one packet per cwnd of bytes acknowledged (tcp_abc 1).
+        let mut cc = LinuxCc::Reno;
+        assert_eq!(cc.name(), "reno");
+        let tp = sock(20, 30);
+        assert_eq!(cc.ssthresh(&tp), 10);
+        assert_eq!(cc.ssthresh(&sock(3, 30)), 2);
+        assert_eq!(cc.min_cwnd(&sock(20, 10)), Some(5));
+        let mut tp = sock(4, 8);
+        tp.bytes_acked = 2000; // a delayed ACK of two packets: one packet of growth
+        cc.cong_avoid(&mut tp, 4);
+        assert_eq!((tp.snd_cwnd, tp.bytes_acked), (5, 0));
+        tp.bytes_acked = 500; // less than an MSS: none
+        cc.cong_avoid(&mut tp, 5);
+        assert_eq!(tp.snd_cwnd, 5);
+        let mut tp = sock(10, 8);
+        for _ in 0..4 {
+            tp.bytes_acked += 2000;
+            cc.cong_avoid(&mut tp, 10);
+        }
+        assert_eq!(tp.snd_cwnd, 10); // 8000 of 10 × 1000 bytes
+        tp.bytes_acked += 2000;
+        cc.cong_avoid(&mut tp, 10);
+        assert_eq!((tp.snd_cwnd, tp.bytes_acked), (11, 0));
+        // Not cwnd-limited: no growth.
+        tp.bytes_acked = 20_000;
+        cc.cong_avoid(&mut tp, 5);
+        assert_eq!(tp.snd_cwnd, 11);
     }
 
     #[test]

@@ -32,7 +32,8 @@ What maps (everything else is refused by :func:`plan`, one line naming the field
   (a path that fails at a time) becomes an ``ErrorModel`` with ``rate_`` switched by
   ``$ns at`` (``ErrorModel::CorruptPkt`` drops when a uniform draw is below ``rate_``, so 0
   and 1 draw but never decide by chance).
-- TCP flows with ``cc = "cubic"`` or ``"hybla"``: ``Agent/TCP/Linux`` with ``select_ca``
+- TCP flows with ``cc = "cubic"`` or ``"hybla"``, or ``"reno"`` with ``ns2_agent = "linux"``:
+  ``Agent/TCP/Linux`` with ``select_ca``
   (after ``window_`` and ``packetSize_``, which it reads) and a ``TCPSink/Sack1`` sink
   (``variant = "sack"``); ``select_ca`` sets ``tcpTick_`` to 1 ms, so the scenario's tick is
   written after it; Hybla's ``rtt0`` becomes ``set_ca_param hybla rtt0``.
@@ -323,7 +324,8 @@ def _tcp_flow(i: int, fl: dict[str, Any], notes: list[str]) -> tuple[Flow, list[
     where = f"flow[{i}].tcp"
     cc = fl.get("cc")
     algo = cc.get("algo") if isinstance(cc, dict) else cc
-    linux = algo in LINUX_CC
+    # Reno runs in Agent/TCP/Linux too with ns2_agent = "linux" (select_ca reno).
+    linux = algo in LINUX_CC or (algo == "reno" and tcp.get("ns2_agent") == "linux")
     if algo not in ("reno", "newreno") and not linux:
         raise Refused(f"flow[{i}].cc: ns-2's Reno, NewReno and Sack1 agents grow cwnd as "
                       f"Reno does and its Agent/TCP/Linux runs {', '.join(LINUX_CC)}; "
