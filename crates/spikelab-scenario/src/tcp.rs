@@ -21,7 +21,7 @@ pub enum VariantSpec {
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Ns2AgentSpec {
-    /// `Agent/TCP/Reno`, `/Newreno` or `/Sack1`, by `variant` (`cc = "reno"` only).
+    /// `Agent/TCP/Reno`, `/Newreno` or `/Sack1`, by `variant` (Reno only).
     Tcp,
     /// `Agent/TCP/Linux` with `select_ca` of the flow's `cc` (`reno`, `cubic`, `hybla`).
     Linux,

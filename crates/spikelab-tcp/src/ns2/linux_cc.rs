@@ -28,7 +28,7 @@
 //!   whatever it covers; Reno's congestion avoidance counts bytes (one packet per cwnd of
 //!   bytes acknowledged).
 
-use crate::cc::{CcParams, CubicParams, HyblaParams};
+use crate::cc::{CcParams, CubicParams, HyblaParams, RenoParams};
 
 /// The module state `Agent/TCP/Linux` shares with its congestion control (`struct tcp_sock`'s
 /// fields that ns-2 keeps), in packets.
@@ -113,7 +113,7 @@ impl LinuxCc {
         match self {
             LinuxCc::Cubic(_) => CubicParams::NAME,
             LinuxCc::Hybla(_) => HyblaParams::NAME,
-            LinuxCc::Reno => "reno",
+            LinuxCc::Reno => RenoParams::NAME,
         }
     }
     /// `init`, on the first ACK the agent processes.
@@ -480,7 +480,7 @@ mod tests {
         // ssthresh/2 (tcp_reno_min_cwnd), slow start one packet per ACK of at least one MSS,
         // congestion avoidance one packet per cwnd of bytes acknowledged (tcp_abc 1).
         let mut cc = LinuxCc::Reno;
-        assert_eq!(cc.name(), "reno");
+        assert_eq!(cc.name(), RenoParams::NAME);
         let tp = sock(20, 30);
         assert_eq!(cc.ssthresh(&tp), 10);
         assert_eq!(cc.ssthresh(&sock(3, 30)), 2);
