@@ -308,47 +308,28 @@ fn ns2_profile_fills_ns2s_defaults_and_refuses_what_its_agents_lack() {
         "flow[0].tcp.variant: ns-2.35's Agent/TCP/Linux (cubic) detects losses from SACK blocks \
          only (ScoreBoard1): variant = \"sack\" (the TCPSink/Sack1 sink)"
     );
-    let sc = parse(
-        "[[flow]]\ncc = \"hybla\"\n[flow.tcp]\nprofile = \"ns2\"\nvariant = \"sack\"\n",
-        &[],
-        Path::new("."),
-    )
-    .unwrap();
-    let c = sc.flow[0].tcp_config();
-    assert_eq!(
-        c.rto.algorithm,
-        spikelab_tcp::RtoAlgorithm::Ns2 {
-            tick: SimDuration::from_millis(1),
-            phase: SimDuration::ZERO
-        }
-    );
-    assert!(spikelab_tcp::ns2::Ns2LinuxAgent::wanted(&c));
+    // A flow under the ns2 profile with `extra` in [flow.tcp]: its configuration, and whether
+    // it runs in Agent/TCP/Linux on the 1 ms tick select_ca installs.
+    let ns2_flow = |flow: &str, extra: &str| {
+        let text =
+            format!("[[flow]]\n{flow}[flow.tcp]\nprofile = \"ns2\"\n{extra}variant = \"sack\"\n");
+        let c = parse(&text, &[], Path::new(".")).unwrap().flow[0].tcp_config();
+        let tick_1ms = c.rto.algorithm
+            == spikelab_tcp::RtoAlgorithm::Ns2 {
+                tick: SimDuration::from_millis(1),
+                phase: SimDuration::ZERO,
+            };
+        let linux = spikelab_tcp::ns2::Ns2LinuxAgent::wanted(&c);
+        (c, tick_1ms, linux)
+    };
+    let (_, tick_1ms, linux) = ns2_flow("cc = \"hybla\"\n", "");
+    assert!(tick_1ms && linux);
     // Reno in Agent/TCP/Linux (select_ca reno): ns2_agent = "linux", with the 1 ms tick too.
-    let sc = parse(
-        "[[flow]]\n[flow.tcp]\nprofile = \"ns2\"\nns2_agent = \"linux\"\nvariant = \"sack\"\n",
-        &[],
-        Path::new("."),
-    )
-    .unwrap();
-    let c = sc.flow[0].tcp_config();
-    assert!(c.ns2_linux_agent && spikelab_tcp::ns2::Ns2LinuxAgent::wanted(&c));
+    let (c, tick_1ms, linux) = ns2_flow("", "ns2_agent = \"linux\"\n");
+    assert!(c.ns2_linux_agent && linux && tick_1ms);
     assert_eq!(c.cc.name(), "reno");
-    assert_eq!(
-        c.rto.algorithm,
-        spikelab_tcp::RtoAlgorithm::Ns2 {
-            tick: SimDuration::from_millis(1),
-            phase: SimDuration::ZERO
-        }
-    );
-    let sc = parse(
-        "[[flow]]\n[flow.tcp]\nprofile = \"ns2\"\nvariant = \"sack\"\n",
-        &[],
-        Path::new("."),
-    )
-    .unwrap();
-    assert!(!spikelab_tcp::ns2::Ns2LinuxAgent::wanted(
-        &sc.flow[0].tcp_config()
-    ));
+    let (_, _, linux) = ns2_flow("", "");
+    assert!(!linux);
     assert_eq!(
         err("[[flow]]\n[flow.tcp]\nns2_agent = \"linux\"\n"),
         "flow[0].tcp.ns2_agent: chooses one of ns-2.35's agents: only with profile = \"ns2\""
